@@ -1,0 +1,218 @@
+# Agent Lane — GNU make.
+#
+#   make                 build build/agent-laned, build/agent-lanectl, libagentlane
+#   make check           build and run every test suite (one summary line at the end)
+#   make install PREFIX=/usr/local [DESTDIR=...]
+#   make deps            install build and test dependencies (apt or Homebrew)
+#
+# Variants live in their own build directories so they never mix objects:
+#   make BUILD=build/asan SANITIZE=address,undefined CC=clang
+#   make fuzz            libFuzzer targets in build/fuzz (clang)
+
+VERSION    := 0.1.0
+PREFIX     ?= /usr/local
+BUILD      ?= build
+PKG_CONFIG ?= pkg-config
+PROTOC_C   ?= protoc-c
+UNAME_S    := $(shell uname -s)
+
+PKGS := libevent libprotobuf-c sqlite3 libarchive
+
+ifeq ($(UNAME_S),Darwin)
+PLATFORM_CFLAGS := -D_DARWIN_C_SOURCE
+SHLIB_EXT := dylib
+SHLIB_FLAGS = -dynamiclib -install_name $(PREFIX)/lib/libagentlane.$(SHLIB_EXT)
+# libarchive and sqlite are keg-only in Homebrew.
+BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
+export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(PKG_CONFIG_PATH)
+else
+PLATFORM_CFLAGS := -D_GNU_SOURCE
+SHLIB_EXT := so
+SHLIB_FLAGS = -shared -Wl,-soname,libagentlane.so.0
+endif
+
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 \
+	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Wno-unused-parameter
+# snprintf truncation is how this code bounds strings; gcc's guesses about
+# it are noise (clang has no such warning).
+ifneq ($(shell $(CC) --version 2>/dev/null | grep -c clang),0)
+WARNINGS += -Wno-unknown-warning-option
+else
+WARNINGS += -Wno-format-truncation
+endif
+OPTFLAGS ?= -O2 -g
+ifneq ($(SANITIZE),)
+ifeq ($(SANITIZE),fuzz)
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+else
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+endif
+endif
+
+CPPFLAGS += -I$(BUILD)/gen -Iproto -Idaemon -Iclient -DAGENT_LANE_VERSION='"$(VERSION)"' \
+	$(PLATFORM_CFLAGS)
+CFLAGS   ?=
+CFLAGS   += -std=c11 $(WARNINGS) $(OPTFLAGS) $(SANFLAGS) -fPIC $(PKG_CFLAGS)
+LDFLAGS  += $(SANFLAGS)
+LDLIBS   += $(PKG_LIBS) -lm
+
+GEN_C := $(BUILD)/gen/agentlane.pb-c.c
+GEN_H := $(BUILD)/gen/agentlane.pb-c.h
+GEN_HELPER := $(BUILD)/gen/guest_helper.c
+GEN_TEMPLATES := $(BUILD)/gen/ctl_templates.c
+TEMPLATES := launchd/dev.agent-lane.agent-laned.plist.in \
+	launchd/agent-laned.service.in launchd/agent-laned.socket.in
+
+PROTO_SRCS  := $(GEN_C) proto/wire.c proto/units.c
+DAEMON_MAIN := daemon/agent-laned.c
+DAEMON_SRCS := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
+LIB_SRCS    := $(wildcard client/lib/*.c)
+CTL_SRCS    := $(wildcard client/ctl/*.c)
+UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
+FUZZ_SRCS   := $(wildcard tests/fuzz/fuzz_*.c)
+
+obj = $(patsubst %.c,$(BUILD)/obj/%.o,$(patsubst $(BUILD)/%,%,$(1)))
+
+PROTO_OBJS  := $(call obj,$(PROTO_SRCS))
+DAEMON_OBJS := $(call obj,$(DAEMON_SRCS) $(GEN_HELPER))
+LIB_OBJS    := $(call obj,$(LIB_SRCS))
+CTL_OBJS    := $(call obj,$(CTL_SRCS) $(GEN_TEMPLATES))
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+LIBAGENTLANE_A  := $(BUILD)/libagentlane.a
+LIBAGENTLANE_SO := $(BUILD)/libagentlane.$(SHLIB_EXT)
+LIBLANED_A      := $(BUILD)/liblaned.a
+LANED           := $(BUILD)/agent-laned
+LANECTL         := $(BUILD)/agent-lanectl
+
+.PHONY: all check check-c unit tests fuzz fuzz-targets install uninstall deps clean node asan
+.DEFAULT_GOAL := all
+
+all: $(LANED) $(LANECTL) $(LIBAGENTLANE_A) $(LIBAGENTLANE_SO) $(BUILD)/agentlane.pc
+
+# protoc-c writes next to the relative path of its input; keep the include
+# path at proto/ so the generated names are stable.
+$(GEN_C) $(GEN_H) &: proto/agentlane.proto
+	@mkdir -p $(BUILD)/gen
+	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/agentlane.proto
+
+# The guest helper travels as `perl -e`: embed it without comments or
+# indentation to keep the limactl command line short.
+$(GEN_HELPER): daemon/guest-helper.pl
+	@mkdir -p $(BUILD)/gen
+	{ echo '/* Generated from daemon/guest-helper.pl. */'; \
+	  echo 'extern const char guest_helper_source[];'; \
+	  echo 'const char guest_helper_source[] ='; \
+	  sed -e '/^[[:space:]]*#/d' -e 's/^[[:space:]]*//' -e '/^$$/d' \
+	      -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  echo ';'; } > $@
+
+# The service files agent-lanectl installs, compiled in so that `daemon
+# install` needs nothing from the share directory.
+$(GEN_TEMPLATES): $(TEMPLATES)
+	@mkdir -p $(BUILD)/gen
+	{ echo '/* Generated from launchd/. */'; \
+	  for f in $(TEMPLATES); do \
+	    n=$$(basename $$f .in | tr '.-' '__'); \
+	    echo "extern const char tmpl_$$n[];"; \
+	    echo "const char tmpl_$$n[] ="; \
+	    sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $$f; \
+	    echo ';'; \
+	  done; } > $@
+
+$(BUILD)/obj/%.o: %.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+# The generated file lives under $(BUILD); it is not ours to lint.
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+
+$(LIBAGENTLANE_A): $(LIB_OBJS) $(PROTO_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIBAGENTLANE_SO): $(LIB_OBJS) $(PROTO_OBJS)
+	$(CC) $(SHLIB_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(LIBLANED_A): $(DAEMON_OBJS) $(PROTO_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(LANED): $(call obj,$(DAEMON_MAIN)) $(LIBLANED_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(LANECTL): $(CTL_OBJS) $(LIBAGENTLANE_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/agentlane.pc: client/agentlane.pc.in Makefile
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# Unit tests link the daemon core and the client library; cmocka drives them.
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+
+$(BUILD)/obj/tests/unit/%.o: CFLAGS += $(shell $(PKG_CONFIG) --cflags cmocka)
+
+tests: all $(UNIT_BINS)
+
+# libFuzzer targets: built by a clang sub-make in build/fuzz.
+fuzz:
+	$(MAKE) BUILD=build/fuzz CC=clang SANITIZE=fuzz OPTFLAGS="-O1 -g" fuzz-targets
+
+fuzz-targets: $(FUZZ_BINS)
+
+$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+
+asan:
+	$(MAKE) BUILD=build/asan CC=clang SANITIZE=address,undefined OPTFLAGS="-O1 -g" tests
+
+node:
+	cd client/sandcastle && npm run build
+
+# One driver runs every suite and prints "N passed, N failed" last.
+check: tests
+	$(MAKE) asan
+	$(MAKE) fuzz
+	cd client/sandcastle && npm run build
+	tests/check.sh
+
+deps:
+	tests/install-deps.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/agent-lane
+	install -m 0755 $(LANED) $(LANECTL) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(LIBAGENTLANE_A) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(LIBAGENTLANE_SO) $(DESTDIR)$(PREFIX)/lib/
+	install -m 0644 client/agentlane.h $(DESTDIR)$(PREFIX)/include/
+	install -m 0644 $(BUILD)/agentlane.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 0644 docs/agent-lanectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 docs/agent-laned.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 launchd/*.plist launchd/*.service launchd/*.socket \
+		docs/agent-laned.conf.example $(DESTDIR)$(PREFIX)/share/agent-lane/
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/agent-laned $(DESTDIR)$(PREFIX)/bin/agent-lanectl \
+		$(DESTDIR)$(PREFIX)/lib/libagentlane.a \
+		$(DESTDIR)$(PREFIX)/lib/libagentlane.$(SHLIB_EXT) \
+		$(DESTDIR)$(PREFIX)/include/agentlane.h \
+		$(DESTDIR)$(PREFIX)/lib/pkgconfig/agentlane.pc \
+		$(DESTDIR)$(PREFIX)/share/man/man1/agent-lanectl.1 \
+		$(DESTDIR)$(PREFIX)/share/man/man8/agent-laned.8
+	rm -rf $(DESTDIR)$(PREFIX)/share/agent-lane
+
+clean:
+	rm -rf build
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,170 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl.h"
+#include "units.h"
+
+int
+ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
+{
+	fprintf(stderr, "agent-lanectl: %s: %s\n", al_code_name(err->code),
+	    err->message);
+	return status;
+}
+
+int
+ctl_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("agent-lanectl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return CTL_EXIT_USAGE;
+}
+
+void
+ctl_errx(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("agent-lanectl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+bool
+ctl_duration(const char *s, uint64_t plain_unit_ms, uint64_t *ms)
+{
+	return units_parse_duration_ms(s, plain_unit_ms, ms) == 0;
+}
+
+bool
+ctl_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+
+	if (units_parse_size(s, &v) == -1 || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+bool
+ctl_lane_name(const char *s)
+{
+	if (strncmp(s, "al-", 3) != 0 || strlen(s) != 19)
+		return false;
+	for (size_t i = 3; i < 19; i++)
+		if (strchr("0123456789abcdef", s[i]) == NULL)
+			return false;
+	return true;
+}
+
+void
+ctl_json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		switch (*p) {
+		case '"':
+			fputs("\\\"", f);
+			break;
+		case '\\':
+			fputs("\\\\", f);
+			break;
+		case '\n':
+			fputs("\\n", f);
+			break;
+		case '\r':
+			fputs("\\r", f);
+			break;
+		case '\t':
+			fputs("\\t", f);
+			break;
+		default:
+			if (*p < 0x20 || *p == 0x7f)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+	}
+	fputc('"', f);
+}
+
+void
+ctl_time(int64_t ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms <= 0 || gmtime_r(&t, &tm) == NULL) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void
+ctl_lane_json(FILE *f, const struct al_lane *l)
+{
+	char t[32];
+
+	fputs("{\"name\":", f);
+	ctl_json_string(f, l->name);
+	fputs(",\"state\":", f);
+	ctl_json_string(f, al_state_name(l->state));
+	fprintf(f, ",\"cpus\":%u,\"memory_mib\":%u,\"memory_gib\":%g,"
+	    "\"disk_gib\":%u", l->cpus, l->memory_mib, l->memory_mib / 1024.0,
+	    l->disk_gib);
+	ctl_time(l->created_at_ms, t, sizeof t);
+	fputs(",\"created_at\":", f);
+	ctl_json_string(f, t);
+	ctl_time(l->deadline_ms, t, sizeof t);
+	fputs(",\"deadline\":", f);
+	ctl_json_string(f, t);
+	fprintf(f, ",\"created_at_ms\":%lld,\"deadline_ms\":%lld,"
+	    "\"idle_timeout_s\":%llu,\"last_activity_ms\":%lld,"
+	    "\"ended_at_ms\":%lld", (long long)l->created_at_ms,
+	    (long long)l->deadline_ms, (unsigned long long)l->idle_timeout_s,
+	    (long long)l->last_activity_ms, (long long)l->ended_at_ms);
+	fputs(",\"workspace\":", f);
+	ctl_json_string(f, l->workspace);
+	fputs(",\"error\":", f);
+	ctl_json_string(f, l->error);
+	fputs(",\"labels\":{", f);
+	for (size_t i = 0; i < l->nlabels; i++) {
+		if (i > 0)
+			fputc(',', f);
+		ctl_json_string(f, l->labels[i].key);
+		fputc(':', f);
+		ctl_json_string(f, l->labels[i].value);
+	}
+	fputs("}}", f);
+}
+
+int
+ctl_opt(int argc, char **argv, int *i, const char *name, const char **value)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n) != 0)
+		return 0;
+	if (argv[*i][n] == '=') {
+		*value = argv[*i] + n + 1;
+		return 1;
+	}
+	if (argv[*i][n] != '\0')
+		return 0;
+	if (*i + 1 >= argc)
+		return -1;
+	*value = argv[++*i];
+	return 1;
+}

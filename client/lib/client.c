@@ -1,0 +1,546 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#if !defined(MSG_NOSIGNAL)
+#define MSG_NOSIGNAL 0		/* macOS: SO_NOSIGPIPE is set on the socket */
+#endif
+
+static const char *const code_names[] = {
+	"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
+	"FAILED_PRECONDITION", "TOO_LARGE", "DEADLINE_EXCEEDED",
+	"PERMISSION_DENIED", "UNAVAILABLE", "INTERNAL", "VERSION_MISMATCH",
+	"LIMA_FAILED", "CANCELLED",
+};
+
+const char *
+al_code_name(int code)
+{
+	switch (code) {
+	case AL_CONNECT:
+		return "CONNECT";
+	case AL_PROTOCOL:
+		return "PROTOCOL";
+	case AL_IO:
+		return "IO";
+	case AL_UNSAFE:
+		return "UNSAFE";
+	default:
+		if (code >= 0 && (size_t)code < sizeof code_names /
+		    sizeof *code_names)
+			return code_names[code];
+		return "UNKNOWN";
+	}
+}
+
+const char *
+al_state_name(int state)
+{
+	return wire_lane_state_name(state);
+}
+
+void
+al_set_error(struct al_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL)
+		return;
+	err->code = code;
+	err->os_errno = 0;
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof err->message, fmt, ap);
+	va_end(ap);
+}
+
+void
+al_set_errno(struct al_error *err, int code, const char *what)
+{
+	int saved = errno;
+
+	al_set_error(err, code, "%s: %s", what, strerror(saved));
+	if (err != NULL)
+		err->os_errno = saved;
+}
+
+void
+al_error_from_response(struct al_error *err, const AlResponse *resp)
+{
+	if (resp->body_case == AGENTLANE__V1__RESPONSE__BODY_ERROR) {
+		int code = (int)resp->error->code;
+
+		if (code <= 0 || code > AL_CANCELLED)
+			code = AL_PROTOCOL;
+		al_set_error(err, code, "%s", resp->error->message != NULL ?
+		    resp->error->message : "");
+	} else
+		al_set_error(err, AL_PROTOCOL, "unexpected response (body %d)",
+		    (int)resp->body_case);
+}
+
+struct al_client *
+al_client_new(const char *socket_path, const char *name)
+{
+	struct al_client *c = calloc(1, sizeof *c);
+	const char *env, *home;
+	struct passwd *pw;
+
+	if (c == NULL)
+		return NULL;
+	if (socket_path != NULL && socket_path[0] != '\0')
+		c->socket_path = strdup(socket_path);
+	else if ((env = getenv("AGENT_LANE_SOCKET")) != NULL && env[0] != '\0')
+		c->socket_path = strdup(env);
+	else {
+		home = getenv("HOME");
+		if ((home == NULL || home[0] != '/') &&
+		    (pw = getpwuid(getuid())) != NULL)
+			home = pw->pw_dir;
+		if (home == NULL)
+			home = "/";
+		if (asprintf(&c->socket_path,
+		    "%s/.agent-lane/run/agent-laned.sock", home) == -1)
+			c->socket_path = NULL;
+	}
+	c->name = strdup(name != NULL ? name : "libagentlane");
+	if (c->socket_path == NULL || c->name == NULL) {
+		al_client_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void
+al_client_free(struct al_client *c)
+{
+	if (c == NULL)
+		return;
+	free(c->socket_path);
+	free(c->name);
+	free(c);
+}
+
+const char *
+al_client_socket(const struct al_client *c)
+{
+	return c->socket_path;
+}
+
+int
+al_write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			(void)poll(&pfd, 1, -1);
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+send_all(int fd, const uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+			(void)poll(&pfd, 1, -1);
+			continue;
+		}
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+recv_all(int fd, uint8_t *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = recv(fd, p, len, 0);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+			(void)poll(&pfd, 1, -1);
+			continue;
+		}
+		if (n <= 0) {
+			if (n == 0)
+				errno = ECONNRESET;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+al_conn_send(struct al_conn *conn, const AlRequest *req, struct al_error *err)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc;
+
+	if (wire_pack_request(req, &buf, &len) == -1) {
+		al_set_error(err, AL_TOO_LARGE, "request above the frame limit");
+		return -1;
+	}
+	if (len - WIRE_HEADER_SIZE > conn->max_frame) {
+		free(buf);
+		al_set_error(err, AL_TOO_LARGE, "request of %zu bytes above the "
+		    "daemon's frame cap of %u", len - WIRE_HEADER_SIZE,
+		    conn->max_frame);
+		return -1;
+	}
+	rc = send_all(conn->fd, buf, len);
+	free(buf);
+	if (rc == -1) {
+		al_set_errno(err, AL_CONNECT, "sending to agent-laned");
+		return -1;
+	}
+	return 0;
+}
+
+AlResponse *
+al_conn_recv(struct al_conn *conn, struct al_error *err)
+{
+	uint8_t hdr[WIRE_HEADER_SIZE], *buf;
+	uint32_t len;
+	AlResponse *resp;
+
+	if (recv_all(conn->fd, hdr, sizeof hdr) == -1) {
+		al_set_error(err, AL_CONNECT, "agent-laned closed the connection");
+		return NULL;
+	}
+	len = wire_header_length(hdr);
+	if (len > WIRE_MAX_FRAME) {
+		al_set_error(err, AL_PROTOCOL, "frame of %u bytes from the "
+		    "daemon exceeds the protocol maximum", len);
+		return NULL;
+	}
+	if ((buf = malloc(len > 0 ? len : 1)) == NULL) {
+		al_set_error(err, AL_IO, "out of memory");
+		return NULL;
+	}
+	if (recv_all(conn->fd, buf, len) == -1) {
+		free(buf);
+		al_set_error(err, AL_CONNECT, "truncated frame from agent-laned");
+		return NULL;
+	}
+	resp = wire_unpack_response(buf, len);
+	free(buf);
+	if (resp == NULL || resp->body_case ==
+	    AGENTLANE__V1__RESPONSE__BODY__NOT_SET) {
+		if (resp != NULL)
+			agentlane__v1__response__free_unpacked(resp, NULL);
+		al_set_error(err, AL_PROTOCOL, "malformed frame from agent-laned");
+		return NULL;
+	}
+	return resp;
+}
+
+void
+al_response_free(AlResponse *resp)
+{
+	if (resp != NULL)
+		agentlane__v1__response__free_unpacked(resp, NULL);
+}
+
+static int
+conn_connect(struct al_client *c, struct al_error *err)
+{
+	struct sockaddr_un sun;
+	int fd;
+
+	memset(&sun, 0, sizeof sun);
+	sun.sun_family = AF_UNIX;
+	if (strlen(c->socket_path) >= sizeof sun.sun_path) {
+		al_set_error(err, AL_CONNECT, "socket path %s is too long",
+		    c->socket_path);
+		return -1;
+	}
+	memcpy(sun.sun_path, c->socket_path, strlen(c->socket_path) + 1);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1) {
+		al_set_errno(err, AL_CONNECT, "socket");
+		return -1;
+	}
+	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+#if defined(SO_NOSIGPIPE)
+	{
+		int on = 1;
+
+		(void)setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &on, sizeof on);
+	}
+#endif
+	while (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
+		if (errno == EINTR)
+			continue;
+		al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: "
+		    "%s%s", c->socket_path, strerror(errno),
+		    errno == ENOENT || errno == ECONNREFUSED ?
+		    " (is the daemon running? see `agent-lanectl daemon "
+		    "status`)" : "");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+info_from_hello(struct al_daemon_info *info, const Agentlane__V1__HelloReply *h)
+{
+	memset(info, 0, sizeof *info);
+	info->protocol_version = h->protocol_version;
+	snprintf(info->version, sizeof info->version, "%s",
+	    h->daemon_version != NULL ? h->daemon_version : "");
+	if (h->limits != NULL) {
+		const Agentlane__V1__Limits *l = h->limits;
+
+		info->max_frame_bytes = l->max_frame_bytes;
+		info->max_lanes = l->max_lanes;
+		info->default_cpus = l->default_cpus;
+		info->max_cpus = l->max_cpus;
+		info->default_memory_mib = l->default_memory_mib;
+		info->max_memory_mib = l->max_memory_mib;
+		info->default_disk_gib = l->default_disk_gib;
+		info->max_disk_gib = l->max_disk_gib;
+		info->default_lifetime_s = l->default_lifetime_s;
+		info->max_lifetime_s = l->max_lifetime_s;
+		info->default_idle_timeout_s = l->default_idle_timeout_s;
+		info->max_exec_timeout_s = l->max_exec_timeout_s;
+		info->max_copy_out_bytes = l->max_copy_out_bytes;
+	}
+}
+
+int
+al_conn_open(struct al_client *c, struct al_conn *conn, struct al_error *err)
+{
+	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+	Agentlane__V1__Hello hello = AGENTLANE__V1__HELLO__INIT;
+	AlResponse *resp;
+
+	memset(conn, 0, sizeof *conn);
+	conn->max_frame = WIRE_MAX_FRAME;
+	if ((conn->fd = conn_connect(c, err)) == -1)
+		return -1;
+	hello.protocol_version = WIRE_PROTOCOL_VERSION;
+	hello.client = c->name;
+	req.body_case = AGENTLANE__V1__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	if (al_conn_send(conn, &req, err) == -1 ||
+	    (resp = al_conn_recv(conn, err)) == NULL) {
+		al_conn_close(conn);
+		return -1;
+	}
+	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_HELLO) {
+		al_error_from_response(err, resp);
+		al_response_free(resp);
+		al_conn_close(conn);
+		return -1;
+	}
+	info_from_hello(&conn->info, resp->hello);
+	if (conn->info.max_frame_bytes > 0 &&
+	    conn->info.max_frame_bytes < conn->max_frame)
+		conn->max_frame = conn->info.max_frame_bytes;
+	al_response_free(resp);
+	return 0;
+}
+
+void
+al_conn_close(struct al_conn *conn)
+{
+	if (conn->fd != -1)
+		close(conn->fd);
+	conn->fd = -1;
+	free(conn->rbuf);
+	free(conn->wbuf);
+	conn->rbuf = conn->wbuf = NULL;
+}
+
+int
+al_conn_queue(struct al_conn *conn, const AlRequest *req, struct al_error *err)
+{
+	uint8_t *buf;
+	size_t len;
+
+	if (wire_pack_request(req, &buf, &len) == -1) {
+		al_set_error(err, AL_TOO_LARGE, "request above the frame limit");
+		return -1;
+	}
+	if (conn->woff > 0 && conn->woff == conn->wlen)
+		conn->woff = conn->wlen = 0;
+	if (conn->wlen + len > conn->wcap) {
+		size_t cap = conn->wcap == 0 ? 65536 : conn->wcap;
+		uint8_t *nb;
+
+		while (cap < conn->wlen + len)
+			cap *= 2;
+		if ((nb = realloc(conn->wbuf, cap)) == NULL) {
+			free(buf);
+			al_set_error(err, AL_IO, "out of memory");
+			return -1;
+		}
+		conn->wbuf = nb;
+		conn->wcap = cap;
+	}
+	memcpy(conn->wbuf + conn->wlen, buf, len);
+	conn->wlen += len;
+	free(buf);
+	return 0;
+}
+
+bool
+al_conn_want_write(const struct al_conn *conn)
+{
+	return conn->woff < conn->wlen;
+}
+
+int
+al_conn_flush(struct al_conn *conn, struct al_error *err)
+{
+	while (conn->woff < conn->wlen) {
+		ssize_t n = send(conn->fd, conn->wbuf + conn->woff,
+		    conn->wlen - conn->woff, MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0) {
+			al_set_errno(err, AL_CONNECT, "sending to agent-laned");
+			return -1;
+		}
+		conn->woff += (size_t)n;
+	}
+	conn->woff = conn->wlen = 0;
+	return 0;
+}
+
+int
+al_conn_read_frame(struct al_conn *conn, AlResponse **out, struct al_error *err)
+{
+	for (;;) {
+		uint32_t len;
+		ssize_t n;
+
+		if (conn->rlen >= WIRE_HEADER_SIZE) {
+			len = wire_header_length(conn->rbuf);
+			if (len > WIRE_MAX_FRAME) {
+				al_set_error(err, AL_PROTOCOL, "oversized frame "
+				    "from agent-laned");
+				return -1;
+			}
+			if (conn->rlen >= WIRE_HEADER_SIZE + (size_t)len) {
+				*out = wire_unpack_response(conn->rbuf +
+				    WIRE_HEADER_SIZE, len);
+				memmove(conn->rbuf, conn->rbuf +
+				    WIRE_HEADER_SIZE + len, conn->rlen -
+				    WIRE_HEADER_SIZE - len);
+				conn->rlen -= WIRE_HEADER_SIZE + len;
+				if (*out == NULL || (*out)->body_case ==
+				    AGENTLANE__V1__RESPONSE__BODY__NOT_SET) {
+					al_response_free(*out);
+					al_set_error(err, AL_PROTOCOL,
+					    "malformed frame from agent-laned");
+					return -1;
+				}
+				return 1;
+			}
+		}
+		if (conn->rcap < WIRE_HEADER_SIZE + WIRE_MAX_FRAME) {
+			uint8_t *nb = realloc(conn->rbuf, WIRE_HEADER_SIZE +
+			    WIRE_MAX_FRAME);
+
+			if (nb == NULL) {
+				al_set_error(err, AL_IO, "out of memory");
+				return -1;
+			}
+			conn->rbuf = nb;
+			conn->rcap = WIRE_HEADER_SIZE + WIRE_MAX_FRAME;
+		}
+		n = recv(conn->fd, conn->rbuf + conn->rlen,
+		    conn->rcap - conn->rlen, MSG_DONTWAIT);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0) {
+			al_set_error(err, AL_CONNECT, "agent-laned closed the "
+			    "connection%s", conn->rlen > 0 ?
+			    " in the middle of a frame" : "");
+			return -1;
+		}
+		conn->rlen += (size_t)n;
+	}
+}
+
+void
+al_lane_from_proto(struct al_lane *l, const Agentlane__V1__Lane *p)
+{
+	memset(l, 0, sizeof *l);
+	snprintf(l->name, sizeof l->name, "%s", p->name != NULL ? p->name : "");
+	l->state = (int)p->state;
+	l->cpus = p->cpus;
+	l->memory_mib = p->memory_mib;
+	l->disk_gib = p->disk_gib;
+	l->created_at_ms = p->created_at_ms;
+	l->deadline_ms = p->deadline_ms;
+	l->last_activity_ms = p->last_activity_ms;
+	l->ended_at_ms = p->ended_at_ms;
+	l->idle_timeout_s = p->idle_timeout_s;
+	snprintf(l->workspace, sizeof l->workspace, "%s",
+	    p->workspace != NULL ? p->workspace : "");
+	snprintf(l->error, sizeof l->error, "%s", p->error != NULL ? p->error : "");
+	for (size_t i = 0; i < p->n_labels && i < AL_LABELS_MAX; i++) {
+		snprintf(l->labels[i].key, sizeof l->labels[i].key, "%s",
+		    p->labels[i]->key != NULL ? p->labels[i]->key : "");
+		snprintf(l->labels[i].value, sizeof l->labels[i].value, "%s",
+		    p->labels[i]->value != NULL ? p->labels[i]->value : "");
+		l->nlabels++;
+	}
+}
+
+int
+al_hello(struct al_client *c, struct al_daemon_info *info, struct al_error *err)
+{
+	struct al_conn conn;
+
+	if (al_conn_open(c, &conn, err) == -1)
+		return -1;
+	if (info != NULL)
+		*info = conn.info;
+	al_conn_close(&conn);
+	return 0;
+}

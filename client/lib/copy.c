@@ -1,0 +1,430 @@
+/* al_copy_in and al_copy_out: host files travel through the client. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tar.h"
+
+#define COPY_DEFAULT_MAX_ENTRIES 100000
+
+/* ---- Copy in ---- */
+
+struct in_ctx {
+	struct al_conn *conn;
+	uint64_t bytes;
+	al_progress_fn progress;
+	void *arg;
+};
+
+static int
+send_chunk(struct al_conn *conn, const void *data, size_t len, bool eof,
+    struct al_error *err)
+{
+	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+	Agentlane__V1__DataChunk ch = AGENTLANE__V1__DATA_CHUNK__INIT;
+
+	ch.data.data = (uint8_t *)data;
+	ch.data.len = len;
+	ch.eof = eof;
+	req.body_case = AGENTLANE__V1__REQUEST__BODY_DATA;
+	req.data = &ch;
+	return al_conn_send(conn, &req, err);
+}
+
+static int
+in_write(void *arg, const void *buf, size_t len, struct al_error *err)
+{
+	struct in_ctx *ctx = arg;
+	const uint8_t *p = buf;
+
+	while (len > 0) {
+		size_t n = len > WIRE_CHUNK ? WIRE_CHUNK : len;
+
+		if (send_chunk(ctx->conn, p, n, false, err) == -1)
+			return -1;
+		p += n;
+		len -= n;
+		ctx->bytes += n;
+		if (ctx->progress != NULL)
+			ctx->progress(ctx->bytes, ctx->arg);
+	}
+	return 0;
+}
+
+/*
+ * The daemon answers once the guest is done, or early (and then closes)
+ * when the guest failed: a send error is followed by reading its answer.
+ */
+static int
+in_answer(struct al_conn *conn, uint64_t *bytes, struct al_error *err)
+{
+	struct al_error rerr;
+	AlResponse *resp = al_conn_recv(conn, &rerr);
+
+	if (resp == NULL) {
+		if (err != NULL && err->code == AL_OK)
+			*err = rerr;
+		return -1;
+	}
+	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_COPY_IN_DONE) {
+		al_error_from_response(err, resp);
+		al_response_free(resp);
+		return -1;
+	}
+	if (bytes != NULL)
+		*bytes = resp->copy_in_done->bytes;
+	al_response_free(resp);
+	return 0;
+}
+
+int
+al_copy_in(struct al_client *c, const char *lane, const char *host_path,
+    const char *guest_path, al_progress_fn progress, void *arg,
+    uint64_t *bytes, struct al_error *err)
+{
+	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+	Agentlane__V1__CopyIn ci = AGENTLANE__V1__COPY_IN__INIT;
+	struct in_ctx ctx = { .progress = progress, .arg = arg };
+	struct al_error local = { 0 };
+	struct al_conn conn;
+	struct stat sb;
+	char gp[PATH_MAX], dest[PATH_MAX], member[PATH_MAX];
+	size_t n;
+	int rc;
+
+	if (err == NULL)
+		err = &local;
+	err->code = AL_OK;
+	if (guest_path == NULL || guest_path[0] != '/' ||
+	    strlen(guest_path) >= sizeof gp) {
+		al_set_error(err, AL_INVALID_ARGUMENT,
+		    "the guest path must be absolute");
+		return -1;
+	}
+	if (stat(host_path, &sb) == -1) {
+		al_set_errno(err, AL_IO, host_path);
+		return -1;
+	}
+	snprintf(gp, sizeof gp, "%s", guest_path);
+	for (n = strlen(gp); n > 1 && gp[n - 1] == '/'; n--)
+		gp[n - 1] = '\0';
+	if (S_ISDIR(sb.st_mode)) {
+		snprintf(dest, sizeof dest, "%s", gp);
+		member[0] = '\0';
+	} else if (S_ISREG(sb.st_mode)) {
+		char a[PATH_MAX], b[PATH_MAX];
+
+		if (strcmp(gp, "/") == 0) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "a file needs a "
+			    "guest file name, not /");
+			return -1;
+		}
+		snprintf(a, sizeof a, "%s", gp);
+		snprintf(b, sizeof b, "%s", gp);
+		snprintf(dest, sizeof dest, "%s", dirname(a));
+		snprintf(member, sizeof member, "%s", basename(b));
+	} else {
+		al_set_error(err, AL_IO, "%s: not a regular file or directory",
+		    host_path);
+		return -1;
+	}
+
+	ci.lane = (char *)lane;
+	ci.dest_dir = dest;
+	req.body_case = AGENTLANE__V1__REQUEST__BODY_COPY_IN;
+	req.copy_in = &ci;
+	if (al_conn_open(c, &conn, err) == -1)
+		return -1;
+	ctx.conn = &conn;
+	if (al_conn_send(&conn, &req, err) == -1) {
+		(void)in_answer(&conn, NULL, err);
+		al_conn_close(&conn);
+		return -1;
+	}
+	rc = al_tar_create(host_path, member, in_write, &ctx, err);
+	if (rc == 0)
+		rc = send_chunk(&conn, NULL, 0, true, err);
+	if (rc == 0)
+		rc = in_answer(&conn, bytes, err);
+	else if (err->code == AL_CONNECT) {
+		/* The daemon stopped listening: it says why. */
+		(void)in_answer(&conn, NULL, err);
+	}
+	al_conn_close(&conn);
+	return rc;
+}
+
+/* ---- Copy out ---- */
+
+struct out_ctx {
+	struct al_conn *conn;
+	AlResponse *cur;	/* frame whose data is being handed out */
+	uint64_t bytes;
+	uint64_t max_bytes;
+	bool done;		/* CopyOutDone seen */
+	al_progress_fn progress;
+	void *arg;
+};
+
+/* Next DataChunk from the daemon; 0 at CopyOutDone. */
+static ssize_t
+out_read(void *arg, const void **buf, struct al_error *err)
+{
+	struct out_ctx *ctx = arg;
+
+	for (;;) {
+		AlResponse *resp;
+
+		al_response_free(ctx->cur);
+		ctx->cur = NULL;
+		if (ctx->done)
+			return 0;
+		if ((resp = al_conn_recv(ctx->conn, err)) == NULL)
+			return -1;
+		ctx->cur = resp;
+		if (resp->body_case == AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_DONE) {
+			ctx->done = true;
+			return 0;
+		}
+		if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_DATA) {
+			al_error_from_response(err, resp);
+			return -1;
+		}
+		if (resp->data->data.len == 0)
+			continue;
+		ctx->bytes += resp->data->data.len;
+		if (ctx->max_bytes > 0 && ctx->bytes > ctx->max_bytes) {
+			al_set_error(err, AL_TOO_LARGE, "guest data exceeds the "
+			    "bound of %llu bytes",
+			    (unsigned long long)ctx->max_bytes);
+			return -1;
+		}
+		if (ctx->progress != NULL)
+			ctx->progress(ctx->bytes, ctx->arg);
+		*buf = resp->data->data.data;
+		return (ssize_t)resp->data->data.len;
+	}
+}
+
+/* Where the copy lands: host_path, or inside it if it is a directory. */
+static int
+out_destination(const char *guest_path, const char *host_path, char *dest,
+    size_t destlen, char *parent, size_t parentlen, char *base, size_t baselen,
+    struct al_error *err)
+{
+	struct stat sb;
+	char g[PATH_MAX], tmp[PATH_MAX];
+	size_t n;
+
+	snprintf(g, sizeof g, "%s", guest_path);
+	for (n = strlen(g); n > 1 && g[n - 1] == '/'; n--)
+		g[n - 1] = '\0';
+	if (stat(host_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+		const char *gb = strrchr(g, '/') != NULL ? strrchr(g, '/') + 1 : g;
+
+		if (gb[0] == '\0' || strcmp(gb, ".") == 0 || strcmp(gb, "..") == 0) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "name the "
+			    "destination for %s", guest_path);
+			return -1;
+		}
+		snprintf(dest, destlen, "%s/%s", host_path, gb);
+	} else
+		snprintf(dest, destlen, "%s", host_path);
+	snprintf(tmp, sizeof tmp, "%s", dest);
+	snprintf(parent, parentlen, "%s", dirname(tmp));
+	snprintf(tmp, sizeof tmp, "%s", dest);
+	snprintf(base, baselen, "%s", basename(tmp));
+	if (stat(parent, &sb) == -1 || !S_ISDIR(sb.st_mode)) {
+		al_set_error(err, AL_IO, "%s: not a directory", parent);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd != -1) {
+		(void)fsync(fd);
+		close(fd);
+	}
+}
+
+static int
+out_file(struct out_ctx *ctx, const char *dest, const char *parent,
+    const char *base, struct al_error *err)
+{
+	char tmp[PATH_MAX];
+	const void *buf;
+	ssize_t n;
+	mode_t mask;
+	int fd;
+
+	/* O_CREAT|O_EXCL, in the destination's directory so rename is atomic. */
+	snprintf(tmp, sizeof tmp, "%s/.%s.agent-lane-XXXXXX", parent, base);
+	if ((fd = mkstemp(tmp)) == -1) {
+		al_set_errno(err, AL_IO, parent);
+		return -1;
+	}
+	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	while ((n = out_read(ctx, &buf, err)) > 0)
+		if (al_write_all(fd, buf, (size_t)n) == -1) {
+			al_set_errno(err, AL_IO, tmp);
+			n = -1;
+			break;
+		}
+	mask = umask(0);
+	umask(mask);
+	if (n == 0 && (fchmod(fd, 0666 & ~mask) == -1 || fsync(fd) == -1)) {
+		al_set_errno(err, AL_IO, tmp);
+		n = -1;
+	}
+	if (close(fd) == -1 && n == 0) {
+		al_set_errno(err, AL_IO, tmp);
+		n = -1;
+	}
+	if (n == 0 && rename(tmp, dest) == -1) {
+		al_set_errno(err, AL_IO, dest);
+		n = -1;
+	}
+	if (n != 0) {
+		(void)unlink(tmp);
+		return -1;
+	}
+	fsync_dir(parent);
+	return 0;
+}
+
+static int
+out_directory(struct out_ctx *ctx, const struct al_copy_out_opts *o,
+    const char *dest, const char *parent, const char *base,
+    struct al_error *err)
+{
+	struct al_tar_limits lim;
+	char tmp[PATH_MAX], real[PATH_MAX];
+	struct stat sb;
+	mode_t mask;
+
+	if (lstat(dest, &sb) == 0) {
+		al_set_error(err, AL_IO, "%s already exists", dest);
+		return -1;
+	}
+	snprintf(tmp, sizeof tmp, "%s/.%s.agent-lane-XXXXXX", parent, base);
+	if (mkdtemp(tmp) == NULL) {
+		al_set_errno(err, AL_IO, parent);
+		return -1;
+	}
+	/* libarchive refuses to write through symlinks; there must be none
+	 * in the path it is given, so resolve the fresh directory first. */
+	if (realpath(tmp, real) == NULL) {
+		al_set_errno(err, AL_IO, tmp);
+		al_remove_tree(tmp);
+		return -1;
+	}
+	lim.max_bytes = ctx->max_bytes > 0 ? ctx->max_bytes : UINT64_MAX;
+	lim.max_entries = o != NULL && o->max_entries > 0 ? o->max_entries :
+	    COPY_DEFAULT_MAX_ENTRIES;
+	if (al_tar_extract(out_read, ctx, real, &lim, NULL, err) == -1) {
+		al_remove_tree(tmp);
+		return -1;
+	}
+	/* The stream ended; make sure the daemon agreed it was complete. */
+	if (!ctx->done) {
+		const void *buf;
+		ssize_t n;
+
+		while ((n = out_read(ctx, &buf, err)) > 0)
+			;
+		if (n < 0 || !ctx->done) {
+			if (n == 0)
+				al_set_error(err, AL_PROTOCOL, "data after the end "
+				    "of the archive");
+			al_remove_tree(tmp);
+			return -1;
+		}
+	}
+	mask = umask(0);
+	umask(mask);
+	if (chmod(tmp, 0777 & ~mask) == -1 || rename(tmp, dest) == -1) {
+		al_set_errno(err, AL_IO, dest);
+		al_remove_tree(tmp);
+		return -1;
+	}
+	fsync_dir(parent);
+	return 0;
+}
+
+int
+al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
+    const char *host_path, const struct al_copy_out_opts *o, uint64_t *bytes,
+    int *kind, struct al_error *err)
+{
+	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+	Agentlane__V1__CopyOut co = AGENTLANE__V1__COPY_OUT__INIT;
+	struct out_ctx ctx;
+	struct al_conn conn;
+	AlResponse *resp;
+	char dest[PATH_MAX], parent[PATH_MAX], base[NAME_MAX + 1];
+	int rc = -1, k;
+
+	if (guest_path == NULL || guest_path[0] != '/') {
+		al_set_error(err, AL_INVALID_ARGUMENT,
+		    "the guest path must be absolute");
+		return -1;
+	}
+	if (out_destination(guest_path, host_path, dest, sizeof dest, parent,
+	    sizeof parent, base, sizeof base, err) == -1)
+		return -1;
+	memset(&ctx, 0, sizeof ctx);
+	co.lane = (char *)lane;
+	co.path = (char *)guest_path;
+	co.max_bytes = o != NULL ? o->max_bytes : 0;
+	req.body_case = AGENTLANE__V1__REQUEST__BODY_COPY_OUT;
+	req.copy_out = &co;
+	if (al_conn_open(c, &conn, err) == -1)
+		return -1;
+	if (al_conn_send(&conn, &req, err) == -1 ||
+	    (resp = al_conn_recv(&conn, err)) == NULL)
+		goto out;
+	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_BEGIN) {
+		al_error_from_response(err, resp);
+		al_response_free(resp);
+		goto out;
+	}
+	k = (int)resp->copy_out_begin->kind;
+	ctx.max_bytes = resp->copy_out_begin->max_bytes;
+	al_response_free(resp);
+	if (o != NULL && o->max_bytes > 0 &&
+	    (ctx.max_bytes == 0 || o->max_bytes < ctx.max_bytes))
+		ctx.max_bytes = o->max_bytes;
+	ctx.conn = &conn;
+	if (o != NULL) {
+		ctx.progress = o->progress;
+		ctx.arg = o->arg;
+	}
+	if (k == AL_COPY_FILE)
+		rc = out_file(&ctx, dest, parent, base, err);
+	else if (k == AL_COPY_DIRECTORY)
+		rc = out_directory(&ctx, o, dest, parent, base, err);
+	else
+		al_set_error(err, AL_PROTOCOL, "unknown copy kind %d", k);
+	al_response_free(ctx.cur);
+	if (rc == 0) {
+		if (bytes != NULL)
+			*bytes = ctx.bytes;
+		if (kind != NULL)
+			*kind = k;
+	}
+out:
+	al_conn_close(&conn);
+	return rc;
+}

@@ -1,0 +1,58 @@
+/* libagentlane internals: one connection, framing, error helpers. */
+#ifndef AL_INTERNAL_H
+#define AL_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentlane.h"
+#include "wire.h"
+
+struct al_client {
+	char *socket_path;
+	char *name;
+};
+
+/* One connection: after al_conn_open the hello has been exchanged. */
+struct al_conn {
+	int fd;
+	uint32_t max_frame;
+	uint8_t *rbuf;		/* partial frame being read (non-blocking use) */
+	size_t rlen, rcap;
+	uint8_t *wbuf;		/* frames not yet written (non-blocking use) */
+	size_t wlen, woff, wcap;
+	struct al_daemon_info info;
+};
+
+void al_set_error(struct al_error *, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void al_set_errno(struct al_error *, int code, const char *what);
+/* Fills err from a Response{error}. */
+void al_error_from_response(struct al_error *, const AlResponse *);
+
+int al_conn_open(struct al_client *, struct al_conn *, struct al_error *);
+void al_conn_close(struct al_conn *);
+/* Blocking send of one request. */
+int al_conn_send(struct al_conn *, const AlRequest *, struct al_error *);
+/* Blocking receive of one response (caller frees with al_response_free). */
+AlResponse *al_conn_recv(struct al_conn *, struct al_error *);
+void al_response_free(AlResponse *);
+
+/* Non-blocking mode (exec): queue frames, flush when writable. */
+int al_conn_queue(struct al_conn *, const AlRequest *, struct al_error *);
+/* Writes what it can; -1 on a hard error. */
+int al_conn_flush(struct al_conn *, struct al_error *);
+/* Reads what is available; returns 1 with *out when a frame is complete,
+ * 0 when more is needed, -1 on EOF or error. */
+int al_conn_read_frame(struct al_conn *, AlResponse **out, struct al_error *);
+bool al_conn_want_write(const struct al_conn *);
+
+/* Lane/label conversion from the protocol. */
+void al_lane_from_proto(struct al_lane *, const Agentlane__V1__Lane *);
+
+/* Whole-buffer write to a file descriptor, retrying on EINTR. */
+int al_write_all(int fd, const void *buf, size_t len);
+
+#endif

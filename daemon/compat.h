@@ -1,0 +1,28 @@
+/*
+ * The descriptor and randomness calls whose spelling differs between Linux
+ * and macOS. Every descriptor the daemon owns is close-on-exec from birth
+ * where the platform allows it (Lima's hostagent outlives `limactl start` and
+ * would otherwise inherit the registry, the socket or a client connection).
+ */
+#ifndef LANED_COMPAT_H
+#define LANED_COMPAT_H
+
+#include <stddef.h>
+#include <sys/socket.h>
+
+int compat_pipe_cloexec(int fds[2]);
+int compat_socket_cloexec(int domain, int type);
+int compat_accept_cloexec(int fd, struct sockaddr *sa, socklen_t *len);
+int compat_set_cloexec(int fd);
+int compat_set_nonblock(int fd);
+/* Fills buf from the OS random source; 0 or -1. */
+int compat_random(void *buf, size_t len);
+/*
+ * Marks every descriptor >= lowfd close-on-exec: whatever started the
+ * daemon may have leaked some, and they must not reach limactl.
+ */
+void compat_cloexec_from(int lowfd);
+/* Disables SIGPIPE on a socket where the platform supports it per socket. */
+void compat_nosigpipe(int fd);
+
+#endif

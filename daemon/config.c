@@ -1,0 +1,466 @@
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+#include "units.h"
+#include "util.h"
+
+enum config_type {
+	CT_STRING,	/* free text */
+	CT_PATH,	/* absolute path */
+	CT_U32,		/* plain integer */
+	CT_MEMORY,	/* "4GiB", "512MiB"; a plain number is GiB; stored as MiB */
+	CT_GIB,		/* a plain number of GiB, "40GiB" also accepted */
+	CT_SECONDS,	/* duration; a plain number is seconds */
+	CT_MINUTES,	/* duration; a plain number is minutes */
+	CT_BYTES,	/* size: "256MiB", a plain number is bytes */
+	CT_BOOL,
+};
+
+struct config_key {
+	const char *name;
+	enum config_type type;
+	size_t offset;
+	uint64_t min, max;	/* for numbers, in stored units */
+	const char *help;
+};
+
+#define K(n, t, mn, mx, h) { #n, t, offsetof(struct config, n), mn, mx, h }
+
+static const struct config_key config_keys[] = {
+	K(socket_path, CT_PATH, 0, 0, "control socket"),
+	K(state_dir, CT_PATH, 0, 0, "registry, lock and Lima home"),
+	K(limactl, CT_STRING, 0, 0, "limactl binary (name or path)"),
+	K(lima_template, CT_STRING, 0, 0, "base template of every lane"),
+	K(max_lanes, CT_U32, 1, 1024, "live lanes at once"),
+	K(default_cpus, CT_U32, 1, 256, "cpus of a lane when not asked"),
+	K(max_cpus, CT_U32, 1, 256, "most cpus a lane may ask for"),
+	K(default_memory_mib, CT_MEMORY, 256, 1u << 22, "memory of a lane (GiB unless suffixed)"),
+	K(max_memory_mib, CT_MEMORY, 256, 1u << 22, "most memory a lane may ask for"),
+	K(default_disk_gib, CT_GIB, 1, 65536, "disk of a lane in GiB"),
+	K(max_disk_gib, CT_GIB, 1, 65536, "most disk a lane may ask for"),
+	K(default_lifetime_ms, CT_MINUTES, 1000, 366ull * 86400000, "hard lifetime when not asked (minutes unless suffixed)"),
+	K(max_lifetime_ms, CT_MINUTES, 1000, 366ull * 86400000, "longest lifetime from creation, extensions included"),
+	K(default_idle_timeout_ms, CT_MINUTES, 0, 366ull * 86400000, "idle timeout when not asked; 0 = none"),
+	K(max_exec_timeout_ms, CT_SECONDS, 0, 366ull * 86400000, "longest per-exec timeout; 0 = lane deadline only"),
+	K(max_copy_out_bytes, CT_BYTES, 1, 1ull << 44, "copy-out bound"),
+	K(max_frame_bytes, CT_BYTES, 4096, 1u << 20, "largest protocol frame accepted"),
+	K(max_connections, CT_U32, 4, 4096, "client connections at once"),
+	K(max_execs_per_lane, CT_U32, 1, 1024, "concurrent execs and copies per lane"),
+	K(max_env_bytes, CT_BYTES, 0, 1u << 19, "total size of one exec's environment"),
+	K(request_timeout_ms, CT_SECONDS, 100, 3600000, "time for a client to send hello and its request"),
+	K(start_timeout_ms, CT_SECONDS, 1000, 86400000, "limactl start timeout"),
+	K(command_timeout_ms, CT_SECONDS, 1000, 86400000, "timeout of other limactl calls"),
+	K(destroy_retry_max_ms, CT_SECONDS, 100, 86400000, "longest pause between limactl delete retries"),
+	K(retention_ms, CT_MINUTES, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
+	K(tick_ms, CT_SECONDS, 100, 3600000, "wall-clock deadline re-check period"),
+	K(debug, CT_BOOL, 0, 1, "debug logging"),
+};
+
+#undef K
+
+const char *
+config_home(void)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+
+	if (home != NULL && home[0] == '/')
+		return home;
+	if ((pw = getpwuid(getuid())) == NULL || pw->pw_dir == NULL)
+		fatalx("cannot determine the home directory (set HOME)");
+	return pw->pw_dir;
+}
+
+char *
+config_default_socket(void)
+{
+	const char *env = getenv("AGENT_LANE_SOCKET");
+	char *path;
+
+	if (env != NULL && env[0] != '\0')
+		return xstrdup(env);
+	xasprintf(&path, "%s/.agent-lane/run/agent-laned.sock", config_home());
+	return path;
+}
+
+void
+config_defaults(struct config *c)
+{
+	const char *env;
+
+	memset(c, 0, sizeof *c);
+	if ((env = getenv("AGENT_LANE_CONFIG")) != NULL && env[0] != '\0')
+		c->config_path = xstrdup(env);
+	else
+		xasprintf(&c->config_path, "%s/.agent-lane/agent-laned.conf",
+		    config_home());
+	c->socket_path = config_default_socket();
+	if ((env = getenv("AGENT_LANE_STATE_DIR")) != NULL && env[0] != '\0')
+		c->state_dir = xstrdup(env);
+	else
+		xasprintf(&c->state_dir, "%s/.agent-lane", config_home());
+	if ((env = getenv("AGENT_LANE_LIMACTL")) != NULL && env[0] != '\0')
+		c->limactl = xstrdup(env);
+	else
+		c->limactl = xstrdup("limactl");
+	/* Images only: template:default would bring the home-directory mount. */
+	c->lima_template = xstrdup("template:_images/ubuntu-lts");
+
+	c->max_lanes = 4;
+	c->default_cpus = 2;
+	c->max_cpus = 8;
+	c->default_memory_mib = 4096;
+	c->max_memory_mib = 16384;
+	c->default_disk_gib = 30;
+	c->max_disk_gib = 100;
+	c->default_lifetime_ms = 60 * UNITS_MS_PER_MIN;
+	c->max_lifetime_ms = 24 * 60 * UNITS_MS_PER_MIN;
+	c->default_idle_timeout_ms = 0;
+	c->max_exec_timeout_ms = 0;
+	c->max_copy_out_bytes = 1ull << 30;
+	c->max_frame_bytes = 1u << 20;
+	c->max_connections = 256;
+	c->max_execs_per_lane = 32;
+	c->max_env_bytes = 256u * 1024;
+	c->request_timeout_ms = 30 * UNITS_MS_PER_S;
+	c->start_timeout_ms = 10 * UNITS_MS_PER_MIN;
+	c->command_timeout_ms = 3 * UNITS_MS_PER_MIN;
+	c->destroy_retry_max_ms = 5 * UNITS_MS_PER_MIN;
+	c->retention_ms = 7 * 24 * 60 * UNITS_MS_PER_MIN;
+	c->tick_ms = 30 * UNITS_MS_PER_S;
+}
+
+/* Storage-unit suffixes users do not type: max_lifetime is max_lifetime_ms. */
+static const char *const config_suffixes[] = { "_ms", "_mib", "_gib", "_path" };
+
+/* Length of name without its storage suffix. */
+static size_t
+config_base_len(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof config_suffixes / sizeof *config_suffixes;
+	    i++) {
+		size_t sl = strlen(config_suffixes[i]);
+
+		if (n > sl && strcmp(name + n - sl, config_suffixes[i]) == 0)
+			return n - sl;
+	}
+	return n;
+}
+
+static const struct config_key *
+config_find(const char *key)
+{
+	char norm[64];
+	size_t i;
+
+	if (strlen(key) >= sizeof norm)
+		return NULL;
+	for (i = 0; key[i] != '\0'; i++)
+		norm[i] = key[i] == '-' ? '_' : key[i];
+	norm[i] = '\0';
+	for (i = 0; i < sizeof config_keys / sizeof *config_keys; i++) {
+		const char *name = config_keys[i].name;
+		size_t bl = config_base_len(name);
+
+		if (strcmp(norm, name) == 0 ||
+		    (strlen(norm) == bl && strncmp(norm, name, bl) == 0))
+			return &config_keys[i];
+	}
+	return NULL;
+}
+
+bool
+config_is_key(const char *key)
+{
+	return config_find(key) != NULL;
+}
+
+/* Name as users write it: without the storage-unit suffix. */
+static void
+config_user_name(const struct config_key *k, char *buf, size_t len)
+{
+	size_t bl = config_base_len(k->name);
+
+	str_copy(buf, k->name, len);
+	buf[bl < len ? bl : len - 1] = '\0';
+}
+
+int
+config_set(struct config *c, const char *key, const char *value, char *err,
+    size_t errlen)
+{
+	const struct config_key *k = config_find(key);
+	void *field;
+	uint64_t v = 0;
+	int rc = 0;
+
+	if (k == NULL) {
+		snprintf(err, errlen, "unknown key \"%s\"", key);
+		return -1;
+	}
+	field = (char *)c + k->offset;
+	switch (k->type) {
+	case CT_STRING:
+	case CT_PATH:
+		if (value[0] == '\0') {
+			snprintf(err, errlen, "%s: empty value", key);
+			return -1;
+		}
+		if (k->type == CT_PATH && value[0] != '/') {
+			snprintf(err, errlen, "%s: \"%s\" is not an absolute path",
+			    key, value);
+			return -1;
+		}
+		free(*(char **)field);
+		*(char **)field = xstrdup(value);
+		return 0;
+	case CT_BOOL:
+		if (strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 ||
+		    strcmp(value, "1") == 0)
+			*(bool *)field = true;
+		else if (strcmp(value, "no") == 0 ||
+		    strcmp(value, "false") == 0 || strcmp(value, "0") == 0)
+			*(bool *)field = false;
+		else {
+			snprintf(err, errlen, "%s: expected yes or no", key);
+			return -1;
+		}
+		return 0;
+	case CT_U32:
+		rc = units_parse_size(value, &v);
+		if (rc == 0 && value[strspn(value, "0123456789")] != '\0')
+			rc = -1;
+		break;
+	case CT_MEMORY:
+		if (value[strspn(value, "0123456789")] == '\0') {
+			rc = units_parse_size(value, &v);
+			v *= 1024;
+		} else if ((rc = units_parse_size(value, &v)) == 0) {
+			if (v % (1u << 20) != 0)
+				rc = -1;
+			v >>= 20;
+		}
+		break;
+	case CT_GIB:
+		if (value[strspn(value, "0123456789")] == '\0')
+			rc = units_parse_size(value, &v);
+		else if ((rc = units_parse_size(value, &v)) == 0) {
+			if (v % (1u << 30) != 0)
+				rc = -1;
+			v >>= 30;
+		}
+		break;
+	case CT_SECONDS:
+		rc = units_parse_duration_ms(value, UNITS_MS_PER_S, &v);
+		break;
+	case CT_MINUTES:
+		rc = units_parse_duration_ms(value, UNITS_MS_PER_MIN, &v);
+		break;
+	case CT_BYTES:
+		rc = units_parse_size(value, &v);
+		break;
+	}
+	if (rc != 0) {
+		snprintf(err, errlen, "%s: invalid value \"%s\"", key, value);
+		return -1;
+	}
+	if (v < k->min || v > k->max) {
+		snprintf(err, errlen, "%s: \"%s\" is out of range", key, value);
+		return -1;
+	}
+	switch (k->type) {
+	case CT_U32:
+	case CT_MEMORY:
+	case CT_GIB:
+		*(uint32_t *)field = (uint32_t)v;
+		break;
+	case CT_BYTES:
+		if (k->max <= UINT32_MAX)
+			*(uint32_t *)field = (uint32_t)v;
+		else
+			*(uint64_t *)field = v;
+		break;
+	default:
+		*(uint64_t *)field = v;
+		break;
+	}
+	return 0;
+}
+
+static char *
+trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+int
+config_load_file(struct config *c, const char *path, bool required, char *err,
+    size_t errlen)
+{
+	FILE *f;
+	char line[1024], msg[256];
+	int lineno = 0, rc = 0;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		if (errno == ENOENT && !required)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof line, f) != NULL) {
+		char *s, *eq, *key, *value;
+
+		lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			snprintf(err, errlen, "%s:%d: line too long", path, lineno);
+			rc = -1;
+			break;
+		}
+		if ((s = strchr(line, '#')) != NULL)
+			*s = '\0';
+		s = trim(line);
+		if (*s == '\0')
+			continue;
+		if ((eq = strchr(s, '=')) == NULL) {
+			snprintf(err, errlen, "%s:%d: expected key = value",
+			    path, lineno);
+			rc = -1;
+			break;
+		}
+		*eq = '\0';
+		key = trim(s);
+		value = trim(eq + 1);
+		if (config_set(c, key, value, msg, sizeof msg) == -1) {
+			snprintf(err, errlen, "%s:%d: %s", path, lineno, msg);
+			rc = -1;
+			break;
+		}
+	}
+	if (rc == 0 && ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		rc = -1;
+	}
+	fclose(f);
+	return rc;
+}
+
+int
+config_finalize(struct config *c, char *err, size_t errlen)
+{
+	if (c->default_cpus > c->max_cpus) {
+		snprintf(err, errlen, "default_cpus is above max_cpus");
+		return -1;
+	}
+	if (c->default_memory_mib > c->max_memory_mib) {
+		snprintf(err, errlen, "default_memory is above max_memory");
+		return -1;
+	}
+	if (c->default_disk_gib > c->max_disk_gib) {
+		snprintf(err, errlen, "default_disk is above max_disk");
+		return -1;
+	}
+	if (c->default_lifetime_ms > c->max_lifetime_ms) {
+		snprintf(err, errlen, "default_lifetime is above max_lifetime");
+		return -1;
+	}
+	if (c->state_dir[0] != '/') {
+		snprintf(err, errlen, "state_dir must be an absolute path");
+		return -1;
+	}
+	free(c->lima_home);
+	xasprintf(&c->lima_home, "%s/lima", c->state_dir);
+	return 0;
+}
+
+void
+config_print(const struct config *c, FILE *f)
+{
+	char name[64], dur[32];
+
+	for (size_t i = 0; i < sizeof config_keys / sizeof *config_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+		const void *field = (const char *)c + k->offset;
+
+		config_user_name(k, name, sizeof name);
+		switch (k->type) {
+		case CT_STRING:
+		case CT_PATH:
+			fprintf(f, "%s = %s\n", name, *(char *const *)field);
+			break;
+		case CT_BOOL:
+			fprintf(f, "%s = %s\n", name,
+			    *(const bool *)field ? "yes" : "no");
+			break;
+		case CT_U32:
+			fprintf(f, "%s = %u\n", name, *(const uint32_t *)field);
+			break;
+		case CT_MEMORY:
+			fprintf(f, "%s = %uMiB\n", name, *(const uint32_t *)field);
+			break;
+		case CT_GIB:
+			fprintf(f, "%s = %u\n", name, *(const uint32_t *)field);
+			break;
+		case CT_BYTES:
+			if (k->max <= UINT32_MAX)
+				fprintf(f, "%s = %u\n", name,
+				    *(const uint32_t *)field);
+			else
+				fprintf(f, "%s = %llu\n", name,
+				    (unsigned long long)*(const uint64_t *)field);
+			break;
+		case CT_SECONDS:
+		case CT_MINUTES:
+			units_format_duration(*(const uint64_t *)field, dur,
+			    sizeof dur);
+			fprintf(f, "%s = %s\n", name, dur);
+			break;
+		}
+	}
+}
+
+void
+config_usage(FILE *f)
+{
+	char name[64];
+
+	for (size_t i = 0; i < sizeof config_keys / sizeof *config_keys; i++) {
+		const struct config_key *k = &config_keys[i];
+		char flag[64];
+
+		config_user_name(k, name, sizeof name);
+		for (size_t j = 0; j <= strlen(name); j++)
+			flag[j] = name[j] == '_' ? '-' : name[j];
+		fprintf(f, "  --%-24s %s\n", flag, k->help);
+	}
+}
+
+void
+config_free(struct config *c)
+{
+	free(c->config_path);
+	free(c->socket_path);
+	free(c->state_dir);
+	free(c->limactl);
+	free(c->lima_home);
+	free(c->lima_template);
+	memset(c, 0, sizeof *c);
+}

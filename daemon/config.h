@@ -1,0 +1,67 @@
+/*
+ * Daemon configuration: built-in defaults, then the optional configuration
+ * file, then command-line flags. Every key of the file is also a flag
+ * (--max-lanes 4 is max_lanes = 4); docs/agent-laned.conf.example lists them.
+ */
+#ifndef LANED_CONFIG_H
+#define LANED_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+	char *config_path;
+	char *socket_path;
+	char *state_dir;
+	char *limactl;
+	char *lima_home;	/* derived: <state_dir>/lima */
+	char *lima_template;	/* base of every lane's YAML */
+
+	uint32_t max_lanes;
+	uint32_t default_cpus, max_cpus;
+	uint32_t default_memory_mib, max_memory_mib;
+	uint32_t default_disk_gib, max_disk_gib;
+	uint64_t default_lifetime_ms, max_lifetime_ms;
+	uint64_t default_idle_timeout_ms;	/* 0: lanes have no idle timeout */
+	uint64_t max_exec_timeout_ms;		/* 0: only the lane deadline */
+	uint64_t max_copy_out_bytes;
+	uint32_t max_frame_bytes;
+	uint32_t max_connections;
+	uint32_t max_execs_per_lane;
+	uint32_t max_env_bytes;
+	uint64_t request_timeout_ms;	/* hello + request must arrive within */
+	uint64_t start_timeout_ms;	/* limactl start */
+	uint64_t command_timeout_ms;	/* every other limactl call */
+	uint64_t destroy_retry_max_ms;	/* backoff ceiling for limactl delete */
+	uint64_t retention_ms;		/* ended lanes stay in the registry */
+	uint64_t tick_ms;		/* wall-clock re-check (sleep/wake) */
+	bool debug;
+};
+
+/* Fills built-in defaults and the per-user default paths. */
+void config_defaults(struct config *);
+/*
+ * Applies one key. Keys use underscores; dashes are accepted too so that
+ * flags map directly. Returns 0, or -1 with a message in err.
+ */
+int config_set(struct config *, const char *key, const char *value,
+    char *err, size_t errlen);
+/* Applies a file; a missing file is fine unless required. */
+int config_load_file(struct config *, const char *path, bool required,
+    char *err, size_t errlen);
+/* Checks relations between keys and derives lima_home. */
+int config_finalize(struct config *, char *err, size_t errlen);
+/* Writes the effective configuration in file syntax. */
+void config_print(const struct config *, FILE *);
+/* Flag help lines for --help. */
+void config_usage(FILE *);
+bool config_is_key(const char *key);
+void config_free(struct config *);
+
+/* $HOME or the password database; fatal when neither has it. */
+const char *config_home(void);
+/* The socket path a client uses when nothing is configured. */
+char *config_default_socket(void);
+
+#endif

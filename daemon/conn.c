@@ -1,0 +1,420 @@
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "compat.h"
+#include "conn.h"
+#include "dispatch.h"
+#include "laned.h"
+#include "log.h"
+#include "util.h"
+
+enum conn_state {
+	CONN_HELLO,	/* waiting for Hello */
+	CONN_REQUEST,	/* waiting for the one call */
+	CONN_CALL,	/* a handler owns the connection */
+	CONN_FLUSH,	/* call over; closing once output is written */
+	CONN_DEAD,	/* freed at the next loop turn */
+};
+
+struct conn {
+	struct laned *d;
+	uint64_t id;
+	uid_t uid;
+	struct bufferevent *bev;
+	enum conn_state state;
+	bool paused;
+	struct event *timer;	/* request timeout, then deferred free */
+	const struct conn_handler *handler;
+	void *ctx;
+	TAILQ_ENTRY(conn) entry;
+};
+
+static void conn_read_cb(struct bufferevent *, void *);
+static void conn_write_cb(struct bufferevent *, void *);
+static void conn_event_cb(struct bufferevent *, short, void *);
+static void conn_fail(struct conn *, int, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+uint64_t
+conn_id(const struct conn *c)
+{
+	return c->id;
+}
+
+struct laned *
+conn_daemon(const struct conn *c)
+{
+	return c->d;
+}
+
+size_t
+conn_output_len(const struct conn *c)
+{
+	return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+static void
+conn_free_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	TAILQ_REMOVE(&c->d->conns, c, entry);
+	c->d->nconns--;
+	bufferevent_free(c->bev);	/* closes the socket */
+	event_free(c->timer);
+	log_debug("conn %llu: closed", (unsigned long long)c->id);
+	free(c);
+}
+
+/*
+ * Tells the handler (once) and frees the connection at the next turn of the
+ * loop, so that no caller up the stack is left holding a freed pointer.
+ */
+static void
+conn_kill(struct conn *c)
+{
+	const struct conn_handler *h = c->handler;
+	struct timeval now = { 0, 0 };
+
+	if (c->state == CONN_DEAD)
+		return;
+	c->state = CONN_DEAD;
+	c->handler = NULL;
+	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	if (h != NULL && h->closed != NULL)
+		h->closed(c, c->ctx);
+	evtimer_del(c->timer);
+	event_assign(c->timer, c->d->base, -1, 0, conn_free_cb, c);
+	if (evtimer_add(c->timer, &now) != 0)
+		fatalx("evtimer_add");
+}
+
+static void
+conn_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	log_warnx("conn %llu: no request within %llu ms; closing",
+	    (unsigned long long)c->id,
+	    (unsigned long long)c->d->cfg.request_timeout_ms);
+	conn_fail(c, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+	    "no request received in time");
+}
+
+void
+conn_accept(struct laned *d, int fd, uid_t uid)
+{
+	struct conn *c;
+	struct timeval tv;
+
+	compat_nosigpipe(fd);
+	if (compat_set_nonblock(fd) == -1) {
+		log_warn("accept: fcntl");
+		close(fd);
+		return;
+	}
+	c = xcalloc(1, sizeof *c);
+	c->d = d;
+	c->id = ++d->next_conn_id;
+	c->uid = uid;
+	c->state = CONN_HELLO;
+	c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->timer = evtimer_new(d->base, conn_timeout_cb, c);
+	if (c->bev == NULL || c->timer == NULL)
+		fatalx("conn: out of memory");
+	TAILQ_INSERT_TAIL(&d->conns, c, entry);
+	d->nconns++;
+
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	/*
+	 * Read at most one maximal frame ahead; the write low-water mark is
+	 * where paused producers resume.
+	 */
+	bufferevent_setwatermark(c->bev, EV_READ, 0,
+	    d->cfg.max_frame_bytes + WIRE_HEADER_SIZE);
+	bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUTPUT_LOW, 0);
+	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0)
+		fatalx("bufferevent_enable");
+	tv.tv_sec = (time_t)(d->cfg.request_timeout_ms / 1000);
+	tv.tv_usec = (suseconds_t)(d->cfg.request_timeout_ms % 1000) * 1000;
+	if (evtimer_add(c->timer, &tv) != 0)
+		fatalx("evtimer_add");
+	log_debug("conn %llu: accepted (uid %ld)", (unsigned long long)c->id,
+	    (long)uid);
+
+	if (d->nconns > d->cfg.max_connections) {
+		log_warnx("conn %llu: refused, %u connections open",
+		    (unsigned long long)c->id, d->cfg.max_connections);
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED,
+		    "too many connections (max_connections = %u)",
+		    d->cfg.max_connections);
+	}
+}
+
+void
+conn_set_handler(struct conn *c, const struct conn_handler *h, void *ctx)
+{
+	c->handler = h;
+	c->ctx = ctx;
+}
+
+int
+conn_send(struct conn *c, const AlResponse *resp)
+{
+	uint8_t *buf;
+	size_t len;
+
+	if (c->state == CONN_DEAD || c->state == CONN_FLUSH)
+		return -1;
+	if (wire_pack_response(resp, &buf, &len) == -1) {
+		log_warnx("conn %llu: response too large to send",
+		    (unsigned long long)c->id);
+		return -1;
+	}
+	if (bufferevent_write(c->bev, buf, len) != 0) {
+		free(buf);
+		conn_kill(c);
+		return -1;
+	}
+	free(buf);
+	return 0;
+}
+
+void
+conn_finish(struct conn *c)
+{
+	if (c->state == CONN_DEAD || c->state == CONN_FLUSH)
+		return;
+	c->state = CONN_FLUSH;
+	c->handler = NULL;
+	bufferevent_disable(c->bev, EV_READ);
+	evtimer_del(c->timer);
+	if (conn_output_len(c) == 0)
+		conn_kill(c);
+}
+
+static void
+conn_error_v(struct conn *c, int code, const char *fmt, va_list ap)
+{
+	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
+	Agentlane__V1__Error e = AGENTLANE__V1__ERROR__INIT;
+	char msg[512];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	e.code = (Agentlane__V1__ErrorCode)code;
+	e.message = msg;
+	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_ERROR;
+	resp.error = &e;
+	(void)conn_send(c, &resp);
+	conn_finish(c);
+}
+
+void
+conn_send_error(struct conn *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	conn_error_v(c, code, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * A protocol violation found by the connection itself: the handler that owns
+ * the call (if any) is told first, then the client gets a typed error.
+ */
+static void
+conn_fail(struct conn *c, int code, const char *fmt, ...)
+{
+	const struct conn_handler *h = c->handler;
+	va_list ap;
+
+	c->handler = NULL;
+	if (h != NULL && h->closed != NULL)
+		h->closed(c, c->ctx);
+	va_start(ap, fmt);
+	conn_error_v(c, code, fmt, ap);
+	va_end(ap);
+}
+
+void
+conn_pause_input(struct conn *c, bool paused)
+{
+	if (c->state == CONN_DEAD || c->state == CONN_FLUSH || c->paused == paused)
+		return;
+	c->paused = paused;
+	if (paused)
+		bufferevent_disable(c->bev, EV_READ);
+	else {
+		if (bufferevent_enable(c->bev, EV_READ) != 0)
+			fatalx("bufferevent_enable");
+		/* Frames may already be buffered: parse them now. */
+		conn_read_cb(c->bev, c);
+	}
+}
+
+static void
+conn_hello(struct conn *c, const AlRequest *req)
+{
+	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
+	Agentlane__V1__HelloReply hr = AGENTLANE__V1__HELLO_REPLY__INIT;
+	Agentlane__V1__Limits lim = AGENTLANE__V1__LIMITS__INIT;
+	const struct config *cfg = &c->d->cfg;
+
+	if (req->body_case != AGENTLANE__V1__REQUEST__BODY_HELLO) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "the first frame must be a hello");
+		return;
+	}
+	if (req->hello->protocol_version != WIRE_PROTOCOL_VERSION) {
+		log_warnx("conn %llu: protocol version %u, want %u",
+		    (unsigned long long)c->id, req->hello->protocol_version,
+		    WIRE_PROTOCOL_VERSION);
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__VERSION_MISMATCH,
+		    "agent-laned speaks protocol version %u, the client %u",
+		    WIRE_PROTOCOL_VERSION, req->hello->protocol_version);
+		return;
+	}
+	lim.max_frame_bytes = cfg->max_frame_bytes;
+	lim.max_lanes = cfg->max_lanes;
+	lim.default_cpus = cfg->default_cpus;
+	lim.max_cpus = cfg->max_cpus;
+	lim.default_memory_mib = cfg->default_memory_mib;
+	lim.max_memory_mib = cfg->max_memory_mib;
+	lim.default_disk_gib = cfg->default_disk_gib;
+	lim.max_disk_gib = cfg->max_disk_gib;
+	lim.default_lifetime_s = cfg->default_lifetime_ms / 1000;
+	lim.max_lifetime_s = cfg->max_lifetime_ms / 1000;
+	lim.max_exec_timeout_s = cfg->max_exec_timeout_ms / 1000;
+	lim.max_copy_out_bytes = cfg->max_copy_out_bytes;
+	lim.default_idle_timeout_s = cfg->default_idle_timeout_ms / 1000;
+	hr.protocol_version = WIRE_PROTOCOL_VERSION;
+	hr.daemon_version = (char *)AGENT_LANE_VERSION;
+	hr.limits = &lim;
+	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_HELLO;
+	resp.hello = &hr;
+	if (conn_send(c, &resp) == 0)
+		c->state = CONN_REQUEST;
+}
+
+static void
+conn_frame(struct conn *c, const AlRequest *req)
+{
+	switch (c->state) {
+	case CONN_HELLO:
+		conn_hello(c, req);
+		break;
+	case CONN_REQUEST:
+		evtimer_del(c->timer);
+		c->state = CONN_CALL;
+		dispatch_request(c->d, c, req);
+		break;
+	case CONN_CALL:
+		if (c->handler == NULL || c->handler->input == NULL) {
+			conn_fail(c,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "unexpected frame during this call");
+			break;
+		}
+		c->handler->input(c, req, c->ctx);
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	uint8_t hdr[WIRE_HEADER_SIZE], *payload;
+	uint32_t len;
+	AlRequest *req;
+
+	while (!c->paused && (c->state == CONN_HELLO ||
+	    c->state == CONN_REQUEST || c->state == CONN_CALL)) {
+		if (evbuffer_copyout(in, hdr, sizeof hdr) < (ssize_t)sizeof hdr)
+			return;
+		len = wire_header_length(hdr);
+		if (len > c->d->cfg.max_frame_bytes) {
+			log_warnx("conn %llu: frame of %u bytes above the cap "
+			    "of %u; closing", (unsigned long long)c->id, len,
+			    c->d->cfg.max_frame_bytes);
+			conn_fail(c, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
+			    "frame of %u bytes exceeds the cap of %u bytes",
+			    len, c->d->cfg.max_frame_bytes);
+			return;
+		}
+		if (evbuffer_get_length(in) < WIRE_HEADER_SIZE + (size_t)len)
+			return;
+		evbuffer_drain(in, WIRE_HEADER_SIZE);
+		payload = evbuffer_pullup(in, len);
+		if (len > 0 && payload == NULL)
+			fatalx("evbuffer_pullup");
+		req = wire_unpack_request(payload, len);
+		evbuffer_drain(in, len);
+		if (req == NULL || req->body_case ==
+		    AGENTLANE__V1__REQUEST__BODY__NOT_SET) {
+			log_warnx("conn %llu: malformed frame; closing",
+			    (unsigned long long)c->id);
+			if (req != NULL)
+				agentlane__v1__request__free_unpacked(req, NULL);
+			conn_fail(c,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "malformed frame");
+			return;
+		}
+		conn_frame(c, req);
+		agentlane__v1__request__free_unpacked(req, NULL);
+	}
+}
+
+static void
+conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->state == CONN_FLUSH && conn_output_len(c) == 0) {
+		conn_kill(c);
+		return;
+	}
+	if (c->state == CONN_CALL && c->handler != NULL &&
+	    c->handler->drained != NULL)
+		c->handler->drained(c, c->ctx);
+}
+
+static void
+conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (what & BEV_EVENT_EOF) {
+		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
+			log_warnx("conn %llu: truncated frame at end of stream",
+			    (unsigned long long)c->id);
+		else
+			log_debug("conn %llu: peer closed",
+			    (unsigned long long)c->id);
+	} else if (what & BEV_EVENT_ERROR)
+		log_debug("conn %llu: %s", (unsigned long long)c->id,
+		    strerror(EVUTIL_SOCKET_ERROR()));
+	conn_kill(c);
+}
+
+void
+conn_close_all(struct laned *d)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &d->conns, entry)
+		conn_kill(c);
+}

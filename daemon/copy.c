@@ -1,0 +1,268 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "copy.h"
+#include "laned.h"
+#include "log.h"
+#include "session.h"
+#include "util.h"
+
+/* Exit statuses of the copy-out script below. */
+#define COPY_NOT_FOUND 66
+#define COPY_NOT_REGULAR 65
+
+/*
+ * Run in the guest with the path as $1 (never spliced into the script).
+ * The first byte of output says what follows. The guest may lie about it or
+ * replace tar: the client treats what comes back as hostile either way.
+ */
+static const char copy_in_script[] =
+    "mkdir -p -- \"$1\" && exec tar -x -p -f - -C \"$1\"";
+static const char copy_out_script[] =
+    "if [ -d \"$1\" ]; then printf D && exec tar -c -f - -C \"$1\" .; "
+    "elif [ -f \"$1\" ]; then printf F && exec cat -- \"$1\"; "
+    "elif [ -e \"$1\" ]; then echo \"not a regular file or directory\" >&2; "
+    "exit 65; else echo \"no such file or directory\" >&2; exit 66; fi";
+
+bool
+copy_guest_path_ok(const char *path)
+{
+	return path != NULL && path[0] == '/' && strlen(path) <= 4096;
+}
+
+static void
+copy_stderr(struct session *s, int stream, const uint8_t *data, size_t len)
+{
+	if (stream == 2)
+		session_stderr_keep(s, data, len);
+}
+
+/* The guest's last stderr line, for error messages. */
+static const char *
+copy_guest_message(struct session *s)
+{
+	char *p = s->stderr_tail;
+	size_t n = s->stderr_len;
+
+	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+		p[--n] = '\0';
+	for (size_t i = n; i > 0; i--)
+		if (p[i - 1] == '\n')
+			return p + i;
+	return p;
+}
+
+/* ---- Copy in ---- */
+
+static void
+copy_in_input(struct session *s, const AlRequest *req)
+{
+	const Agentlane__V1__DataChunk *ch;
+
+	if (req->body_case != AGENTLANE__V1__REQUEST__BODY_DATA) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "only DataChunk frames may follow a CopyIn");
+		return;
+	}
+	ch = req->data;
+	if (ch->data.len > 0) {
+		s->bytes += ch->data.len;
+		session_stdin(s, ch->data.data, ch->data.len);
+	}
+	if (ch->eof)
+		session_stdin_close(s);
+}
+
+static void
+copy_in_done(struct session *s, const struct gexec_result *r)
+{
+	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
+	Agentlane__V1__CopyInDone done = AGENTLANE__V1__COPY_IN_DONE__INIT;
+
+	if (r->end == GEXEC_FAILED) {
+		session_fail(s, r->error, "%s", r->message);
+		return;
+	}
+	if (s->input_open) {
+		/* tar ended before the client finished: it did not take it all. */
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+		    "guest tar ended before the end of the stream (%s %d): %s",
+		    r->end == GEXEC_EXITED ? "exit" : "signal",
+		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    copy_guest_message(s));
+		return;
+	}
+	if (r->end != GEXEC_EXITED || r->code != 0) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+		    "guest tar -x failed (%s %d): %s",
+		    r->end == GEXEC_EXITED ? "exit" : "signal",
+		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    copy_guest_message(s));
+		return;
+	}
+	done.bytes = s->bytes;
+	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_IN_DONE;
+	resp.copy_in_done = &done;
+	session_finish(s, &resp);
+}
+
+static const struct session_hooks copy_in_hooks = {
+	.input = copy_in_input,
+	.output = copy_stderr,
+	.done = copy_in_done,
+};
+
+void
+copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req)
+{
+	struct gexec_bytes argv[] = {
+		{ (const uint8_t *)"/bin/sh", 7 },
+		{ (const uint8_t *)"-c", 2 },
+		{ (const uint8_t *)copy_in_script, sizeof copy_in_script - 1 },
+		{ (const uint8_t *)"agent-lane-copy-in", 18 },
+		{ NULL, 0 },
+	};
+	struct gexec_spec spec;
+
+	if (!copy_guest_path_ok(req->dest_dir)) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "the destination must be an absolute guest path");
+		return;
+	}
+	argv[4].data = (const uint8_t *)req->dest_dir;
+	argv[4].len = strlen(req->dest_dir);
+	memset(&spec, 0, sizeof spec);
+	spec.lane = req->lane;
+	spec.argv = argv;
+	spec.argc = 5;
+	spec.cwd = "/";
+	spec.stdin = true;
+	spec.what = "copy-in";
+	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true);
+}
+
+/* ---- Copy out ---- */
+
+static void
+copy_out_output(struct session *s, int stream, const uint8_t *data, size_t len)
+{
+	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
+	Agentlane__V1__CopyOutBegin begin = AGENTLANE__V1__COPY_OUT_BEGIN__INIT;
+	Agentlane__V1__DataChunk ch = AGENTLANE__V1__DATA_CHUNK__INIT;
+
+	if (stream == 2) {
+		session_stderr_keep(s, data, len);
+		return;
+	}
+	if (s->kind == 0) {
+		if (data[0] == 'F')
+			s->kind = AGENTLANE__V1__COPY_KIND__FILE;
+		else if (data[0] == 'D')
+			s->kind = AGENTLANE__V1__COPY_KIND__DIRECTORY;
+		else {
+			session_fail(s, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "unexpected output from the guest copy command");
+			return;
+		}
+		begin.kind = s->kind;
+		begin.max_bytes = s->max_bytes;
+		resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_BEGIN;
+		resp.copy_out_begin = &begin;
+		session_send(s, &resp);
+		data++;
+		len--;
+		if (len == 0)
+			return;
+	}
+	/* The bound is checked before the bytes leave the daemon. */
+	if (s->bytes + len > s->max_bytes) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
+		    "guest data exceeds the bound of %llu bytes; copy stopped",
+		    (unsigned long long)s->max_bytes);
+		return;
+	}
+	s->bytes += len;
+	ch.data.data = (uint8_t *)data;
+	ch.data.len = len;
+	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_DATA;
+	resp.data = &ch;
+	session_send(s, &resp);
+}
+
+static void
+copy_out_done(struct session *s, const struct gexec_result *r)
+{
+	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
+	Agentlane__V1__CopyOutDone done = AGENTLANE__V1__COPY_OUT_DONE__INIT;
+
+	if (r->end == GEXEC_FAILED) {
+		session_fail(s, r->error, "%s", r->message);
+		return;
+	}
+	if (r->end == GEXEC_EXITED && r->code == COPY_NOT_FOUND && s->kind == 0) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
+		    "no such file or directory in the guest");
+		return;
+	}
+	if (r->end == GEXEC_EXITED && r->code == COPY_NOT_REGULAR &&
+	    s->kind == 0) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "the guest path is not a regular file or directory");
+		return;
+	}
+	if (r->end != GEXEC_EXITED || r->code != 0 || s->kind == 0) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+		    "reading the guest path failed (%s %d): %s",
+		    r->end == GEXEC_EXITED ? "exit" : "signal",
+		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    copy_guest_message(s));
+		return;
+	}
+	done.bytes = s->bytes;
+	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_DONE;
+	resp.copy_out_done = &done;
+	session_finish(s, &resp);
+}
+
+static const struct session_hooks copy_out_hooks = {
+	.output = copy_out_output,
+	.done = copy_out_done,
+};
+
+void
+copy_handle_out(struct laned *d, struct conn *c,
+    const Agentlane__V1__CopyOut *req)
+{
+	struct gexec_bytes argv[] = {
+		{ (const uint8_t *)"/bin/sh", 7 },
+		{ (const uint8_t *)"-c", 2 },
+		{ (const uint8_t *)copy_out_script, sizeof copy_out_script - 1 },
+		{ (const uint8_t *)"agent-lane-copy-out", 19 },
+		{ NULL, 0 },
+	};
+	struct gexec_spec spec;
+	struct session *s;
+	uint64_t max = d->cfg.max_copy_out_bytes;
+
+	if (!copy_guest_path_ok(req->path)) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "the source must be an absolute guest path");
+		return;
+	}
+	/* A client may ask for less than the daemon's bound, never more. */
+	if (req->max_bytes > 0 && req->max_bytes < max)
+		max = req->max_bytes;
+	argv[4].data = (const uint8_t *)req->path;
+	argv[4].len = strlen(req->path);
+	memset(&spec, 0, sizeof spec);
+	spec.lane = req->lane;
+	spec.argv = argv;
+	spec.argc = 5;
+	spec.cwd = "/";
+	spec.stdin = false;
+	spec.what = "copy-out";
+	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) != NULL)
+		s->max_bytes = max;
+}

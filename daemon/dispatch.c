@@ -1,0 +1,54 @@
+#include "conn.h"
+#include "copy.h"
+#include "dispatch.h"
+#include "exec.h"
+#include "laned.h"
+#include "lane.h"
+#include "log.h"
+#include "reaper.h"
+
+void
+dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
+{
+	if (d->shutting_down) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		    "agent-laned is shutting down");
+		return;
+	}
+	switch (req->body_case) {
+	case AGENTLANE__V1__REQUEST__BODY_CREATE_LANE:
+		lane_handle_create(d, c, req->create_lane);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_LANE:
+		lane_handle_get(d, c, req->get_lane->name);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_LIST_LANES:
+		lane_handle_list(d, c, req->list_lanes->all);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_DESTROY_LANE:
+		lane_handle_destroy(d, c, req->destroy_lane->name);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_EXTEND_LANE:
+		lane_handle_extend(d, c, req->extend_lane);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_EVENTS:
+		lane_handle_events(d, c, req->get_events->lane);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_EXEC:
+		exec_handle(d, c, req->exec);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_COPY_IN:
+		copy_handle_in(d, c, req->copy_in);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_COPY_OUT:
+		copy_handle_out(d, c, req->copy_out);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_REAP:
+		reaper_handle_reap(d, c, req->reap);
+		break;
+	default:
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "this frame cannot start a call");
+		break;
+	}
+}

@@ -1,0 +1,496 @@
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+
+#include "agentlane.pb-c.h"
+#include "gexec.h"
+#include "guestproto.h"
+#include "laned.h"
+#include "lima.h"
+#include "log.h"
+#include "proc.h"
+#include "util.h"
+
+/* Give limactl this long to exit on its own once the helper reported. */
+#define GEXEC_LINGER_MS 5000
+/* Stop reading the helper once this much is buffered unprocessed. */
+#define GEXEC_INBUF_MAX (GUEST_MAX_PAYLOAD + GUEST_HEADER + 64u * 1024u)
+
+struct gexec {
+	struct laned *d;
+	char *what;
+	const struct gexec_ops *ops;	/* NULL once reported or aborted */
+	void *arg;
+
+	struct proc *proc;
+	bool proc_exited;
+	int proc_status;
+	char proc_stderr[PROC_STDERR_TAIL + 1];
+
+	struct bufferevent *in;		/* helper stdin */
+	bool in_closed;			/* Z sent */
+
+	int out_fd;			/* helper stdout */
+	struct event *out_ev;
+	bool out_done;			/* EOF, or drained after exit */
+	struct evbuffer *inbuf;
+	struct guest_parser parser;
+	bool paused;
+	bool started;
+	int busy;			/* inside gexec_process: defer frees */
+
+	struct event *linger;
+};
+
+static void gexec_process(struct gexec *);
+
+static void
+gexec_free_if_idle(struct gexec *g)
+{
+	if (g->ops != NULL || !g->proc_exited || g->busy > 0)
+		return;
+	if (g->in != NULL)
+		bufferevent_free(g->in);
+	if (g->out_ev != NULL)
+		event_free(g->out_ev);
+	if (g->out_fd != -1)
+		close(g->out_fd);
+	if (g->linger != NULL)
+		event_free(g->linger);
+	evbuffer_free(g->inbuf);
+	free(g->what);
+	free(g);
+}
+
+static void
+gexec_close_channel(struct gexec *g)
+{
+	if (g->in != NULL) {
+		bufferevent_free(g->in);
+		g->in = NULL;
+	}
+	if (g->out_ev != NULL) {
+		event_free(g->out_ev);
+		g->out_ev = NULL;
+	}
+	if (g->out_fd != -1) {
+		close(g->out_fd);
+		g->out_fd = -1;
+	}
+}
+
+static void
+linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gexec *g = arg;
+
+	if (g->proc != NULL && !g->proc_exited) {
+		log_debug("%s: limactl still running after the helper "
+		    "reported; killing it", g->what);
+		proc_kill(g->proc);
+	}
+}
+
+/* Hands the result to the owner; the rest is cleanup without an owner. */
+static void
+gexec_report(struct gexec *g, struct gexec_result *r)
+{
+	const struct gexec_ops *ops = g->ops;
+	struct timeval tv = { GEXEC_LINGER_MS / 1000, 0 };
+
+	if (ops == NULL)
+		return;
+	g->ops = NULL;
+	gexec_close_channel(g);
+	if (!g->proc_exited) {
+		g->linger = evtimer_new(g->d->base, linger_cb, g);
+		if (g->linger == NULL || evtimer_add(g->linger, &tv) != 0)
+			fatalx("evtimer_add");
+	}
+	ops->done(g, r, g->arg);
+	gexec_free_if_idle(g);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+gexec_fail(struct gexec *g, int code, const char *fmt, ...)
+{
+	struct gexec_result r;
+	va_list ap;
+
+	memset(&r, 0, sizeof r);
+	r.end = GEXEC_FAILED;
+	r.error = code;
+	va_start(ap, fmt);
+	vsnprintf(r.message, sizeof r.message, fmt, ap);
+	va_end(ap);
+	str_sanitize(r.message);
+	log_warnx("%s: %s", g->what, r.message);
+	gexec_report(g, &r);
+}
+
+/*
+ * The channel ended without a status from the helper: say why, from
+ * limactl's exit status and stderr.
+ */
+static void
+gexec_fail_transport(struct gexec *g)
+{
+	char msg[256], st[32];
+
+	lima_error_message(g->d->lima, g->proc_stderr, msg, sizeof msg);
+	proc_status_string(g->proc_status, st, sizeof st);
+	if (WIFEXITED(g->proc_status) && WEXITSTATUS(g->proc_status) == 1)
+		gexec_fail(g, AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
+		    "limactl shell failed (%s)%s%s", st, msg[0] ? ": " : "",
+		    msg);
+	else
+		gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		    "lost the guest (limactl shell %s)%s%s", st,
+		    msg[0] ? ": " : "", msg);
+}
+
+static void
+gexec_check_end(struct gexec *g)
+{
+	if (g->ops != NULL && g->out_done && g->proc_exited && !g->paused)
+		gexec_fail_transport(g);
+}
+
+static void
+gexec_frame(struct gexec *g, const struct guest_frame *f)
+{
+	struct gexec_result r;
+
+	switch (f->type) {
+	case GUEST_STARTED:
+		g->started = true;
+		break;
+	case GUEST_STDOUT:
+	case GUEST_STDERR:
+		if (!g->started) {
+			gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "guest helper sent output before starting");
+			return;
+		}
+		if (f->len > 0)
+			g->ops->output(g, f->type == GUEST_STDOUT ? 1 : 2,
+			    f->data, f->len, g->arg);
+		break;
+	case GUEST_EXIT:
+		memset(&r, 0, sizeof r);
+		if (f->sig != 0) {
+			r.end = GEXEC_SIGNALED;
+			r.sig = f->sig;
+		} else {
+			r.end = GEXEC_EXITED;
+			r.code = f->code;
+		}
+		gexec_report(g, &r);
+		break;
+	case GUEST_FAILED:
+		if (strcmp(f->what, "cwd") == 0)
+			gexec_fail(g, f->err_no == ENOENT ?
+			    AGENTLANE__V1__ERROR_CODE__NOT_FOUND :
+			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+			    "cannot use the working directory: %s", f->message);
+		else
+			gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "guest helper failed (%s): %s", f->what, f->message);
+		break;
+	}
+}
+
+static void
+gexec_process(struct gexec *g)
+{
+	struct guest_frame f;
+	enum guest_rc rc;
+	size_t len, want, used;
+	uint8_t *p;
+
+	/* Owner callbacks below may abort or finish this gexec. */
+	g->busy++;
+	while (g->ops != NULL && !g->paused &&
+	    (len = evbuffer_get_length(g->inbuf)) > 0) {
+		/* Make exactly one frame contiguous, not the whole buffer. */
+		want = len;
+		if (g->parser.synced && len >= GUEST_HEADER) {
+			uint8_t hdr[GUEST_HEADER];
+
+			if (evbuffer_copyout(g->inbuf, hdr, sizeof hdr) !=
+			    (ssize_t)sizeof hdr)
+				fatalx("evbuffer_copyout");
+			want = GUEST_HEADER + (((size_t)hdr[1] << 24) |
+			    ((size_t)hdr[2] << 16) | ((size_t)hdr[3] << 8) |
+			    hdr[4]);
+			if (want > len)
+				want = len;
+		}
+		if ((p = evbuffer_pullup(g->inbuf, (ssize_t)want)) == NULL)
+			fatalx("evbuffer_pullup");
+		rc = guest_parse(&g->parser, p, want, &f, &used);
+		if (rc == GUEST_ERROR) {
+			gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "%s", g->parser.reason);
+			break;
+		}
+		if (rc == GUEST_FRAME)
+			gexec_frame(g, &f);
+		if (evbuffer_drain(g->inbuf, used) != 0)
+			fatalx("evbuffer_drain");
+		if (rc == GUEST_NEED_MORE)
+			break;
+	}
+	if (g->ops != NULL && g->out_fd != -1 && g->out_ev != NULL && !g->paused &&
+	    evbuffer_get_length(g->inbuf) < GEXEC_INBUF_MAX &&
+	    event_add(g->out_ev, NULL) != 0)
+		fatalx("event_add");
+	if (g->ops != NULL)
+		gexec_check_end(g);
+	g->busy--;
+	gexec_free_if_idle(g);
+}
+
+/* Reads what the helper wrote; false at EOF. */
+static bool
+gexec_read(struct gexec *g)
+{
+	while (evbuffer_get_length(g->inbuf) < GEXEC_INBUF_MAX) {
+		int n = evbuffer_read(g->inbuf, g->out_fd, 65536);
+
+		if (n > 0)
+			continue;
+		if (n == 0)
+			return false;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return true;
+		return false;
+	}
+	/* Full: stop polling until the buffer has been processed. */
+	event_del(g->out_ev);
+	return true;
+}
+
+static void
+gexec_out_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct gexec *g = arg;
+
+	if (!gexec_read(g)) {
+		event_free(g->out_ev);
+		g->out_ev = NULL;
+		close(g->out_fd);
+		g->out_fd = -1;
+		g->out_done = true;
+	}
+	gexec_process(g);
+}
+
+static void
+gexec_proc_done(struct proc *p, int status, void *arg)
+{
+	struct gexec *g = arg;
+
+	g->proc = NULL;
+	g->proc_exited = true;
+	g->proc_status = status;
+	str_copy(g->proc_stderr, proc_stderr(p), sizeof g->proc_stderr);
+	if (g->ops == NULL) {
+		gexec_free_if_idle(g);
+		return;
+	}
+	/*
+	 * limactl is gone, so what the helper wrote is in the pipe already;
+	 * take it without waiting for an EOF that a lingering ssh master
+	 * could hold off.
+	 */
+	if (g->out_fd != -1) {
+		(void)gexec_read(g);
+		if (g->out_ev != NULL) {
+			event_free(g->out_ev);
+			g->out_ev = NULL;
+		}
+		close(g->out_fd);
+		g->out_fd = -1;
+	}
+	g->out_done = true;
+	gexec_process(g);
+}
+
+static void
+gexec_in_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct gexec *g = arg;
+
+	if (g->ops != NULL && g->ops->stdin_drained != NULL)
+		g->ops->stdin_drained(g, g->arg);
+}
+
+static void
+gexec_in_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct gexec *g = arg;
+
+	/* The helper stopped reading (it exited); input has nowhere to go. */
+	bufferevent_free(g->in);
+	g->in = NULL;
+	if (g->ops != NULL && g->ops->stdin_drained != NULL)
+		g->ops->stdin_drained(g, g->arg);
+}
+
+static int
+gexec_put(struct gexec *g, char type, const void *data, size_t len)
+{
+	uint8_t hdr[GUEST_HEADER];
+	struct evbuffer *out;
+
+	if (g->in == NULL)
+		return -1;
+	out = bufferevent_get_output(g->in);
+	guest_header(hdr, type, (uint32_t)len);
+	if (evbuffer_add(out, hdr, sizeof hdr) != 0 ||
+	    (len > 0 && evbuffer_add(out, data, len) != 0))
+		fatalx("evbuffer_add");
+	return 0;
+}
+
+struct gexec *
+gexec_start(struct laned *d, const struct gexec_spec *spec,
+    const struct gexec_ops *ops, void *arg, char *err, size_t errlen)
+{
+	const char *helper[] = { "perl", "-e", guest_helper_source, NULL };
+	struct proc_spec ps;
+	struct gexec *g;
+	char **argv;
+	int fd;
+
+	if ((argv = lima_argv_shell(d->lima, spec->lane, helper)) == NULL) {
+		snprintf(err, errlen, "invalid lane name");
+		return NULL;
+	}
+	g = xcalloc(1, sizeof *g);
+	g->d = d;
+	g->ops = ops;
+	g->arg = arg;
+	g->out_fd = -1;
+	xasprintf(&g->what, "%s (%s)", spec->what, spec->lane);
+	guest_parser_init(&g->parser);
+	if ((g->inbuf = evbuffer_new()) == NULL)
+		fatalx("evbuffer_new");
+
+	memset(&ps, 0, sizeof ps);
+	ps.argv = argv;
+	ps.envp = lima_envp(d->lima);
+	ps.in = PROC_IN_PIPE;
+	ps.out = PROC_OUT_PIPE;
+	ps.what = g->what;
+	g->proc = proc_spawn(d, &ps, gexec_proc_done, g, err, errlen);
+	lima_argv_free(argv);
+	if (g->proc == NULL) {
+		evbuffer_free(g->inbuf);
+		free(g->what);
+		free(g);
+		return NULL;
+	}
+
+	fd = proc_take_stdin(g->proc);
+	g->in = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (g->in == NULL)
+		fatalx("bufferevent_socket_new");
+	bufferevent_setcb(g->in, NULL, gexec_in_write_cb, gexec_in_event_cb, g);
+	bufferevent_setwatermark(g->in, EV_WRITE, GEXEC_STDIN_LOW, 0);
+	if (bufferevent_enable(g->in, EV_WRITE) != 0)
+		fatalx("bufferevent_enable");
+
+	g->out_fd = proc_take_stdout(g->proc);
+	g->out_ev = event_new(d->base, g->out_fd, EV_READ | EV_PERSIST,
+	    gexec_out_cb, g);
+	if (g->out_ev == NULL || event_add(g->out_ev, NULL) != 0)
+		fatalx("event_add");
+
+	(void)gexec_put(g, 'C', spec->cwd != NULL ? spec->cwd : "",
+	    spec->cwd != NULL ? strlen(spec->cwd) : 0);
+	for (size_t i = 0; i < spec->nenv; i++)
+		(void)gexec_put(g, 'E', spec->env[i].data, spec->env[i].len);
+	for (size_t i = 0; i < spec->argc; i++)
+		(void)gexec_put(g, 'A', spec->argv[i].data, spec->argv[i].len);
+	(void)gexec_put(g, 'R', NULL, 0);
+	if (!spec->stdin)
+		gexec_stdin_close(g);
+	log_debug("%s: started", g->what);
+	return g;
+}
+
+int
+gexec_stdin(struct gexec *g, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	if (g->in_closed || g->in == NULL)
+		return -1;
+	while (len > 0) {
+		size_t n = len > 65536 ? 65536 : len;
+
+		if (gexec_put(g, 'I', p, n) == -1)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+void
+gexec_stdin_close(struct gexec *g)
+{
+	if (g->in_closed)
+		return;
+	g->in_closed = true;
+	(void)gexec_put(g, 'Z', NULL, 0);
+}
+
+size_t
+gexec_stdin_pending(const struct gexec *g)
+{
+	if (g->in == NULL)
+		return 0;
+	return evbuffer_get_length(bufferevent_get_output(g->in));
+}
+
+void
+gexec_pause(struct gexec *g, bool paused)
+{
+	if (g->paused == paused || g->ops == NULL)
+		return;
+	g->paused = paused;
+	if (paused) {
+		if (g->out_ev != NULL)
+			event_del(g->out_ev);
+	} else
+		gexec_process(g);
+}
+
+void
+gexec_abort(struct gexec *g)
+{
+	if (g->ops == NULL)
+		return;
+	g->ops = NULL;
+	/*
+	 * Closing both pipes is what tells the helper to kill the command's
+	 * process group (EOF on its input, EPIPE on its output); killing the
+	 * limactl shell process group ends the session on the host side.
+	 */
+	gexec_close_channel(g);
+	if (g->proc != NULL && !g->proc_exited)
+		proc_kill(g->proc);
+	gexec_free_if_idle(g);
+}

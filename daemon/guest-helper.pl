@@ -1,0 +1,159 @@
+# agent-lane guest helper: runs one command inside a lane for agent-laned.
+# It is passed to the guest as `perl -e` through `limactl shell`; full-line
+# comments and indentation are stripped at build time. See docs/protocol.md
+# ("Guest helper") for the frame format. Only perl builtins: the guest is a
+# Linux VM (constants below are Linux's) and startup time matters.
+#
+# Input frames (type byte, 32-bit big-endian length, payload):
+#   C cwd   E NAME=VALUE   A argv element   R run
+#   I stdin bytes   Z close the command's stdin
+# End of input without Z after R means agent-laned (or the client) is gone:
+# the command's whole process group is killed.
+# Output: the magic line, then P pid, O stdout, E stderr, X exit status
+# ("c<code>" or "s<signal>"), or F failure ("cwd\0errno\0message").
+use strict;
+$SIG{PIPE} = "IGNORE";
+my ($EINTR, $EAGAIN, $O_NONBLOCK, $F_GETFL, $F_SETFL) = (4, 11, 2048, 3, 4);
+binmode STDIN;
+binmode STDOUT;
+my $pid = 0;
+my $ibuf = "";
+sub reap_group {
+    if ($pid > 0) { kill("KILL", -$pid); kill("KILL", $pid); }
+}
+sub put {
+    my ($t, $d) = @_;
+    my $m = $t . pack("N", length($d)) . $d;
+    my $o = 0;
+    while ($o < length($m)) {
+        my $w = syswrite(STDOUT, $m, length($m) - $o, $o);
+        if (!defined($w)) {
+            next if $! == $EINTR;
+            reap_group();
+            exit(3);
+        }
+        $o += $w;
+    }
+}
+sub frame {
+    return () if length($ibuf) < 5;
+    my ($t, $l) = unpack("a N", $ibuf);
+    return () if length($ibuf) < 5 + $l;
+    my $d = substr($ibuf, 5, $l);
+    substr($ibuf, 0, 5 + $l) = "";
+    return ($t, $d);
+}
+sub fill {
+    my $r = sysread(STDIN, $ibuf, 262144, length($ibuf));
+    return 1 if !defined($r) && ($! == $EINTR || $! == $EAGAIN);
+    return defined($r) && $r > 0;
+}
+syswrite(STDOUT, "\0ALGX01\n") == 8 or exit(3);
+my ($cwd, @env, @argv) = ("");
+SETUP: while (1) {
+    while (my ($t, $d) = frame()) {
+        if ($t eq "C") { $cwd = $d; }
+        elsif ($t eq "E") { push(@env, $d); }
+        elsif ($t eq "A") { push(@argv, $d); }
+        elsif ($t eq "R") { last SETUP; }
+        else { exit(2); }
+    }
+    fill() or exit(2);
+}
+exit(2) if !@argv;
+pipe(my $in_r, my $in_w) or exit(3);
+pipe(my $out_r, my $out_w) or exit(3);
+pipe(my $err_r, my $err_w) or exit(3);
+pipe(my $st_r, my $st_w) or exit(3);
+$pid = fork();
+exit(3) if !defined($pid);
+if ($pid == 0) {
+    setpgrp(0, 0);
+    close($in_w); close($out_r); close($err_r); close($st_r);
+    open(STDIN, "<&", $in_r) or exit(127);
+    open(STDOUT, ">&", $out_w) or exit(127);
+    open(STDERR, ">&", $err_w) or exit(127);
+    $SIG{PIPE} = "DEFAULT";
+    for my $e (@env) {
+        my ($k, $v) = split(/=/, $e, 2);
+        $ENV{$k} = $v;
+    }
+    if (length($cwd) && !chdir($cwd)) {
+        syswrite($st_w, "cwd\0" . ($! + 0) . "\0$!");
+        exit(126);
+    }
+    { no warnings; exec { $argv[0] } @argv; }
+    my $n = $! + 0;
+    print STDERR "agent-lane: $argv[0]: $!\n";
+    exit($n == 2 ? 127 : 126);
+}
+setpgrp($pid, $pid);
+# An empty handler: the child's exit interrupts select() below.
+$SIG{CHLD} = sub { };
+close($in_r); close($out_w); close($err_w); close($st_w);
+my $st = "";
+while (1) {
+    my $r = sysread($st_r, $st, 4096, length($st));
+    last if defined($r) && $r == 0;
+    last if !defined($r) && $! != $EINTR;
+}
+close($st_r);
+if (length($st)) {
+    waitpid($pid, 0);
+    put("F", $st);
+    exit(0);
+}
+put("P", $pid);
+for my $fh (\*STDIN, $in_w) {
+    my $fl = fcntl($fh, $F_GETFL, 0);
+    fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
+}
+my ($pend, $close_in, $status, $quiet) = ("", 0, undef, 0);
+my %src = (O => $out_r, E => $err_r);
+sub input {
+    while (my ($t, $d) = frame()) {
+        if ($t eq "I") { $pend .= $d if $in_w; }
+        elsif ($t eq "Z") { $close_in = 1; }
+        else { reap_group(); exit(2); }
+    }
+}
+input();
+while (1) {
+    if (!defined($status)) {
+        my $w = waitpid($pid, 1);
+        $status = $? if $w == $pid;
+    }
+    # Once the command is gone, output still held open by something it
+    # left in the background is relayed only while it keeps flowing.
+    last if defined($status) && (!%src || $quiet >= 2);
+    if ($in_w && $close_in && !length($pend)) { close($in_w); $in_w = undef; }
+    my ($rin, $win) = ("", "");
+    vec($rin, 0, 1) = 1 if length($pend) < 1048576;
+    vec($rin, fileno($_), 1) = 1 for values(%src);
+    vec($win, fileno($in_w), 1) = 1 if $in_w && length($pend);
+    my $n = select(my $rout = $rin, my $wout = $win, undef,
+        (!defined($status) && !%src) ? 0.005 : 0.1);
+    $quiet++ if $n == 0 && defined($status);
+    next if $n <= 0;
+    for my $k (sort keys %src) {
+        next if !vec($rout, fileno($src{$k}), 1);
+        my $r = sysread($src{$k}, my $d, 65536);
+        if (defined($r) && $r > 0) { put($k, $d); $quiet = 0; }
+        elsif (defined($r) || $! != $EINTR) { close($src{$k}); delete($src{$k}); }
+    }
+    if (vec($rout, 0, 1)) {
+        if (!fill()) {
+            reap_group();
+            exit(0);
+        }
+        input();
+    }
+    if ($in_w && length($pend) && vec($wout, fileno($in_w), 1)) {
+        my $w = syswrite($in_w, $pend);
+        if (defined($w)) { substr($pend, 0, $w) = ""; }
+        elsif ($! != $EINTR && $! != $EAGAIN) { close($in_w); $in_w = undef; $pend = ""; }
+    }
+}
+$status = $? if !defined($status) && waitpid($pid, 0) == $pid;
+put("X", ($status & 127) ? "s" . ($status & 127) : "c" . ($status >> 8));
+exit(0);

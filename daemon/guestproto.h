@@ -1,0 +1,65 @@
+/*
+ * Frames between agent-laned and the guest helper (daemon/guest-helper.pl),
+ * carried over the stdin/stdout of `limactl shell`. Everything read here
+ * comes from inside a lane and is hostile: the guest can replace perl, print
+ * from its login profile, or write garbage. The parser is bounded in every
+ * dimension and fuzzed (tests/fuzz/fuzz_guestproto.c).
+ */
+#ifndef LANED_GUESTPROTO_H
+#define LANED_GUESTPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define GUEST_MAGIC "\0ALGX01\n"
+#define GUEST_MAGIC_LEN 8
+#define GUEST_HEADER 5
+/* The helper writes at most 64 KiB per frame; allow some slack. */
+#define GUEST_MAX_PAYLOAD (256u * 1024u)
+/* Login-profile noise tolerated before the helper's magic line. */
+#define GUEST_MAX_PREAMBLE (64u * 1024u)
+
+enum guest_rc {
+	GUEST_FRAME = 0,	/* *out holds a frame */
+	GUEST_NEED_MORE,	/* consume *used bytes and read more */
+	GUEST_ERROR,		/* the stream is unusable; reason set */
+};
+
+enum guest_frame_type {
+	GUEST_STARTED = 'P',	/* data: pid of the command */
+	GUEST_STDOUT = 'O',
+	GUEST_STDERR = 'E',
+	GUEST_EXIT = 'X',	/* code or sig set */
+	GUEST_FAILED = 'F',	/* what/err_no/message set */
+};
+
+struct guest_frame {
+	char type;
+	const uint8_t *data;	/* points into the caller's buffer */
+	size_t len;
+	int code;		/* GUEST_EXIT: exit status 0..255, or -1 */
+	int sig;		/* GUEST_EXIT: signal 1..127, or 0 */
+	char what[16];		/* GUEST_FAILED: "cwd" */
+	int err_no;
+	char message[256];
+};
+
+struct guest_parser {
+	bool synced;
+	size_t skipped;
+	const char *reason;
+};
+
+void guest_parser_init(struct guest_parser *);
+/*
+ * Looks at buf[0..len). On GUEST_FRAME or GUEST_NEED_MORE, *used bytes are
+ * consumed (the frame's data stays valid until the caller drops them).
+ */
+enum guest_rc guest_parse(struct guest_parser *, const uint8_t *buf,
+    size_t len, struct guest_frame *out, size_t *used);
+
+/* Writes a 5-byte frame header for the helper's input. */
+void guest_header(uint8_t hdr[GUEST_HEADER], char type, uint32_t len);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * The daemon context. One struct laned is created in main() and passed
+ * explicitly to every module; there are no other globals beyond the signal
+ * events libevent owns.
+ */
+#ifndef LANED_H
+#define LANED_H
+
+#include <sys/queue.h>
+#include <sys/types.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+
+struct event_base;
+struct event;
+struct registry;
+struct lima;
+struct proc;
+struct conn;
+struct lane;
+
+TAILQ_HEAD(proc_list, proc);
+TAILQ_HEAD(conn_list, conn);
+TAILQ_HEAD(lane_list, lane);
+
+struct laned {
+	struct event_base *base;
+	struct config cfg;
+	struct registry *reg;
+	struct lima *lima;
+	uid_t uid;
+
+	int listen_fd;
+	bool listen_activated;	/* inherited from launchd/systemd */
+	struct event *listen_ev;
+	struct event *accept_pause;	/* EMFILE back-off */
+	int lock_fd, socket_lock_fd;
+
+	struct proc_list procs;
+	struct conn_list conns;
+	size_t nconns;
+	uint64_t next_conn_id;
+
+	struct lane_list lanes;	/* runtime state of live lanes */
+
+	struct event *deadline_timer;
+	struct event *tick_timer;
+	struct event *sig_chld, *sig_term, *sig_int, *sig_hup;
+	bool reconciled;	/* a reconcile has succeeded since start */
+	bool reconciling;	/* a background reconcile is running */
+	bool shutting_down;
+};
+
+#endif

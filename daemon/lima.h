@@ -1,0 +1,111 @@
+/*
+ * The Lima driver: the only module that knows limactl's command line, the
+ * lane YAML, the layout of the Lima home and the `list --json` format.
+ *
+ * Lane names are made here and nowhere else ("al-" + 16 lowercase hex digits
+ * from the OS random source), and every argv builder re-validates the name it
+ * is given, so a client string can never reach limactl as an instance name.
+ */
+#ifndef LANED_LIMA_H
+#define LANED_LIMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LIMA_NAME_PREFIX "al-"
+#define LIMA_NAME_LEN 19	/* strlen("al-") + 16 */
+
+struct lima_lane_spec {
+	uint32_t cpus;
+	uint32_t memory_mib;
+	uint32_t disk_gib;
+};
+
+struct lima_instance {
+	char name[80];
+	char status[16];	/* "Running", "Stopped", "Broken", ... */
+};
+
+struct lima;
+
+/*
+ * Finds limactl: a path is made absolute; a bare name is searched in PATH,
+ * then in Homebrew's /opt/homebrew/bin and /usr/local/bin (a launchd job's
+ * PATH has neither). 0, or -1 when nothing executable was found.
+ */
+int lima_resolve_limactl(const char *spec, char *out, size_t len);
+
+/* limactl is resolved to an absolute path; home is the dedicated LIMA_HOME. */
+struct lima *lima_new(const char *limactl, const char *home,
+    const char *base_template, char *const *environ_base);
+void lima_free(struct lima *);
+const char *lima_limactl(const struct lima *);
+const char *lima_home(const struct lima *);
+/* The environment every limactl child gets: ours with LIMA_HOME replaced. */
+char *const *lima_envp(const struct lima *);
+
+/* Fills name (LIMA_NAME_LEN + 1 bytes) from the OS random source. */
+int lima_name_generate(char *name, size_t size);
+bool lima_name_valid(const char *name);
+
+/*
+ * Checks that a base template cannot bring host surface: only Lima's image
+ * templates (template:_images/NAME) or an absolute path are allowed.
+ */
+bool lima_template_acceptable(const char *tmpl);
+
+/* Renders the lane YAML; returns bytes written or -1 if buf is too small. */
+int lima_yaml_render(const struct lima *, const struct lima_lane_spec *,
+    char *buf, size_t len);
+
+/*
+ * Refuses a Lima home whose _config holds default.yaml, override.yaml or
+ * base.yaml: Lima merges them into every instance and they could re-open
+ * mounts or agent forwarding. Returns true (with why) when unsafe.
+ */
+bool lima_home_unsafe(const struct lima *, char *why, size_t len);
+/* Path of the lane's instance directory; false if the name is invalid. */
+bool lima_instance_dir(const struct lima *, const char *name, char *buf,
+    size_t len);
+bool lima_instance_exists(const struct lima *, const char *name);
+/*
+ * Calls cb for each directory in the Lima home with a lane-shaped name.
+ * Anything else in the home is never reported, so never touched.
+ */
+int lima_scan_lanes(const struct lima *,
+    void (*cb)(const char *name, void *arg), void *arg);
+
+/*
+ * argv builders. Each returns a NULL-terminated vector owned by the caller
+ * (lima_argv_free), or NULL when the name does not validate.
+ */
+char **lima_argv_create(const struct lima *, const char *name,
+    const char *yaml_path);
+char **lima_argv_start(const struct lima *, const char *name,
+    uint64_t timeout_ms);
+char **lima_argv_stop_force(const struct lima *, const char *name);
+char **lima_argv_delete(const struct lima *, const char *name);
+char **lima_argv_list(const struct lima *);
+char **lima_argv_shell(const struct lima *, const char *name,
+    const char *const *cmd);
+void lima_argv_free(char **);
+
+/*
+ * Parses `limactl list --json` output (one JSON object per line) with
+ * SQLite's JSON functions. Lines that are not JSON objects with a string
+ * "name" are an error; at most max instances. 0 or -1 with err.
+ */
+int lima_list_parse(struct lima *, const char *buf, size_t len,
+    struct lima_instance **out, size_t *n, size_t max, char *err,
+    size_t errlen);
+
+/*
+ * Extracts the most useful message from limactl's stderr, whether logrus
+ * JSON lines (--log-format=json) or text: the last fatal/error "msg", else
+ * the last non-empty line. Sanitized to printable ASCII.
+ */
+void lima_error_message(struct lima *, const char *stderr_text, char *buf,
+    size_t len);
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * The lane registry: one SQLite database in the state directory (WAL,
+ * synchronous=FULL, schema version in PRAGMA user_version). It is the source
+ * of truth for every lane the daemon ever made: a row is committed in state
+ * "creating" before limactl runs, and every state change is appended to the
+ * events table in the same transaction, which is the audit trail.
+ */
+#ifndef LANED_REGISTRY_H
+#define LANED_REGISTRY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LANE_NAME_SIZE 20	/* "al-" + 16 hex + NUL */
+#define LANE_WORKSPACE_MAX 1024
+#define LANE_ERROR_MAX 512
+#define LANE_LABELS_MAX 16
+#define LANE_LABEL_KEY_MAX 63
+#define LANE_LABEL_VALUE_MAX 255
+
+/* Same numbering as agentlane.v1.LaneState. */
+enum lane_state {
+	LANE_CREATING = 1,
+	LANE_READY = 2,
+	LANE_DESTROYING = 3,
+	LANE_DESTROYED = 4,
+	LANE_FAILED = 5,
+};
+
+enum registry_rc {
+	REG_OK = 0,
+	REG_ERROR = -1,
+	REG_NOT_FOUND = 1,
+	REG_BAD_TRANSITION = 2,
+	REG_EXISTS = 3,
+};
+
+struct lane_record {
+	char name[LANE_NAME_SIZE];
+	int state;
+	uint32_t cpus, memory_mib, disk_gib;
+	int64_t created_at_ms;
+	int64_t deadline_ms;
+	uint64_t idle_timeout_ms;
+	int64_t last_activity_ms;
+	int64_t ended_at_ms;
+	uint32_t owner_uid;
+	char workspace[LANE_WORKSPACE_MAX];
+	char error[LANE_ERROR_MAX];
+};
+
+struct lane_label {
+	char key[LANE_LABEL_KEY_MAX + 1];
+	char value[LANE_LABEL_VALUE_MAX + 1];
+};
+
+struct registry_event {
+	int64_t time_ms;
+	char lane[LANE_NAME_SIZE];
+	char event[32];
+	char detail[512];
+};
+
+struct registry;
+
+int registry_open(const char *path, struct registry **out, char *err,
+    size_t errlen);
+void registry_close(struct registry *);
+/* The schema version this build writes. */
+int registry_schema_version(void);
+
+bool registry_transition_allowed(int from, int to);
+bool registry_state_is_live(int state);
+
+/* Inserts a lane in state "creating" with its labels and a "registered" event. */
+int registry_lane_insert(struct registry *, const struct lane_record *,
+    const struct lane_label *labels, size_t nlabels);
+int registry_lane_get(struct registry *, const char *name, struct lane_record *);
+/*
+ * Moves a lane to another state if the state machine allows it, appending
+ * event/detail in the same transaction; sets ended_at for terminal states.
+ */
+int registry_lane_transition(struct registry *, const char *name, int to,
+    const char *event, const char *detail);
+int registry_lane_set_workspace(struct registry *, const char *name,
+    const char *workspace);
+int registry_lane_set_error(struct registry *, const char *name,
+    const char *error);
+int registry_lane_set_deadline(struct registry *, const char *name,
+    int64_t deadline_ms, const char *detail);
+int registry_lane_touch(struct registry *, const char *name, int64_t when_ms);
+/* All lanes (or only live ones), oldest first; the caller frees *out. */
+int registry_lane_list(struct registry *, bool all, struct lane_record **out,
+    size_t *n);
+int registry_count_live(struct registry *, size_t *n);
+int registry_labels_get(struct registry *, const char *name,
+    struct lane_label *labels, size_t max, size_t *n);
+int registry_event_append(struct registry *, const char *lane,
+    const char *event, const char *detail);
+int registry_events_list(struct registry *, const char *lane,
+    struct registry_event **out, size_t *n);
+/* Deletes lanes that ended before cutoff, with their labels and events. */
+int registry_prune(struct registry *, int64_t cutoff_ms, size_t *pruned);
+/* PRAGMA integrity_check == "ok". */
+bool registry_integrity_ok(struct registry *);
+const char *registry_errmsg(struct registry *);
+
+#endif

@@ -1,0 +1,273 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "conn.h"
+#include "laned.h"
+#include "log.h"
+#include "session.h"
+#include "units.h"
+#include "util.h"
+
+#define CONTAINER(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+static void
+session_free(struct session *s)
+{
+	if (s->g != NULL)
+		gexec_abort(s->g);
+	if (s->timer != NULL)
+		event_free(s->timer);
+	lane_activity_end(&s->act);
+	free(s);
+}
+
+void
+session_finish(struct session *s, const AlResponse *resp)
+{
+	if (s->c != NULL) {
+		conn_set_handler(s->c, NULL, NULL);
+		if (resp != NULL)
+			(void)conn_send(s->c, resp);
+		conn_finish(s->c);
+		s->c = NULL;
+	}
+	session_free(s);
+}
+
+void
+session_fail(struct session *s, int code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	str_sanitize(msg);
+	log_info("%s in lane %s: %s: %s", s->what,
+	    s->act.lane != NULL ? s->act.lane->name : "?", wire_error_name(code),
+	    msg);
+	if (s->c != NULL) {
+		conn_set_handler(s->c, NULL, NULL);
+		conn_send_error(s->c, code, "%s", msg);
+		s->c = NULL;
+	}
+	session_free(s);
+}
+
+void
+session_send(struct session *s, const AlResponse *resp)
+{
+	if (s->c == NULL)
+		return;
+	(void)conn_send(s->c, resp);
+	if (!s->out_paused && s->g != NULL &&
+	    conn_output_len(s->c) > CONN_OUTPUT_HIGH) {
+		s->out_paused = true;
+		gexec_pause(s->g, true);
+	}
+}
+
+void
+session_stdin(struct session *s, const void *data, size_t len)
+{
+	if (s->g == NULL)
+		return;
+	/* -1: the command closed its stdin; like a pipe, input is dropped. */
+	(void)gexec_stdin(s->g, data, len);
+	if (!s->in_paused && gexec_stdin_pending(s->g) > GEXEC_STDIN_HIGH) {
+		s->in_paused = true;
+		conn_pause_input(s->c, true);
+	}
+}
+
+void
+session_stdin_close(struct session *s)
+{
+	s->input_open = false;
+	if (s->g != NULL)
+		gexec_stdin_close(s->g);
+}
+
+void
+session_stderr_keep(struct session *s, const uint8_t *data, size_t len)
+{
+	if (len >= SESSION_STDERR_TAIL) {
+		memcpy(s->stderr_tail, data + len - SESSION_STDERR_TAIL,
+		    SESSION_STDERR_TAIL);
+		s->stderr_len = SESSION_STDERR_TAIL;
+	} else {
+		if (s->stderr_len + len > SESSION_STDERR_TAIL) {
+			size_t drop = s->stderr_len + len - SESSION_STDERR_TAIL;
+			memmove(s->stderr_tail, s->stderr_tail + drop,
+			    s->stderr_len - drop);
+			s->stderr_len -= drop;
+		}
+		memcpy(s->stderr_tail + s->stderr_len, data, len);
+		s->stderr_len += len;
+	}
+	s->stderr_tail[s->stderr_len] = '\0';
+}
+
+/* ---- gexec callbacks ---- */
+
+static void
+session_g_output(struct gexec *g, int stream, const uint8_t *data, size_t len,
+    void *arg)
+{
+	struct session *s = arg;
+
+	if (s->act.lane != NULL)
+		lane_touch(s->act.lane);
+	s->hooks->output(s, stream, data, len);
+}
+
+static void
+session_g_done(struct gexec *g, const struct gexec_result *r, void *arg)
+{
+	struct session *s = arg;
+
+	s->g = NULL;	/* the handle dies when this returns */
+	s->hooks->done(s, r);
+}
+
+static void
+session_g_stdin_drained(struct gexec *g, void *arg)
+{
+	struct session *s = arg;
+
+	if (s->in_paused && s->c != NULL) {
+		s->in_paused = false;
+		conn_pause_input(s->c, false);
+	}
+}
+
+static const struct gexec_ops session_gexec_ops = {
+	.output = session_g_output,
+	.done = session_g_done,
+	.stdin_drained = session_g_stdin_drained,
+};
+
+/* ---- connection callbacks ---- */
+
+static void
+session_c_input(struct conn *c, const AlRequest *req, void *ctx)
+{
+	struct session *s = ctx;
+
+	if (!s->input_open || s->hooks->input == NULL) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "unexpected frame: this call takes no more input");
+		return;
+	}
+	s->hooks->input(s, req);
+}
+
+static void
+session_c_drained(struct conn *c, void *ctx)
+{
+	struct session *s = ctx;
+
+	if (s->out_paused && s->g != NULL) {
+		s->out_paused = false;
+		gexec_pause(s->g, false);
+	}
+}
+
+static void
+session_c_closed(struct conn *c, void *ctx)
+{
+	struct session *s = ctx;
+
+	/* The client is gone: kill the guest command's process group. */
+	log_info("%s in lane %s: client disconnected; killing the command",
+	    s->what, s->act.lane != NULL ? s->act.lane->name : "?");
+	s->c = NULL;
+	session_free(s);
+}
+
+static const struct conn_handler session_conn_handler = {
+	.input = session_c_input,
+	.drained = session_c_drained,
+	.closed = session_c_closed,
+};
+
+/* ---- lane and timer callbacks ---- */
+
+static void
+session_cancel(struct lane_activity *a, int code, const char *msg)
+{
+	struct session *s = CONTAINER(a, struct session, act);
+
+	session_fail(s, code, "%s", msg);
+}
+
+static void
+session_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	char dur[32];
+
+	units_format_duration(s->timeout_ms, dur, sizeof dur);
+	session_fail(s, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+	    "%s timed out after %s; its process group was killed", s->what,
+	    dur);
+}
+
+struct session *
+session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
+    const struct session_hooks *hooks, uint64_t timeout_ms, bool input_open)
+{
+	struct session *s = xcalloc(1, sizeof *s);
+	char err[256];
+
+	s->d = d;
+	s->c = c;
+	s->hooks = hooks;
+	s->what = spec->what;
+	s->timeout_ms = timeout_ms;
+	s->input_open = input_open;
+	s->act.cancel = session_cancel;
+	if (lane_activity_begin(d, c, spec->lane, &s->act) == NULL) {
+		free(s);
+		return NULL;
+	}
+	if (spec->cwd == NULL) {
+		struct lane_record rec;
+
+		/* Default: the lane's workspace. */
+		if (registry_lane_get(d->reg, spec->lane, &rec) != REG_OK) {
+			session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "registry error");
+			return NULL;
+		}
+		spec->cwd = xstrdup(rec.workspace);
+		s->g = gexec_start(d, spec, &session_gexec_ops, s, err,
+		    sizeof err);
+		free((char *)spec->cwd);
+		spec->cwd = NULL;
+	} else
+		s->g = gexec_start(d, spec, &session_gexec_ops, s, err,
+		    sizeof err);
+	if (s->g == NULL) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s", err);
+		return NULL;
+	}
+	if (timeout_ms > 0) {
+		struct timeval tv = {
+			.tv_sec = (time_t)(timeout_ms / 1000),
+			.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000,
+		};
+
+		if ((s->timer = evtimer_new(d->base, session_timeout_cb, s)) ==
+		    NULL || evtimer_add(s->timer, &tv) != 0)
+			fatalx("evtimer_add");
+	}
+	conn_set_handler(c, &session_conn_handler, s);
+	return s;
+}

@@ -1,0 +1,32 @@
+/*
+ * Small helpers used across the daemon: allocation that treats OOM as fatal
+ * (as tmux's xmalloc does; a daemon that half-handles ENOMEM is worse than
+ * one that restarts under launchd), clocks, and bounded string copies.
+ */
+#ifndef LANED_UTIL_H
+#define LANED_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+void *xmalloc(size_t);
+void *xcalloc(size_t, size_t);
+void *xreallocarray(void *, size_t, size_t);
+char *xstrdup(const char *);
+char *xstrndup(const char *, size_t);
+int xasprintf(char **, const char *, ...) __attribute__((format(printf, 2, 3)));
+int xvasprintf(char **, const char *, va_list) __attribute__((format(printf, 2, 0)));
+
+/* Copies with truncation; always NUL-terminates; returns strlen(src). */
+size_t str_copy(char *dst, const char *src, size_t size);
+
+/* Wall-clock milliseconds since the epoch (deadlines are wall-clock). */
+int64_t time_now_ms(void);
+/* Monotonic milliseconds, for measuring intervals. */
+int64_t time_mono_ms(void);
+
+/* Replaces every byte that is not printable ASCII with '?', in place. */
+void str_sanitize(char *s);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * Framing shared by agent-laned and libagentlane. See docs/protocol.md.
+ *
+ * A frame is a 4-byte big-endian length N followed by N bytes of one
+ * protobuf message (agentlane.v1.Request from the client, Response from the
+ * daemon). N is checked against the receiver's cap before any allocation.
+ */
+#ifndef AGENTLANE_WIRE_H
+#define AGENTLANE_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agentlane.pb-c.h"
+
+#define WIRE_PROTOCOL_VERSION 1u
+#define WIRE_HEADER_SIZE 4u
+/* Absolute protocol maximum; a daemon may be configured lower. */
+#define WIRE_MAX_FRAME (1024u * 1024u)
+/* Largest data payload a sender puts in one ExecOutput/ExecInput/DataChunk. */
+#define WIRE_CHUNK (64u * 1024u)
+
+typedef Agentlane__V1__Request AlRequest;
+typedef Agentlane__V1__Response AlResponse;
+
+enum wire_status {
+	WIRE_OK = 0,
+	WIRE_NEED_MORE,   /* not a whole frame yet */
+	WIRE_TOO_LARGE,   /* declared length above the cap */
+	WIRE_MALFORMED,   /* protobuf did not unpack */
+};
+
+/* Reads the declared payload length from a 4-byte header. */
+uint32_t wire_header_length(const uint8_t hdr[WIRE_HEADER_SIZE]);
+void wire_header_put(uint8_t hdr[WIRE_HEADER_SIZE], uint32_t len);
+
+/*
+ * Encodes a message as a whole frame into a newly allocated buffer.
+ * Returns 0, or -1 when the message is above WIRE_MAX_FRAME or on ENOMEM.
+ */
+int wire_pack_request(const AlRequest *req, uint8_t **out, size_t *outlen);
+int wire_pack_response(const AlResponse *resp, uint8_t **out, size_t *outlen);
+
+/* Unpacks one payload (without header); NULL when malformed. */
+AlRequest *wire_unpack_request(const uint8_t *buf, size_t len);
+AlResponse *wire_unpack_response(const uint8_t *buf, size_t len);
+
+/* "INVALID_ARGUMENT", ... ; "UNKNOWN" for values outside the enum. */
+const char *wire_error_name(int code);
+/* "creating", "ready", ... as used in the registry, logs and the CLI. */
+const char *wire_lane_state_name(int state);
+/* Inverse of wire_lane_state_name; 0 (unspecified) when unknown. */
+int wire_lane_state_from_name(const char *name);
+
+#endif

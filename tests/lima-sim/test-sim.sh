@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# Self-test of the limactl simulator (tests/lima-sim/limactl).
+# Prints one TAP-style "ok N - ..." / "not ok N - ..." line per check and
+# exits non-zero if any check failed.  Cleans up everything it started.
+# Usage: tests/lima-sim/test-sim.sh            (root or an unprivileged user)
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+LIMACTL=$HERE/limactl
+T=$(mktemp -d /tmp/ls.XXXX)          # short: the socket-path limit counts LIMA_HOME
+export LIMA_HOME=$T/lima
+export LIMA_SIM_BOOT_MS=50
+unset LIMA_SIM_FAIL LIMA_SIM_HANG LIMA_SIM_DIE LIMA_SIM_REFUSE_ROOT LIMA_SIM_LOG LIMA_SIM_VERSION
+BG_PIDS=()
+N=0
+FAILED=0
+T0=$(date +%s.%N)
+
+cleanup() {
+    local p d
+    for p in "${BG_PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    if [ -d "$LIMA_HOME" ]; then
+        for d in "$LIMA_HOME"/*/; do
+            [ -d "$d" ] || continue
+            [ -f "$d/lima.yaml" ] || : > "$d/lima.yaml"
+            "$LIMACTL" delete -f "$(basename "$d")" >/dev/null 2>&1
+        done
+        for p in "$LIMA_HOME"/*/*.pid; do          # belt and braces
+            [ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
+        done
+    fi
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+report() {  # report STATUS DESCRIPTION [DETAIL]
+    N=$((N + 1))
+    if [ "$1" -eq 0 ]; then
+        echo "ok $N - $2"
+    else
+        echo "not ok $N - $2${3:+ ($3)}"
+        FAILED=$((FAILED + 1))
+    fi
+}
+check() {  # check DESCRIPTION COMMAND...
+    local d=$1
+    shift
+    "$@"
+    report $? "$d"
+}
+lc() { "$LIMACTL" "$@" </dev/null; }
+# run: capture stdout/stderr/exit status of one limactl call
+run() {
+    "$LIMACTL" "$@" >"$T/out" 2>"$T/err" </dev/null
+    RC=$?
+}
+has_err() { grep -qF -- "$1" "$T/err"; }
+rc_err() {  # rc_err EXPECTED_RC TEXT: last run exited so and logged TEXT on stderr
+    [ "$RC" = "$1" ] && has_err "$2"
+}
+status_of() { lc list --format '{{.Status}}' "$1" 2>/dev/null </dev/null; }
+wait_for() {  # wait_for SECONDS COMMAND...: poll until COMMAND succeeds
+    local deadline=$(($(date +%s%N) + ${1%.*} * 1000000000 + 1))
+    shift
+    until "$@"; do
+        [ "$(date +%s%N)" -gt "$deadline" ] && return 1
+        sleep 0.02
+    done
+}
+is_status() { [ "$(status_of "$1")" = "$2" ]; }
+pyjson() { /usr/bin/python3 -c "$1" "${@:2}"; }
+# fault variables count calls per LIMA_HOME; this is the number of the next one
+next_call() { echo $(($(cat "$LIMA_HOME/_sim/$1.count" 2>/dev/null || echo 0) + 1)); }
+
+cat > "$T/lane.yaml" <<'EOF'
+# lane template used by the simulator self-test
+cpus: 2
+memory: 2GiB
+disk: 10GiB
+plain: true
+EOF
+
+# ---------------------------------------------------------------- basics
+run --version
+check "--version prints limactl version 2.2.0" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = "limactl version 2.2.0"
+
+run list --json
+check "list on an empty LIMA_HOME: warning, empty stdout, exit 0" \
+    test "$RC" = 0 -a ! -s "$T/out" -a -n "$(grep 'No instance found' "$T/err")"
+
+bad=0
+for name in 'my/instance' 'c:default' 'dot.' '.dot' 'dot..dot' 'underscore_' '_underscore' \
+            'dash--dash' '-dash' 'default.yaml' 'MY.YAML' 'My.YmL'; do
+    "$LIMACTL" --tty=false create --name="$name" "$T/lane.yaml" >/dev/null 2>"$T/err" </dev/null
+    rc=$?
+    if [ $rc != 1 ] || ! grep -q 'level=fatal' "$T/err"; then bad=1; echo "# accepted bad name $name"; fi
+done
+check "create rejects invalid instance names (Lima's test vectors) with a fatal error" test $bad = 0
+maxlen=$((80 - ${#LIMA_HOME}))
+long=$(printf 'a%.0s' $(seq 1 $((maxlen + 1))))
+run --tty=false create --name="$long" "$T/lane.yaml"
+check "create enforces the socket-path limit (len(LIMA_HOME)+len(name)+27 < 108)" \
+    test "$RC" = 1 -a ! -e "$LIMA_HOME/$long" -a -n "$(grep 'UNIX_PATH_MAX' "$T/err")"
+run --tty=false create --name="${long:1}" "$T/lane.yaml"
+check "a name exactly at the socket-path limit is accepted" test "$RC" = 0
+lc delete -f "${long:1}" >/dev/null 2>&1
+
+# ---------------------------------------------------------------- create
+A=al-0123456789abcdef
+run --tty=false --log-format=json create --name=$A "$T/lane.yaml"
+check "create (daemon form) exits 0 and prints nothing on stdout" test "$RC" = 0 -a ! -s "$T/out"
+check "create logs JSON lines on stderr with --log-format=json" \
+    pyjson 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$T/err"
+check "create writes lima.yaml (verbatim), lima-version (0444), cloud-config.yaml, disk" \
+    bash -c "cmp -s '$T/lane.yaml' '$LIMA_HOME/$A/lima.yaml' && test -f '$LIMA_HOME/$A/cloud-config.yaml' \
+             -a -f '$LIMA_HOME/$A/disk' -a \"\$(stat -c %a '$LIMA_HOME/$A/lima-version')\" = 444"
+run --tty=false create --name=$A "$T/lane.yaml"
+check "create on an existing name exits 1" test "$RC" = 1
+run --tty=false create -
+check "create - without --name exits 1" rc_err 1 'must pass instance name with --name'
+"$LIMACTL" --tty=false create --name=fromstdin - <"$T/lane.yaml" >"$T/out" 2>"$T/err"
+check "create --name=X - reads the template from stdin" cmp -s "$T/lane.yaml" "$LIMA_HOME/fromstdin/lima.yaml"
+run -y create bare1
+check "create with a bare instance name uses template:default and logs the deprecation" \
+    bash -c "test $RC = 0 -a -f '$LIMA_HOME/bare1/lima.yaml' && grep -q 'deprecated' '$T/err'"
+run -y create --name=tmpl2 template://default
+check "template://default warns and works" \
+    bash -c "test $RC = 0 -a -f '$LIMA_HOME/tmpl2/lima.yaml' && grep -q 'should be written' '$T/err'"
+run -y create --name=edited --cpus 3 --memory 0.5 --disk=7 "$T/lane.yaml"
+check "--cpus/--memory/--disk edit the written lima.yaml" \
+    bash -c "grep -qx 'cpus: 3' '$LIMA_HOME/edited/lima.yaml' && grep -qx 'memory: \"0.5GiB\"' '$LIMA_HOME/edited/lima.yaml' \
+             && grep -qx 'disk: \"7GiB\"' '$LIMA_HOME/edited/lima.yaml'"
+printf 'cpus: [unclosed\n' > "$T/broken.yaml"
+run -y create --name=badyaml "$T/broken.yaml"
+check "a create that fails leaves no half-made directory" test "$RC" = 1 -a ! -e "$LIMA_HOME/badyaml"
+lc delete fromstdin bare1 tmpl2 edited >/dev/null 2>&1
+
+run list --json $A
+check "list --json of a stopped instance: Stopped, no PIDs, keys in Lima's order" pyjson '
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+keys = ["name","hostname","status","dir","vmType","arch","cpus","memory","disk","sshConfigFile",
+        "config","sshAddress","protected","limaVersion"]
+assert list(d) == keys, list(d)
+assert d["status"] == "Stopped" and d["hostname"] == "lima-" + d["name"] and d["vmType"] == "qemu"
+assert d["memory"] == 2 << 30 and d["disk"] == 10 << 30 and d["cpus"] == 2
+' "$T/out"
+
+# ---------------------------------------------------------------- start
+t_start=$(date +%s%N)
+exec 7>"$T/leak-marker"
+"$LIMACTL" --tty=false start $A >"$T/out" 2>"$T/err" </dev/null
+RC=$?
+exec 7>&-
+t_start=$((($(date +%s%N) - t_start) / 1000000))
+check "start exits 0, stdout empty, READY on stderr (took ${t_start} ms)" \
+    bash -c "test $RC = 0 -a ! -s '$T/out' && grep -q 'READY' '$T/err'"
+D=$LIMA_HOME/$A
+check "start wrote ha.pid, qemu.pid, ha.sock (a socket), ssh.config and the running event" \
+    bash -c "test -f '$D/ha.pid' -a -f '$D/qemu.pid' -a -S '$D/ha.sock' -a -f '$D/ssh.config' \
+             && grep -q '\"running\":true' '$D/ha.stdout.log'"
+HA=$(cat "$D/ha.pid")
+check "the hostagent inherited the caller's inheritable fd 7 (fd leaks are observable)" \
+    test "$(readlink "/proc/$HA/fd/7")" = "$T/leak-marker"
+check "the driver process (qemu.pid) inherited fd 7 as well" \
+    test "$(readlink "/proc/$(cat "$D/qemu.pid")/fd/7")" = "$T/leak-marker"
+check "the hostagent runs in its own process group" \
+    test "$(ps -o pgid= -p "$HA" | tr -d ' ')" = "$HA"
+run start $A
+check "start on a running instance: exit 0 with 'already running'" rc_err 0 'is already running'
+
+run list --json
+check "list --json of a running instance: Running, PIDs, sshLocalPort, keys in order" pyjson '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1
+d = json.loads(lines[0])
+keys = ["name","hostname","status","dir","vmType","arch","cpus","memory","disk","sshLocalPort",
+        "sshConfigFile","hostAgentPID","driverPID","config","sshAddress","protected","limaVersion"]
+assert list(d) == keys, list(d)
+assert d["status"] == "Running" and d["hostAgentPID"] > 0 and d["driverPID"] > 0
+assert d["sshLocalPort"] > 0 and d["limaVersion"] == "2.2.0"
+' "$T/out"
+run list --json $A nosuch1
+check "list with an unknown name prints the known ones, then exits 1 'unmatched instances'" \
+    bash -c "test $RC = 1 -a \$(wc -l < '$T/out') = 1 && grep -q 'unmatched instances' '$T/err'"
+run list -q
+check "list -q prints names only" test "$RC" = 0 -a "$(cat "$T/out")" = "$A"
+run --tty false ls --format '{{.Status}}' $A
+check "global flags before the subcommand (--tty false) and --format '{{.Status}}'" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = Running
+
+# ---------------------------------------------------------------- shell
+run shell $A -- sh -c 'exit 42'
+check "shell: exit status of the remote command (42)" test "$RC" = 42
+run shell $A sh -c 'kill -9 $$'
+check "shell: remote killed by a signal gives 255" test "$RC" = 255
+run shell --workdir /nonexistent $A true
+check "shell --workdir to a missing directory exits 1" test "$RC" = 1
+run shell --workdir /tmp $A pwd
+check "shell --workdir /tmp runs there" test "$RC" = 0 -a "$(cat "$T/out")" = /tmp
+run shell $A pwd
+check "shell without --workdir starts in the guest home (/home/<user>.guest)" \
+    bash -c "test $RC = 0 && grep -qx '/home/.*\.guest' '$T/out'"
+echo 'echo "script from stdin"; exit 7' | "$LIMACTL" shell $A >"$T/out" 2>"$T/err"
+check "shell without a command runs bash -l on stdin" test "$?" = 7 -a "$(cat "$T/out")" = "script from stdin"
+run shell $A -- echo --workdir /x -- y
+check "shell: flags after NAME belong to the command, one leading -- stripped" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = "--workdir /x -- y"
+run shell $A FOO='a b$c' sh -c 'printf %s "$FOO"'
+check "shell: leading KEY=value arguments are environment assignments" test "$(cat "$T/out")" = 'a b$c'
+HOST_ONLY_SECRET=leak-me-$$ "$LIMACTL" shell $A env >"$T/out" 2>"$T/err" </dev/null
+check "shell: clean guest environment (HOME, USER, SHELL, PATH, LANG; nothing from the host)" pyjson '
+import sys
+env = dict(l.split("=", 1) for l in open(sys.argv[1]).read().splitlines() if "=" in l)
+assert env["SHELL"] == "/bin/bash" and env["LANG"] == "C.UTF-8" and env["HOME"].endswith(".guest")
+assert env["PATH"] == "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+assert env["USER"] == env["LOGNAME"]
+assert not any("leak-me" in v for v in env.values()), env
+assert "LIMA_HOME" not in env and "LIMA_SIM_BOOT_MS" not in env
+' "$T/out"
+head -c 4194304 /dev/urandom > "$T/rand"
+sum_in=$(sha256sum < "$T/rand" | cut -d' ' -f1)
+sum_out=$("$LIMACTL" shell $A cat < "$T/rand" 2>/dev/null | sha256sum | cut -d' ' -f1)
+check "shell: 4 MiB of random bytes through stdin/stdout are byte-exact" test "$sum_in" = "$sum_out"
+run shell $A sh -c 'echo out; echo err >&2'
+check "shell: stdout carries only the remote stdout" test "$(cat "$T/out")" = out -a "$(cat "$T/err")" = err
+run shell $A sh -c 'id -u; hostname; cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "'
+check "guest: unprivileged user, hostname lima-NAME, only the lo interface" \
+    bash -c "test \"\$(sed -n 1p '$T/out')\" != 0 -a \"\$(sed -n 2p '$T/out')\" = lima-$A \
+             -a \"\$(sed -n '3,\$p' '$T/out')\" = lo"
+run shell $A sh -c 'cat /proc/1/cmdline | tr "\0" " "; echo; ps -e --no-headers | wc -l'
+host_init=$(tr '\0' ' ' </proc/1/cmdline)
+check "guest: own PID namespace (pid 1 is the sandbox init, a handful of processes)" \
+    bash -c "grep -q '^/usr/bin/bwrap --args' '$T/out' && test \"\$(sed -n 1p '$T/out')\" != '$host_init' \
+             && test \$(sed -n 2p '$T/out') -lt 10"
+echo "host-secret" > "$T/host-marker"
+echo "host-secret" > "/tmp/ls-sim-marker-$$"
+run shell $A sh -c "test -e /work || test -e '$LIMA_HOME' || test -e '$T' || test -e /tmp/ls-sim-marker-$$ \
+    || test -e '$HERE' || test -e /root/.cache || grep -rqs host-secret /tmp /home /var/tmp; test \$? = 1"
+rm -f "/tmp/ls-sim-marker-$$"
+check "guest cannot see /work, /root contents, host /tmp, LIMA_HOME, the test dir" test "$RC" = 0
+if [ "$(id -u)" = 0 ]; then
+    G=$(cat "$D/guest.pid")
+    check "guest's /root is its own empty directory (checked from the host with nsenter)" \
+        test -z "$(nsenter -t "$G" -m -r ls -A /root)"
+fi
+run shell $A sh -c 'command -v ps kill perl tar git sh bash awk >/dev/null && perl -e 1 && echo x | awk "{print}" && git --version'
+check "guest has ps, kill, perl, tar, git, sh, bash, awk" test "$RC" = 0
+
+lc shell $A sh -c 'echo persisted > /tmp/persist; echo home > ~/h' </dev/null
+run shell $A cat /tmp/persist
+check "a file written to the guest's /tmp is there in the next shell" test "$(cat "$T/out")" = persisted
+lc shell $A sh -c 'nohup sleep 100 >/dev/null 2>&1 &' </dev/null
+run shell $A ps -eo args
+check "a background process survives the shell that started it" grep -qx 'sleep 100' "$T/out"
+
+# killing the host-side `limactl shell` must look like a dropped ssh connection
+lc shell $A rm -f /tmp/eof-seen /tmp/x </dev/null
+mkfifo "$T/fifo"
+"$LIMACTL" shell $A sh -c 'cat > /tmp/x; echo done > /tmp/eof-seen' <"$T/fifo" >/dev/null 2>&1 &
+SP=$!
+BG_PIDS+=("$SP")
+exec 8>"$T/fifo"                      # keep the writer open: the guest would block forever
+echo partial >&8
+sleep 0.2
+{ kill -9 $SP; wait $SP; } 2>/dev/null
+check "SIGKILL of the host limactl shell: the guest side sees EOF on stdin" \
+    wait_for 3 lc shell $A test -f /tmp/eof-seen
+exec 8>&-
+lc shell $A rm -f /tmp/epipe
+"$LIMACTL" shell $A sh -c 'trap "" PIPE; while :; do echo y || { echo epipe > /tmp/epipe; exit 3; }; done' \
+    >/dev/null 2>&1 </dev/null &
+SP=$!
+BG_PIDS+=("$SP")
+sleep 0.2
+{ kill -9 $SP; wait $SP; } 2>/dev/null
+check "SIGKILL of the host limactl shell: the guest side gets EPIPE on stdout" \
+    wait_for 3 lc shell $A test -f /tmp/epipe
+echo 'hello copy' > "$T/cp-src"
+lc copy "$T/cp-src" "$A:/tmp/cp-dst" 2>/dev/null && lc cp "$A:/tmp/cp-dst" "$T/cp-back" 2>/dev/null
+check "copy host -> guest -> host" cmp -s "$T/cp-src" "$T/cp-back"
+
+# ---------------------------------------------------------------- stop
+run stop $A
+check "graceful stop exits 0 and the instance is Stopped (pid/sock files gone)" \
+    bash -c "test $RC = 0 && test \"\$('$LIMACTL' list --format '{{.Status}}' $A)\" = Stopped \
+             -a ! -e '$D/ha.pid' -a ! -e '$D/ha.sock' && grep -q '\"exiting\":true' '$D/ha.stdout.log'"
+check "the hostagent is gone after stop" bash -c "! kill -0 $HA 2>/dev/null || grep -q '^State:.*Z' /proc/$HA/status"
+run stop $A
+check "stop on a stopped instance exits 1 (expected status Running)" \
+    bash -c "test $RC = 1 && grep -q 'expected status .Running., got .Stopped.' '$T/err'"
+run shell $A true
+check "shell on a stopped instance exits 1 'is stopped'" rc_err 1 'is stopped'
+run shell nosuch2 true
+check "shell on a missing instance exits 1 'does not exist'" rc_err 1 'does not exist'
+run stop -f $A
+check "stop -f on a stopped instance exits 0" test "$RC" = 0
+run stop nosuch3
+check "stop of a missing instance exits 1" test "$RC" = 1
+run stop -f nosuch3
+check "stop -f of a missing instance exits 1" test "$RC" = 1
+lc start $A >/dev/null 2>&1 </dev/null
+run shell $A cat /tmp/persist
+check "guest files survive stop/start" test "$(cat "$T/out")" = persisted
+lc shell $A sh -c 'nohup sleep 101 >/dev/null 2>&1 &' </dev/null
+: > "$D/junk.tmp"
+run stop -f $A
+check "stop -f on a running instance: exit 0, *.pid *.sock *.tmp removed" \
+    bash -c "test $RC = 0 && ! ls '$D' | grep -qE '\\.(pid|sock|tmp)\$'"
+check "stop -f killed the guest's background processes" bash -c "! pgrep -x -f 'sleep 101' >/dev/null"
+check "status is Stopped after stop -f" is_status $A Stopped
+
+# ---------------------------------------------------------------- delete
+run delete nosuch4
+check "delete of a missing instance: warning and exit 0" rc_err 0 'Ignoring non-existent instance'
+lc start $A >/dev/null 2>&1 </dev/null
+run delete $A
+check "delete of a running instance without -f exits 1 and keeps it" \
+    bash -c "test $RC = 1 && test -f '$D/lima.yaml'"
+mkdir -p "$LIMA_HOME/probe"
+run list --json probe
+check "a directory without lima.yaml is listed as Broken" \
+    bash -c "grep -q '^{\"name\":\"probe\",\"hostname\":\"[^\"]*\",\"status\":\"Broken\"' '$T/out'"
+run delete -f probe
+check "delete refuses a directory without lima.yaml (exit 1, not deleted)" test "$RC" = 1 -a -d "$LIMA_HOME/probe"
+rmdir "$LIMA_HOME/probe"
+HA=$(cat "$D/ha.pid")
+run rm -f $A
+check "delete -f (alias rm) of a running instance removes the whole directory" \
+    bash -c "test $RC = 0 -a ! -e '$D' && grep -q 'Deleted' '$T/err'"
+check "its hostagent is gone" bash -c "! kill -0 $HA 2>/dev/null || grep -q '^State:.*Z' /proc/$HA/status"
+
+# ---------------------------------------------------------------- start variants
+run start lazy1
+check "start of a missing name creates it (Lima's hazard) and boots it" \
+    bash -c "test $RC = 0 -a -f '$LIMA_HOME/lazy1/lima.yaml' && test \"\$('$LIMACTL' ls --format '{{.Status}}' lazy1)\" = Running"
+lc delete -f lazy1 >/dev/null 2>&1
+lc -y create --name=b1 "$T/lane.yaml" >/dev/null 2>&1
+LIMA_SIM_BOOT_MS=1000 "$LIMACTL" start --timeout 200ms b1 >"$T/out" 2>"$T/err" </dev/null
+RC=$?
+check "start --timeout expiry: exit 1, 'did not receive an event with the running status'" \
+    rc_err 1 'did not receive an event with the `running` status'
+check "... and the VM is left running" wait_for 5 is_status b1 Running
+lc stop -f b1 >/dev/null 2>&1
+LIMA_SIM_BOOT_MS=2000 "$LIMACTL" start b1 >"$T/out" 2>"$T/err" </dev/null &
+SP=$!
+BG_PIDS+=("$SP")
+wait_for 3 test -s "$LIMA_HOME/b1/ha.pid"
+kill -9 "$(cat "$LIMA_HOME/b1/ha.pid")"
+wait $SP
+RC=$?
+check "start exits 1 when the hostagent dies" rc_err 1 'host agent process has exited'
+check "the guest dies with its hostagent" wait_for 3 is_status b1 Stopped
+
+# ---------------------------------------------------------------- faults
+LIMA_SIM_FAIL=create:$(next_call create) "$LIMACTL" -y create --name=f1 "$T/lane.yaml" >"$T/out" 2>"$T/err"
+check "LIMA_SIM_FAIL=create: exit 1 with a fatal message, nothing created" \
+    bash -c "test $? = 1 -a ! -e '$LIMA_HOME/f1' && grep -q 'level=fatal' '$T/err'"
+c0=$(cat "$LIMA_HOME/_sim/list.count" 2>/dev/null || echo 0)
+r1=0; r2=0; r3=0
+LIMA_SIM_FAIL="list:$((c0 + 2))" "$LIMACTL" list -q >/dev/null 2>&1 || r1=$?
+LIMA_SIM_FAIL="list:$((c0 + 2))" "$LIMACTL" list -q >/dev/null 2>&1 || r2=$?
+LIMA_SIM_FAIL="list:$((c0 + 2))" "$LIMACTL" list -q >/dev/null 2>&1 || r3=$?
+check "LIMA_SIM_FAIL=list:N fails only the N-th call, counted across processes" \
+    test "$r1/$r2/$r3" = "0/1/0" -a "$(cat "$LIMA_HOME/_sim/list.count")" = $((c0 + 3))
+LIMA_SIM_HANG=list:$(next_call list) timeout 1 "$LIMACTL" list >/dev/null 2>&1
+check "LIMA_SIM_HANG=list hangs until killed" test $? = 124
+LIMA_SIM_HANG=start:$(next_call start) "$LIMACTL" start b1 >"$T/out" 2>"$T/err" </dev/null &
+SP=$!
+BG_PIDS+=("$SP")
+check "LIMA_SIM_HANG=start: the VM becomes Running while start hangs" wait_for 5 is_status b1 Running
+sleep 0.1
+check "... start never reports READY and is still running" \
+    bash -c "kill -0 $SP && ! grep -q READY '$T/err'"
+{ kill -9 $SP; wait $SP; } 2>/dev/null
+check "... killing start leaves the VM running (shell works)" lc shell b1 true </dev/null
+lc stop -f b1 >/dev/null 2>&1
+{ LIMA_SIM_DIE=start:$(next_call start) "$LIMACTL" start b1 >/dev/null 2>&1 </dev/null; RC=$?; } 2>/dev/null
+check "LIMA_SIM_DIE=start: start dies by SIGKILL (137)" test "$RC" = 137
+check "... and the VM still comes up" wait_for 5 is_status b1 Running
+{ LIMA_SIM_DIE=delete:$(next_call delete) "$LIMACTL" delete -f b1 >/dev/null 2>&1; RC=$?; } 2>/dev/null
+check "LIMA_SIM_DIE=delete: delete dies after killing the VM, directory left behind" \
+    bash -c "test $RC = 137 -a -f '$LIMA_HOME/b1/lima.yaml' && test \"\$('$LIMACTL' ls --format '{{.Status}}' b1)\" = Stopped"
+{ LIMA_SIM_DIE=create:$(next_call create) "$LIMACTL" -y create --name=d1 "$T/lane.yaml" >/dev/null 2>&1; RC=$?; } 2>/dev/null
+check "LIMA_SIM_DIE=create: dies after lima.yaml, before disk" \
+    test "$RC" = 137 -a -f "$LIMA_HOME/d1/lima.yaml" -a ! -e "$LIMA_HOME/d1/disk"
+run start d1
+check "... such a half-made instance still starts (disk prepared at start)" test "$RC" = 0 -a -f "$LIMA_HOME/d1/disk"
+LIMA_SIM_FAIL=shell:$(next_call shell) "$LIMACTL" shell d1 true >/dev/null 2>"$T/err" </dev/null
+check "LIMA_SIM_FAIL=shell exits 1" test $? = 1
+LIMA_SIM_BOOT_MS=400 "$LIMACTL" -y create --name=slow "$T/lane.yaml" >/dev/null 2>&1
+t=$(date +%s%N)
+LIMA_SIM_BOOT_MS=400 "$LIMACTL" start slow >/dev/null 2>&1 </dev/null
+t=$((($(date +%s%N) - t) / 1000000))
+check "LIMA_SIM_BOOT_MS=400 delays READY (took $t ms)" test "$t" -ge 400
+LIMA_SIM_LOG="$T/calls.log" "$LIMACTL" --tty=false list -q >/dev/null 2>&1
+check "LIMA_SIM_LOG records each invocation's argv" grep -qx 'limactl --tty=false list -q' "$T/calls.log"
+if [ "$(id -u)" = 0 ]; then
+    LIMA_SIM_REFUSE_ROOT=1 "$LIMACTL" list >"$T/out" 2>"$T/err"
+    check "LIMA_SIM_REFUSE_ROOT=1 refuses euid 0 like limactl" \
+        test $? = 1 -a "$(cat "$T/err")" = "limactl: must not run as the root user" -a ! -s "$T/out"
+fi
+
+# ---------------------------------------------------------------- log formats
+run --log-format json shell nosuch5 true
+check "--log-format json: fatal errors are JSON lines, exit 1" pyjson '
+import json, sys
+d = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert list(d) == ["level", "msg", "time"] and d["level"] == "fatal" and "does not exist" in d["msg"]
+' "$T/err"
+run shell nosuch5 true
+check "text log format: time=\"...\" level=fatal msg=\"...\"" \
+    grep -qE '^time="[^"]+" level=fatal msg="instance `nosuch5` does not exist' "$T/err"
+run info
+check "info prints JSON with version and limaHome" pyjson '
+import json, sys
+d = json.load(open(sys.argv[1])); assert d["version"] == "2.2.0" and d["limaHome"] == sys.argv[2]
+' "$T/out" "$LIMA_HOME"
+
+# ---------------------------------------------------------------- leftovers
+for d in "$LIMA_HOME"/*/; do lc delete -f "$(basename "$d")" >/dev/null 2>&1; done
+left=""
+for p in /proc/[0-9]*; do
+    [ "${p#/proc/}" = $$ ] && continue
+    for f in "$p"/fd/*; do
+        case $(readlink "$f" 2>/dev/null) in "$T"/*) left="$left ${p#/proc/}"; break ;; esac
+    done 2>/dev/null
+done
+check "no process is left holding files of the test's LIMA_HOME after delete -f" test -z "$left"
+[ -n "$left" ] && ps -o pid,ppid,stat,args -p ${left// /,} | sed 's/^/# /'
+
+T1=$(date +%s.%N)
+echo "# $N checks, $FAILED failed, $(awk "BEGIN{printf \"%.1f\", $T1 - $T0}") s"
+[ "$FAILED" = 0 ]

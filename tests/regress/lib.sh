@@ -1,0 +1,186 @@
+# Shared helpers for the regress tests: each test starts the real
+# agent-laned on a private socket and state directory, with the limactl
+# simulator, and drives it with the real agent-lanectl. Output is TAP-like:
+# one "ok N - what" or "not ok N - what" line per check.
+#
+# Sourced by tests/regress/*.sh. Environment:
+#   AGENT_LANED, AGENT_LANECTL   binaries under test (default: build/)
+#   LIMA_SIM                     the simulator (default: tests/lima-sim/limactl)
+
+set -u
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+LANED=${AGENT_LANED:-$REPO/build/agent-laned}
+LANECTL=${AGENT_LANECTL:-$REPO/build/agent-lanectl}
+SIM=${LIMA_SIM:-$REPO/tests/lima-sim/limactl}
+export LIMA_SIM_BOOT_MS=${LIMA_SIM_BOOT_MS:-20}
+
+# Short paths: Lima's instance sockets must fit in sun_path.
+T=$(mktemp -d /tmp/alr.XXXXXX)
+SOCK=$T/run/laned.sock
+STATE=$T/st
+LOG=$T/laned.log
+DAEMON_PID=
+
+_n=0
+_failed=0
+
+ok() {
+	_n=$((_n + 1))
+	echo "ok $_n - $*"
+}
+
+not_ok() {
+	_n=$((_n + 1))
+	_failed=$((_failed + 1))
+	echo "not ok $_n - $*"
+}
+
+# check "what" command...: ok when the command succeeds.
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else not_ok "$what"; fi
+}
+
+check_eq() {
+	local what=$1 want=$2 got=$3
+	if [ "$want" = "$got" ]; then
+		ok "$what"
+	else
+		not_ok "$what (want '$want', got '$got')"
+	fi
+}
+
+check_match() {
+	local what=$1 pattern=$2 text=$3
+	if printf '%s' "$text" | grep -Eq -- "$pattern"; then
+		ok "$what"
+	else
+		not_ok "$what (no /$pattern/ in: $(printf '%s' "$text" | head -c 300))"
+	fi
+}
+
+check_nomatch() {
+	local what=$1 pattern=$2 text=$3
+	if printf '%s' "$text" | grep -Eq -- "$pattern"; then
+		not_ok "$what (found /$pattern/)"
+	else
+		ok "$what"
+	fi
+}
+
+ctl() {
+	"$LANECTL" --socket "$SOCK" "$@"
+}
+
+# Starts the daemon with extra arguments; waits until it answers.
+start_daemon() {
+	reset_faults
+	"$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+	    --tick 1s "$@" >>"$LOG" 2>&1 &
+	DAEMON_PID=$!
+	for _ in $(seq 1 100); do
+		if ctl version >/dev/null 2>&1; then
+			return 0
+		fi
+		if ! kill -0 "$DAEMON_PID" 2>/dev/null; then
+			echo "# agent-laned exited during start; log:" >&2
+			sed 's/^/#   /' "$LOG" >&2
+			DAEMON_PID=
+			return 1
+		fi
+		sleep 0.05
+	done
+	echo "# agent-laned did not answer" >&2
+	return 1
+}
+
+stop_daemon() {
+	if [ -n "$DAEMON_PID" ]; then
+		kill -TERM "$DAEMON_PID" 2>/dev/null
+		wait "$DAEMON_PID" 2>/dev/null
+		DAEMON_PID=
+	fi
+}
+
+kill9_daemon() {
+	if [ -n "$DAEMON_PID" ]; then
+		kill -KILL "$DAEMON_PID" 2>/dev/null
+		wait "$DAEMON_PID" 2>/dev/null
+		DAEMON_PID=
+	fi
+}
+
+# Waits up to $1 seconds for a command to succeed.
+wait_for() {
+	local secs=$1
+	shift
+	local end=$(( $(date +%s%N) + secs * 1000000000 ))
+	while [ "$(date +%s%N)" -lt "$end" ]; do
+		if "$@"; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	"$@"
+}
+
+lane_state() {
+	ctl show --json "$1" 2>/dev/null | python3 -c \
+	    'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null
+}
+
+instance_dir() {
+	echo "$STATE/lima/$1"
+}
+
+# Fault counters live in the Lima home and count across processes:
+# start every fault scenario from zero.
+reset_faults() {
+	rm -rf "$STATE/lima/_sim"
+}
+
+# Runs the simulator directly on the daemon's Lima home.
+sim() {
+	LIMA_HOME=$STATE/lima "$SIM" --tty=false "$@"
+}
+
+# limactl commands left running by a daemon killed with SIGKILL (they are
+# in their own process groups): found by their LIMA_HOME. Hostagents are
+# the VMs themselves and stay.
+kill_stray_limactl() {
+	local p
+	for p in $(pgrep -f 'limactl --tty=false' 2>/dev/null); do
+		if { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
+		    grep -qx "LIMA_HOME=$STATE/lima"; then
+			kill -KILL "$p" 2>/dev/null
+		fi
+	done
+}
+
+finish() {
+	stop_daemon
+	kill_stray_limactl
+	# Under the ASan+UBSan build a report in the daemon's log is a failure.
+	if [ -f "$LOG" ] && grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$LOG"; then
+		not_ok "the daemon ran clean under the sanitizers"
+	fi
+	# Whatever a failed test left: VMs (their sandboxes), then files.
+	if [ -d "$STATE/lima" ]; then
+		for d in "$STATE"/lima/al-*; do
+			[ -d "$d" ] && sim delete --force "$(basename "$d")" \
+			    >/dev/null 2>&1
+		done
+	fi
+	if [ "$_failed" -gt 0 ] && [ -f "$LOG" ]; then
+		echo "# agent-laned log:"
+		sed 's/^/#   /' "$LOG" | tail -n 60
+	fi
+	rm -rf "$T"
+	if [ "$_failed" -gt 0 ]; then
+		exit 1
+	fi
+	exit 0
+}
+trap finish EXIT
