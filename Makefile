@@ -18,6 +18,15 @@ UNAME_S    := $(shell uname -s)
 
 PKGS := libevent libprotobuf-c sqlite3 libarchive
 
+# `make V=1` shows the full commands.
+ifeq ($(V),1)
+Q :=
+say = @true
+else
+Q := @
+say = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
 ifeq ($(UNAME_S),Darwin)
 PLATFORM_CFLAGS := -D_DARWIN_C_SOURCE
 SHLIB_EXT := dylib
@@ -98,13 +107,15 @@ all: $(LANED) $(LANECTL) $(LIBAGENTLANE_A) $(LIBAGENTLANE_SO) $(BUILD)/agentlane
 # path at proto/ so the generated names are stable.
 $(GEN_C) $(GEN_H) &: proto/agentlane.proto
 	@mkdir -p $(BUILD)/gen
-	$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/agentlane.proto
+	$(call say,PROTOC,$<)
+	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/agentlane.proto
 
 # The guest helper travels as `perl -e`: embed it without comments or
 # indentation to keep the limactl command line short.
 $(GEN_HELPER): daemon/guest-helper.pl
 	@mkdir -p $(BUILD)/gen
-	{ echo '/* Generated from daemon/guest-helper.pl. */'; \
+	$(call say,GEN,$@)
+	$(Q){ echo '/* Generated from daemon/guest-helper.pl. */'; \
 	  echo 'extern const char guest_helper_source[];'; \
 	  echo 'const char guest_helper_source[] ='; \
 	  sed -e '/^[[:space:]]*#/d' -e 's/^[[:space:]]*//' -e '/^$$/d' \
@@ -115,7 +126,8 @@ $(GEN_HELPER): daemon/guest-helper.pl
 # install` needs nothing from the share directory.
 $(GEN_TEMPLATES): $(TEMPLATES)
 	@mkdir -p $(BUILD)/gen
-	{ echo '/* Generated from launchd/. */'; \
+	$(call say,GEN,$@)
+	$(Q){ echo '/* Generated from launchd/. */'; \
 	  for f in $(TEMPLATES); do \
 	    n=$$(basename $$f .in | tr '.-' '__'); \
 	    echo "extern const char tmpl_$$n[];"; \
@@ -126,37 +138,45 @@ $(GEN_TEMPLATES): $(TEMPLATES)
 
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # The generated file lives under $(BUILD); it is not ours to lint.
 $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
 
 $(LIBAGENTLANE_A): $(LIB_OBJS) $(PROTO_OBJS)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 $(LIBAGENTLANE_SO): $(LIB_OBJS) $(PROTO_OBJS)
-	$(CC) $(SHLIB_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(SHLIB_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LIBLANED_A): $(DAEMON_OBJS) $(PROTO_OBJS)
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)$(AR) rcs $@ $^
 
 $(LANED): $(call obj,$(DAEMON_MAIN)) $(LIBLANED_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LANECTL): $(CTL_OBJS) $(LIBAGENTLANE_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/agentlane.pc: client/agentlane.pc.in Makefile
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # Unit tests link the daemon core and the client library; cmocka drives them.
 $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += $(shell $(PKG_CONFIG) --cflags cmocka)
 
@@ -164,16 +184,17 @@ tests: all $(UNIT_BINS)
 
 # libFuzzer targets: built by a clang sub-make in build/fuzz.
 fuzz:
-	$(MAKE) BUILD=build/fuzz CC=clang SANITIZE=fuzz OPTFLAGS="-O1 -g" fuzz-targets
+	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang SANITIZE=fuzz OPTFLAGS="-O1 -g" fuzz-targets
 
 fuzz-targets: $(FUZZ_BINS)
 
 $(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 	@mkdir -p $(dir $@)
-	$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
+	$(call say,LD,$@)
+	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
 
 asan:
-	$(MAKE) BUILD=build/asan CC=clang SANITIZE=address,undefined OPTFLAGS="-O1 -g" tests
+	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang SANITIZE=address,undefined OPTFLAGS="-O1 -g" tests
 
 node:
 	cd client/sandcastle && npm run build

@@ -201,7 +201,7 @@ conn_finish(struct conn *c)
 		conn_kill(c);
 }
 
-static void
+static void __attribute__((format(printf, 3, 0)))
 conn_error_v(struct conn *c, int code, const char *fmt, va_list ap)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;

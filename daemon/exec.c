@@ -72,6 +72,13 @@ static const struct session_hooks exec_hooks = {
 	.done = exec_done,
 };
 
+/* Empty protobuf bytes may carry a NULL pointer: never hand it to memchr. */
+static bool
+has_nul(const ProtobufCBinaryData *b)
+{
+	return b->len > 0 && memchr(b->data, '\0', b->len) != NULL;
+}
+
 static bool
 env_name_ok(const char *name)
 {
@@ -110,13 +117,13 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 			    "argv[0] is empty");
 			return;
-		} else if (memchr(req->argv[i].data, '\0', req->argv[i].len)) {
+		} else if (has_nul(&req->argv[i])) {
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 			    "argv[%zu] contains a NUL byte", i);
 			return;
 		}
-	if (memchr(req->shell.data, '\0', req->shell.len) != NULL) {
+	if (has_nul(&req->shell)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "the shell command contains a NUL byte");
 		return;
@@ -136,7 +143,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 			    "invalid environment variable name");
 			return;
 		}
-		if (memchr(e->value.data, '\0', e->value.len) != NULL) {
+		if (has_nul(&e->value)) {
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 			    "environment variable %s contains a NUL byte",
@@ -192,7 +199,8 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		envbuf[i] = xmalloc(nl + 1 + e->value.len);
 		memcpy(envbuf[i], e->name, nl);
 		envbuf[i][nl] = '=';
-		memcpy(envbuf[i] + nl + 1, e->value.data, e->value.len);
+		if (e->value.len > 0)
+			memcpy(envbuf[i] + nl + 1, e->value.data, e->value.len);
 		env[i].data = (const uint8_t *)envbuf[i];
 		env[i].len = nl + 1 + e->value.len;
 	}

@@ -24,7 +24,7 @@ log_debug_enabled(void)
 	return log_verbose;
 }
 
-static void
+static void __attribute__((format(printf, 2, 0)))
 log_vwrite(const char *level, const char *fmt, va_list ap, int errnum)
 {
 	char msg[2048], stamp[32];

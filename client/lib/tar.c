@@ -318,7 +318,8 @@ al_tar_extract(al_tar_read_fn rfn, void *arg, const char *dir,
 		goto done;
 	}
 	for (;;) {
-		const char *name;
+		const char *member;
+		char name[4097];
 		mode_t type;
 		int64_t size;
 
@@ -336,8 +337,10 @@ al_tar_extract(al_tar_read_fn rfn, void *arg, const char *dir,
 			    (unsigned long long)lim->max_entries);
 			goto done;
 		}
-		if ((name = member_name(archive_entry_pathname(e), err)) == NULL)
+		/* Copied: the entry's own string is replaced below. */
+		if ((member = member_name(archive_entry_pathname(e), err)) == NULL)
 			goto done;
+		snprintf(name, sizeof name, "%s", member);
 		type = archive_entry_filetype(e);
 		if (archive_entry_hardlink(e) != NULL) {
 			al_set_error(err, AL_UNSAFE, "hard link member refused: "

@@ -1,0 +1,861 @@
+/**
+ * Minimal client for agent-laned (protocol agentlane.v1, version 1).
+ *
+ * Wire format (docs/protocol.md): a 4-byte big-endian length followed by one
+ * protobuf message; Request from the client, Response from the daemon. One
+ * call per connection: connect, hello, one call, read until the terminal
+ * message, close.
+ */
+import * as net from "node:net";
+import * as os from "node:os";
+import * as path from "node:path";
+import { randomBytes } from "node:crypto";
+import { open, mkdir, rename, unlink, type FileHandle } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
+import protobuf from "protobufjs";
+
+export const PROTOCOL_VERSION = 1;
+/** Protocol-wide maximum frame payload. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+/** Senders keep data payloads at or below this. */
+export const MAX_DATA_CHUNK = 64 * 1024;
+const CLIENT_NAME = "@agent-lane/provider-lima/0.1.0";
+/** Stop reading the socket once this much decoded data waits for the consumer. */
+const QUEUE_HIGH_WATER = 1024 * 1024;
+
+/** The ErrorCode names of agentlane.v1, plus client-side conditions. */
+export type ErrorCodeName =
+  | "ERROR_CODE_UNSPECIFIED"
+  | "INVALID_ARGUMENT"
+  | "NOT_FOUND"
+  | "RESOURCE_EXHAUSTED"
+  | "FAILED_PRECONDITION"
+  | "TOO_LARGE"
+  | "DEADLINE_EXCEEDED"
+  | "PERMISSION_DENIED"
+  | "UNAVAILABLE"
+  | "INTERNAL"
+  | "VERSION_MISMATCH"
+  | "LIMA_FAILED"
+  | "CANCELLED";
+
+/** A failure reported by the daemon, or a transport failure on the client side. */
+export class AgentLaneError extends Error {
+  /** ErrorCode name, e.g. "NOT_FOUND". */
+  readonly code: ErrorCodeName | string;
+  constructor(code: ErrorCodeName | string, message: string) {
+    super(message);
+    this.name = "AgentLaneError";
+    this.code = code;
+  }
+}
+
+export type LaneState =
+  | "LANE_STATE_UNSPECIFIED"
+  | "CREATING"
+  | "READY"
+  | "DESTROYING"
+  | "DESTROYED"
+  | "FAILED";
+
+export interface Label {
+  key: string;
+  value: string;
+}
+
+export interface Lane {
+  name: string;
+  state: LaneState;
+  cpus: number;
+  memoryMib: number;
+  diskGib: number;
+  createdAtMs: number;
+  deadlineMs: number;
+  idleTimeoutS: number;
+  lastActivityMs: number;
+  workspace: string;
+  error: string;
+  endedAtMs: number;
+  labels: Label[];
+}
+
+export interface Limits {
+  maxFrameBytes: number;
+  maxLanes: number;
+  defaultCpus: number;
+  maxCpus: number;
+  defaultMemoryMib: number;
+  maxMemoryMib: number;
+  defaultDiskGib: number;
+  maxDiskGib: number;
+  defaultLifetimeS: number;
+  maxLifetimeS: number;
+  maxExecTimeoutS: number;
+  maxCopyOutBytes: number;
+  defaultIdleTimeoutS: number;
+}
+
+export interface HelloReply {
+  protocolVersion: number;
+  daemonVersion: string;
+  limits: Limits;
+}
+
+export interface CreateLaneRequest {
+  cpus?: number;
+  memoryMib?: number;
+  diskGib?: number;
+  /** Hard lifetime in seconds; 0 or absent: the daemon's default. */
+  timeoutS?: number;
+  idleTimeoutS?: number;
+  labels?: Label[];
+}
+
+export interface Progress {
+  phase: string;
+  message: string;
+}
+
+export interface LaneEvent {
+  timeMs: number;
+  lane: string;
+  event: string;
+  detail: string;
+}
+
+export interface ExecRequest {
+  lane: string;
+  /** Exactly one of argv and shell. */
+  argv?: Array<string | Uint8Array>;
+  /** Run as /bin/sh -c SHELL. */
+  shell?: string | Uint8Array;
+  /** Absolute guest path; absent: the lane's workspace. */
+  workdir?: string;
+  env?: Record<string, string>;
+  /**
+   * Bytes for the command's stdin (closed after the last byte), or a
+   * readable stream (closed at its end). Absent: stdin closed from the start.
+   */
+  stdin?: string | Uint8Array | AsyncIterable<Uint8Array | string>;
+  /** 0 / absent: no per-exec timeout. */
+  timeoutMs?: number;
+}
+
+export type ExecStatus = { code: number; signal?: undefined } | { signal: number; code?: undefined };
+
+export interface ExecHandlers {
+  /** Called with each stdout chunk as it arrives. May return a promise to apply backpressure. */
+  onStdout?: (data: Buffer) => void | Promise<void>;
+  /** Called with each stderr chunk as it arrives. May return a promise to apply backpressure. */
+  onStderr?: (data: Buffer) => void | Promise<void>;
+}
+
+/** A running exec; cancel() drops the connection, which makes the daemon kill the command's process group. */
+export interface ExecCall {
+  readonly done: Promise<ExecStatus>;
+  cancel(reason?: string): void;
+}
+
+export interface CopyOutBegin {
+  kind: "FILE" | "DIRECTORY" | "COPY_KIND_UNSPECIFIED";
+  maxBytes: number;
+}
+
+export interface AgentLaneClientOptions {
+  /** Control socket; default $AGENT_LANE_SOCKET or ~/.agent-lane/run/agent-laned.sock. */
+  socketPath?: string;
+  /** Free text the daemon logs. */
+  clientName?: string;
+  /** Time to connect and finish the hello exchange (default 30 s). */
+  connectTimeoutMs?: number;
+}
+
+/** The default control socket path. */
+export function defaultSocketPath(): string {
+  const fromEnv = process.env.AGENT_LANE_SOCKET;
+  if (fromEnv) return fromEnv;
+  return path.join(os.homedir(), ".agent-lane", "run", "agent-laned.sock");
+}
+
+// ---------------------------------------------------------------------------
+// protobuf schema
+
+interface Schema {
+  Request: protobuf.Type;
+  Response: protobuf.Type;
+}
+
+let schema: Schema | undefined;
+
+function protoPath(): string {
+  // dist/client.js → dist/agentlane.proto (copied there by the build).
+  return fileURLToPath(new URL("./agentlane.proto", import.meta.url));
+}
+
+function getSchema(): Schema {
+  if (!schema) {
+    const root = protobuf.loadSync(protoPath());
+    schema = {
+      Request: root.lookupType("agentlane.v1.Request"),
+      Response: root.lookupType("agentlane.v1.Response"),
+    };
+  }
+  return schema;
+}
+
+const TO_OBJECT: protobuf.IConversionOptions = {
+  longs: Number,
+  enums: String,
+  defaults: true,
+  arrays: true,
+  oneofs: true,
+};
+
+/** A decoded Response: `body` names the member that is set. */
+type ResponseObj = { body?: string } & Record<string, any>;
+
+function encodeRequest(req: Record<string, unknown>): Buffer {
+  const { Request } = getSchema();
+  const msg = Request.fromObject(req);
+  const payload = Request.encode(msg).finish();
+  const frame = Buffer.allocUnsafe(4 + payload.length);
+  frame.writeUInt32BE(payload.length, 0);
+  frame.set(payload, 4);
+  return frame;
+}
+
+function decodeResponse(payload: Buffer): ResponseObj {
+  const { Response } = getSchema();
+  const msg = Response.decode(payload);
+  return Response.toObject(msg, TO_OBJECT) as ResponseObj;
+}
+
+function asBuffer(v: unknown): Buffer {
+  if (Buffer.isBuffer(v)) return v;
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  if (Array.isArray(v)) return Buffer.from(v);
+  return Buffer.alloc(0);
+}
+
+function toLane(o: any): Lane {
+  return {
+    name: o.name,
+    state: o.state,
+    cpus: o.cpus,
+    memoryMib: o.memoryMib,
+    diskGib: o.diskGib,
+    createdAtMs: o.createdAtMs,
+    deadlineMs: o.deadlineMs,
+    idleTimeoutS: o.idleTimeoutS,
+    lastActivityMs: o.lastActivityMs,
+    workspace: o.workspace,
+    error: o.error,
+    endedAtMs: o.endedAtMs,
+    labels: (o.labels ?? []).map((l: any) => ({ key: l.key, value: l.value })),
+  };
+}
+
+function errorFrom(body: any): AgentLaneError {
+  return new AgentLaneError(String(body.code ?? "ERROR_CODE_UNSPECIFIED"), String(body.message ?? ""));
+}
+
+// ---------------------------------------------------------------------------
+// one connection
+
+/**
+ * One framed connection. Incoming frames are queued; the socket is paused
+ * while more than QUEUE_HIGH_WATER bytes wait for the consumer, so a slow
+ * consumer slows the daemon down instead of growing memory.
+ */
+class Connection {
+  private readonly sock: net.Socket;
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private readonly queue: Array<{ m: ResponseObj; size: number }> = [];
+  private queuedBytes = 0;
+  private waiter: { resolve: (m: ResponseObj | null) => void; reject: (e: Error) => void } | undefined;
+  private failure: Error | undefined;
+  private ended = false;
+  private closed = false;
+  maxFrameBytes = MAX_FRAME_BYTES;
+
+  private constructor(sock: net.Socket) {
+    this.sock = sock;
+    sock.on("data", (chunk: Buffer) => this.onData(chunk));
+    sock.on("end", () => {
+      this.ended = true;
+      this.wake();
+    });
+    sock.on("close", () => {
+      this.ended = true;
+      this.closed = true;
+      this.wake();
+    });
+    sock.on("error", (err) => {
+      if (!this.failure) {
+        this.failure = new AgentLaneError("UNAVAILABLE", `agent-laned connection failed: ${err.message}`);
+      }
+      this.wake();
+    });
+  }
+
+  static connect(socketPath: string, timeoutMs: number): Promise<Connection> {
+    return new Promise((resolve, reject) => {
+      const sock = net.createConnection({ path: socketPath });
+      const timer = setTimeout(() => {
+        sock.destroy();
+        reject(new AgentLaneError("UNAVAILABLE", `timed out connecting to agent-laned at ${socketPath}`));
+      }, timeoutMs);
+      const onError = (err: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        sock.destroy();
+        const hint = err.code === "ENOENT" || err.code === "ECONNREFUSED" ? " (is agent-laned running?)" : "";
+        reject(new AgentLaneError("UNAVAILABLE", `cannot connect to agent-laned at ${socketPath}: ${err.message}${hint}`));
+      };
+      sock.once("error", onError);
+      sock.once("connect", () => {
+        clearTimeout(timer);
+        sock.off("error", onError);
+        resolve(new Connection(sock));
+      });
+    });
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.failure) return;
+    this.pending.push(chunk);
+    this.pendingBytes += chunk.length;
+    while (this.pendingBytes >= 4) {
+      const head = this.peek(4);
+      const len = head.readUInt32BE(0);
+      if (len > MAX_FRAME_BYTES) {
+        this.fail(new AgentLaneError("UNAVAILABLE", `agent-laned sent a ${len}-byte frame (protocol maximum ${MAX_FRAME_BYTES})`));
+        return;
+      }
+      if (this.pendingBytes < 4 + len) break;
+      const frame = this.take(4 + len).subarray(4);
+      let msg: ResponseObj;
+      try {
+        msg = decodeResponse(frame);
+      } catch (err) {
+        this.fail(new AgentLaneError("UNAVAILABLE", `agent-laned sent an undecodable frame: ${(err as Error).message}`));
+        return;
+      }
+      this.queue.push({ m: msg, size: len });
+      this.queuedBytes += len;
+    }
+    if (this.queuedBytes > QUEUE_HIGH_WATER && !this.sock.isPaused()) this.sock.pause();
+    this.wake();
+  }
+
+  private peek(n: number): Buffer {
+    if (this.pending[0]!.length >= n) return this.pending[0]!.subarray(0, n);
+    const all = Buffer.concat(this.pending);
+    this.pending = [all];
+    return all.subarray(0, n);
+  }
+
+  private take(n: number): Buffer {
+    const all = this.pending.length === 1 ? this.pending[0]! : Buffer.concat(this.pending);
+    const out = all.subarray(0, n);
+    const rest = all.subarray(n);
+    this.pending = rest.length ? [rest] : [];
+    this.pendingBytes -= n;
+    // Copy so that a small frame does not pin a large receive buffer.
+    return rest.length > 0 ? Buffer.from(out) : out;
+  }
+
+  private wake(): void {
+    const w = this.waiter;
+    if (!w) return;
+    if (this.queue.length > 0) {
+      this.waiter = undefined;
+      w.resolve(this.shift());
+    } else if (this.failure) {
+      this.waiter = undefined;
+      w.reject(this.failure);
+    } else if (this.ended) {
+      this.waiter = undefined;
+      w.resolve(null);
+    }
+  }
+
+  private shift(): ResponseObj {
+    const { m, size } = this.queue.shift()!;
+    this.queuedBytes -= size;
+    if (this.queuedBytes < QUEUE_HIGH_WATER / 2 && this.sock.isPaused() && !this.closed) this.sock.resume();
+    return m;
+  }
+
+  /** The next response, or null once the daemon closed the connection. */
+  next(): Promise<ResponseObj | null> {
+    if (this.queue.length > 0) return Promise.resolve(this.shift());
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.ended) return Promise.resolve(null);
+    if (this.waiter) return Promise.reject(new Error("concurrent reads on one agent-laned connection"));
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  /** The next response; a closed connection is an error. */
+  async expect(what: string): Promise<ResponseObj> {
+    const m = await this.next();
+    if (!m) {
+      throw this.failure ?? new AgentLaneError("UNAVAILABLE", `agent-laned closed the connection while waiting for ${what}`);
+    }
+    return m;
+  }
+
+  /** Write one frame; resolves once the socket accepted it (respecting backpressure). */
+  async send(req: Record<string, unknown>): Promise<void> {
+    if (this.failure) throw this.failure;
+    if (this.closed) throw new AgentLaneError("UNAVAILABLE", "agent-laned connection is closed");
+    const frame = encodeRequest(req);
+    if (frame.length - 4 > this.maxFrameBytes) {
+      throw new AgentLaneError(
+        "TOO_LARGE",
+        `request frame of ${frame.length - 4} bytes exceeds the daemon's limit of ${this.maxFrameBytes}`,
+      );
+    }
+    const ok = this.sock.write(frame);
+    if (!ok) await this.drain();
+  }
+
+  private drain(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const cleanup = () => {
+        this.sock.off("drain", onDrain);
+        this.sock.off("close", onClose);
+      };
+      const onDrain = () => {
+        cleanup();
+        resolve();
+      };
+      const onClose = () => {
+        cleanup();
+        reject(this.failure ?? new AgentLaneError("UNAVAILABLE", "agent-laned closed the connection"));
+      };
+      this.sock.on("drain", onDrain);
+      this.sock.on("close", onClose);
+    });
+  }
+
+  fail(err: Error): void {
+    if (!this.failure) this.failure = err;
+    this.sock.destroy();
+    this.wake();
+  }
+
+  destroy(): void {
+    this.sock.destroy();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// client
+
+export class AgentLaneClient {
+  readonly socketPath: string;
+  private readonly clientName: string;
+  private readonly connectTimeoutMs: number;
+
+  constructor(options: AgentLaneClientOptions = {}) {
+    this.socketPath = options.socketPath ?? defaultSocketPath();
+    this.clientName = options.clientName ?? CLIENT_NAME;
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
+  }
+
+  /** Connect and exchange hellos. The caller owns the connection. */
+  private async open(): Promise<{ conn: Connection; hello: HelloReply }> {
+    const conn = await Connection.connect(this.socketPath, this.connectTimeoutMs);
+    try {
+      await conn.send({ hello: { protocolVersion: PROTOCOL_VERSION, client: this.clientName } });
+      const m = await withTimeout(conn.expect("the hello reply"), this.connectTimeoutMs, () =>
+        conn.destroy(),
+      );
+      if (m.body === "error") throw errorFrom(m.error);
+      if (m.body !== "hello") throw new AgentLaneError("UNAVAILABLE", `agent-laned answered the hello with ${m.body}`);
+      const h = m.hello;
+      if (h.protocolVersion !== PROTOCOL_VERSION) {
+        throw new AgentLaneError("VERSION_MISMATCH", `agent-laned speaks protocol ${h.protocolVersion}, this client ${PROTOCOL_VERSION}`);
+      }
+      const limits: Limits = { ...(h.limits ?? {}) };
+      if (limits.maxFrameBytes > 0) conn.maxFrameBytes = Math.min(limits.maxFrameBytes, MAX_FRAME_BYTES);
+      return { conn, hello: { protocolVersion: h.protocolVersion, daemonVersion: h.daemonVersion, limits } };
+    } catch (err) {
+      conn.destroy();
+      throw err;
+    }
+  }
+
+  /** A unary call: send `req`, return the single answer of kind `want`. */
+  private async unary(req: Record<string, unknown>, want: string): Promise<any> {
+    const { conn } = await this.open();
+    try {
+      await conn.send(req);
+      const m = await conn.expect(`a ${want} reply`);
+      if (m.body === "error") throw errorFrom(m.error);
+      if (m.body !== want) throw new AgentLaneError("UNAVAILABLE", `agent-laned answered with ${m.body}, expected ${want}`);
+      return m[want];
+    } finally {
+      conn.destroy();
+    }
+  }
+
+  /** Hello only: the daemon's version and limits. */
+  async hello(): Promise<HelloReply> {
+    const { conn, hello } = await this.open();
+    conn.destroy();
+    return hello;
+  }
+
+  /**
+   * Create a lane and wait until it is READY. `onProgress` sees every
+   * Progress message; the first (`registered`) carries the lane name.
+   * `signal` aborts the wait (the daemon keeps creating the lane: destroy it).
+   */
+  async createLane(
+    req: CreateLaneRequest,
+    opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal } = {},
+  ): Promise<Lane> {
+    const { conn } = await this.open();
+    const onAbort = () => {
+      const reason = opts.signal?.reason;
+      conn.fail(reason instanceof Error ? reason : new AgentLaneError("CANCELLED", "lane creation was abandoned by the client"));
+    };
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await conn.send({
+        createLane: {
+          cpus: req.cpus ?? 0,
+          memoryMib: req.memoryMib ?? 0,
+          diskGib: req.diskGib ?? 0,
+          timeoutS: req.timeoutS ?? 0,
+          idleTimeoutS: req.idleTimeoutS ?? 0,
+          labels: req.labels ?? [],
+        },
+      });
+      for (;;) {
+        const m = await conn.expect("the created lane");
+        if (m.body === "progress") {
+          opts.onProgress?.({ phase: m.progress.phase, message: m.progress.message });
+          continue;
+        }
+        if (m.body === "error") throw errorFrom(m.error);
+        if (m.body === "lane") return toLane(m.lane);
+        throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CreateLane`);
+      }
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      conn.destroy();
+    }
+  }
+
+  async getLane(name: string): Promise<Lane> {
+    return toLane(await this.unary({ getLane: { name } }, "lane"));
+  }
+
+  async listLanes(all = false): Promise<Lane[]> {
+    const list = await this.unary({ listLanes: { all } }, "laneList");
+    return (list.lanes ?? []).map(toLane);
+  }
+
+  /** Destroy a lane; resolves with its final state once the VM is gone. Idempotent on the daemon side. */
+  async destroyLane(name: string): Promise<Lane> {
+    return toLane(await this.unary({ destroyLane: { name } }, "lane"));
+  }
+
+  async extendLane(name: string, byS: number): Promise<{ lane: Lane; capped: boolean }> {
+    const e = await this.unary({ extendLane: { name, byS } }, "extended");
+    return { lane: toLane(e.lane), capped: Boolean(e.capped) };
+  }
+
+  async getEvents(lane: string): Promise<LaneEvent[]> {
+    const list = await this.unary({ getEvents: { lane } }, "eventList");
+    return (list.events ?? []).map((e: any) => ({ timeMs: e.timeMs, lane: e.lane, event: e.event, detail: e.detail }));
+  }
+
+  /**
+   * Run a command in a lane, streaming its output to `handlers`. The
+   * returned call resolves with the exit status (a non-zero exit is not an
+   * error) and rejects with AgentLaneError for daemon errors (NOT_FOUND
+   * workdir, DEADLINE_EXCEEDED, CANCELLED, ...) or when cancelled.
+   */
+  exec(req: ExecRequest, handlers: ExecHandlers = {}): ExecCall {
+    let conn: Connection | undefined;
+    let cancelled: AgentLaneError | undefined;
+    const cancel = (reason = "exec cancelled by the client") => {
+      if (cancelled) return;
+      cancelled = new AgentLaneError("CANCELLED", reason);
+      conn?.fail(cancelled);
+    };
+    const done = (async (): Promise<ExecStatus> => {
+      const opened = await this.open();
+      conn = opened.conn;
+      if (cancelled) conn.fail(cancelled);
+      try {
+        return await runExec(conn, req, handlers);
+      } finally {
+        conn.destroy();
+      }
+    })();
+    return { done, cancel };
+  }
+
+  /**
+   * Send a tar stream (POSIX ustar or pax) to be extracted under `destDir`
+   * (created if missing). Resolves with the number of bytes delivered.
+   */
+  async copyIn(lane: string, destDir: string, tarStream: AsyncIterable<Uint8Array | string>): Promise<number> {
+    const { conn } = await this.open();
+    try {
+      await conn.send({ copyIn: { lane, destDir } });
+      // The daemon may answer (with an error) before the stream ends, so
+      // read concurrently with sending.
+      const answer = conn.expect("the copy-in result");
+      answer.catch(() => undefined);
+      let early: ResponseObj | undefined;
+      answer.then((m) => {
+        early = m;
+      }, () => undefined);
+      try {
+        for await (const piece of tarStream) {
+          const buf = typeof piece === "string" ? Buffer.from(piece) : asBuffer(piece);
+          for (let off = 0; off < buf.length; off += MAX_DATA_CHUNK) {
+            if (early) break;
+            await conn.send({ data: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } });
+          }
+          if (early) break;
+        }
+        if (!early) await conn.send({ data: { eof: true } });
+      } catch (err) {
+        // A send failure usually means the daemon already answered; prefer its answer.
+        const m = await Promise.race([answer.catch(() => undefined), delay(1000)]);
+        if (m && m.body === "error") throw errorFrom(m.error);
+        throw err;
+      }
+      const m = await answer;
+      if (m.body === "error") throw errorFrom(m.error);
+      if (m.body !== "copyInDone") throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CopyIn`);
+      return Number(m.copyInDone.bytes);
+    } finally {
+      conn.destroy();
+    }
+  }
+
+  /**
+   * Stream a guest file or directory out of a lane. `onBegin` sees the kind
+   * before any data and may throw to refuse it; `onData` receives the raw
+   * bytes (file contents, or a tar stream for a directory) and may return a
+   * promise for backpressure. Everything received is hostile input.
+   */
+  async copyOut(
+    lane: string,
+    guestPath: string,
+    opts: {
+      maxBytes?: number;
+      onBegin?: (b: CopyOutBegin) => void | Promise<void>;
+      onData: (data: Buffer) => void | Promise<void>;
+    },
+  ): Promise<number> {
+    const { conn } = await this.open();
+    try {
+      await conn.send({ copyOut: { lane, path: guestPath, maxBytes: opts.maxBytes ?? 0 } });
+      const first = await conn.expect("the copy-out header");
+      if (first.body === "error") throw errorFrom(first.error);
+      if (first.body !== "copyOutBegin") throw new AgentLaneError("UNAVAILABLE", `unexpected ${first.body} during CopyOut`);
+      const begin: CopyOutBegin = { kind: first.copyOutBegin.kind, maxBytes: Number(first.copyOutBegin.maxBytes) };
+      await opts.onBegin?.(begin);
+      let received = 0;
+      for (;;) {
+        const m = await conn.expect("copy-out data");
+        if (m.body === "data") {
+          const data = asBuffer(m.data.data);
+          received += data.length;
+          if (begin.maxBytes > 0 && received > begin.maxBytes) {
+            throw new AgentLaneError("TOO_LARGE", `copy-out of ${guestPath} passed its bound of ${begin.maxBytes} bytes`);
+          }
+          if (data.length) await opts.onData(data);
+          continue;
+        }
+        if (m.body === "copyOutDone") {
+          const total = Number(m.copyOutDone.bytes);
+          if (total !== received) {
+            throw new AgentLaneError("UNAVAILABLE", `copy-out of ${guestPath}: daemon reported ${total} bytes, received ${received}`);
+          }
+          return received;
+        }
+        if (m.body === "error") throw errorFrom(m.error);
+        throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CopyOut`);
+      }
+    } finally {
+      conn.destroy();
+    }
+  }
+
+  /**
+   * Copy one regular guest file to `hostPath`: the bytes go to an O_EXCL
+   * temporary file in the destination directory (created if missing), which
+   * is fsynced and renamed over `hostPath` only after the daemon confirmed
+   * the whole file. On any failure the temporary file is removed. A guest
+   * directory is refused.
+   */
+  async copyFileOut(lane: string, guestPath: string, hostPath: string, opts: { maxBytes?: number } = {}): Promise<number> {
+    const dest = path.resolve(hostPath);
+    const dir = path.dirname(dest);
+    await mkdir(dir, { recursive: true });
+    let fh: FileHandle | undefined;
+    let tmp: string | undefined;
+    let renamed = false;
+    try {
+      const n = await this.copyOut(lane, guestPath, {
+        maxBytes: opts.maxBytes,
+        onBegin: async (b) => {
+          if (b.kind !== "FILE") {
+            throw new AgentLaneError(
+              "INVALID_ARGUMENT",
+              b.kind === "DIRECTORY"
+                ? `copyFileOut: ${guestPath} is a directory in the lane; only single regular files can be copied out`
+                : `copyFileOut: ${guestPath} is not a regular file (${b.kind})`,
+            );
+          }
+          tmp = path.join(dir, `.${path.basename(dest)}.agentlane-${randomBytes(6).toString("hex")}.tmp`);
+          fh = await open(tmp, "wx", 0o666);
+        },
+        onData: async (data) => {
+          let off = 0;
+          while (off < data.length) {
+            const { bytesWritten } = await fh!.write(data, off, data.length - off);
+            off += bytesWritten;
+          }
+        },
+      });
+      if (!fh) throw new AgentLaneError("UNAVAILABLE", `copy-out of ${guestPath} ended without data header`);
+      await fh.sync();
+      await fh.close();
+      fh = undefined;
+      await rename(tmp!, dest);
+      renamed = true;
+      await syncDir(dir);
+      return n;
+    } finally {
+      if (fh) await fh.close().catch(() => undefined);
+      if (tmp && !renamed) await unlink(tmp).catch(() => undefined);
+    }
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  let d: FileHandle | undefined;
+  try {
+    d = await open(dir, "r");
+    await d.sync();
+  } catch {
+    // Best effort: some filesystems refuse fsync on directories.
+  } finally {
+    await d?.close().catch(() => undefined);
+  }
+}
+
+async function runExec(conn: Connection, req: ExecRequest, handlers: ExecHandlers): Promise<ExecStatus> {
+  const hasArgv = req.argv !== undefined;
+  const hasShell = req.shell !== undefined;
+  if (hasArgv === hasShell) throw new AgentLaneError("INVALID_ARGUMENT", "exec needs exactly one of argv and shell");
+  const env = Object.entries(req.env ?? {}).map(([name, value]) => ({ name, value: Buffer.from(value, "utf8") }));
+  const toBytes = (s: string | Uint8Array) => (typeof s === "string" ? Buffer.from(s, "utf8") : asBuffer(s));
+  await conn.send({
+    exec: {
+      lane: req.lane,
+      argv: hasArgv ? req.argv!.map(toBytes) : [],
+      shell: hasShell ? toBytes(req.shell!) : Buffer.alloc(0),
+      workdir: req.workdir ?? "",
+      env,
+      stdin: req.stdin !== undefined,
+      timeoutMs: req.timeoutMs ?? 0,
+    },
+  });
+
+  let finished = false;
+  let stdinError: unknown;
+  const stdinDone =
+    req.stdin === undefined
+      ? Promise.resolve()
+      : pumpStdin(conn, req.stdin, () => finished).catch((err) => {
+          // The command may exit without reading its stdin; the daemon then
+          // answers and closes, and our writes fail. Only report a stdin
+          // failure when no exit status arrives.
+          stdinError = err;
+        });
+
+  try {
+    for (;;) {
+      const m = await conn.next();
+      if (!m) {
+        await Promise.race([stdinDone, delay(10)]);
+        throw stdinError instanceof Error
+          ? stdinError
+          : new AgentLaneError("UNAVAILABLE", "agent-laned closed the connection before the command exited");
+      }
+      switch (m.body) {
+        case "execOutput": {
+          const data = asBuffer(m.execOutput.data);
+          if (data.length === 0) break;
+          const h = m.execOutput.stream === "STDERR" ? handlers.onStderr : handlers.onStdout;
+          const r = h?.(data);
+          if (r) await r;
+          break;
+        }
+        case "execExit": {
+          const x = m.execExit;
+          if (x.status === "signal") return { signal: x.signal };
+          return { code: x.code ?? 0 };
+        }
+        case "error":
+          throw errorFrom(m.error);
+        default:
+          throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during Exec`);
+      }
+    }
+  } finally {
+    finished = true;
+  }
+}
+
+async function pumpStdin(
+  conn: Connection,
+  input: string | Uint8Array | AsyncIterable<Uint8Array | string>,
+  isFinished: () => boolean,
+): Promise<void> {
+  const sendBuf = async (buf: Buffer) => {
+    for (let off = 0; off < buf.length && !isFinished(); off += MAX_DATA_CHUNK) {
+      await conn.send({ execInput: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } });
+    }
+  };
+  if (typeof input === "string" || input instanceof Uint8Array) {
+    await sendBuf(typeof input === "string" ? Buffer.from(input, "utf8") : asBuffer(input));
+  } else {
+    for await (const piece of input) {
+      if (isFinished()) return;
+      await sendBuf(typeof piece === "string" ? Buffer.from(piece, "utf8") : asBuffer(piece));
+    }
+  }
+  if (!isFinished()) await conn.send({ execInput: { eof: true } });
+}
+
+function delay(ms: number): Promise<undefined> {
+  return new Promise((r) => setTimeout(() => r(undefined), ms).unref());
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      onTimeout();
+      reject(new AgentLaneError("DEADLINE_EXCEEDED", `agent-laned did not answer within ${ms} ms`));
+    }, ms);
+    timer.unref();
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}

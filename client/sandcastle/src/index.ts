@@ -1,0 +1,556 @@
+/**
+ * @agent-lane/provider-lima — a Sandcastle isolated sandbox provider that
+ * runs every sandbox in its own disposable Agent Lane (a Lima VM managed by
+ * the per-user agent-laned daemon).
+ *
+ * Nothing on the host is mounted into the guest: Sandcastle moves the
+ * repository in with copyIn (a tar stream) and gets its results back with
+ * copyFileOut; commands run through the daemon's exec call.
+ */
+import { lstat, realpath, stat } from "node:fs/promises";
+import * as path from "node:path";
+import { randomBytes } from "node:crypto";
+import { StringDecoder } from "node:string_decoder";
+import * as tar from "tar";
+import {
+  createIsolatedSandboxProvider,
+  type ExecResult,
+  type InteractiveExecOptions,
+  type IsolatedCreateOptions,
+  type IsolatedSandboxHandle,
+  type IsolatedSandboxProvider,
+} from "@ai-hero/sandcastle";
+import { AgentLaneClient, AgentLaneError, type ExecCall, type Label, type Lane } from "./client.js";
+
+export {
+  AgentLaneClient,
+  AgentLaneError,
+  defaultSocketPath,
+  type AgentLaneClientOptions,
+  type CreateLaneRequest,
+  type ErrorCodeName,
+  type ExecRequest,
+  type ExecStatus,
+  type Lane,
+  type LaneEvent,
+  type LaneState,
+  type Label,
+  type Limits,
+} from "./client.js";
+
+/** Provider name reported to Sandcastle. */
+export const PROVIDER_NAME = "agent-lane-lima";
+
+/** Characters kept from the end of stdout/stderr of streaming execs (their full output went to onLine). */
+export const MAX_OUTPUT_TAIL_CHARS = 64 * 1024;
+
+/** Default bound on create(): Sandcastle abandons a create() that takes 120 s without closing it. */
+const DEFAULT_CREATE_TIMEOUT_MS = 110_000;
+
+export interface LimaOptions {
+  /** Virtual CPUs of the lane (default: the daemon's default_cpus). */
+  readonly cpus?: number;
+  /** Memory of the lane in GiB; fractions allowed (default: the daemon's default_memory). */
+  readonly memoryGiB?: number;
+  /** Disk of the lane in GiB (default: the daemon's default_disk). */
+  readonly diskGiB?: number;
+  /** Hard lifetime of the lane in minutes; the daemon destroys it then (default: the daemon's default_lifetime). */
+  readonly timeoutMinutes?: number;
+  /** Destroy the lane after this many minutes without activity (default: the daemon's default_idle_timeout). */
+  readonly idleTimeoutMinutes?: number;
+  /** agent-laned control socket (default $AGENT_LANE_SOCKET, else ~/.agent-lane/run/agent-laned.sock). */
+  readonly socketPath?: string;
+  /** Environment variables for every command in the lane (merged under the env Sandcastle passes to create). */
+  readonly env?: Record<string, string>;
+  /** Per-command timeout in milliseconds; an exec that passes it rejects with DEADLINE_EXCEEDED (default: none). */
+  readonly execTimeoutMs?: number;
+  /** Largest file copyFileOut accepts, in bytes (default and ceiling: the daemon's max_copy_out_bytes). */
+  readonly maxCopyOutBytes?: number;
+  /** Extra lane labels (keys: [A-Za-z0-9._/-], 1-63 characters). `sandcastle=1` is always set. */
+  readonly labels?: Record<string, string>;
+  /** Bound on create() in milliseconds, lane boot included (default 110000; Sandcastle gives up at 120 s). */
+  readonly createTimeoutMs?: number;
+}
+
+/** The handle returned by create(): Sandcastle's IsolatedSandboxHandle plus the lane's identity. */
+export interface LaneHandle extends IsolatedSandboxHandle {
+  /** The lane's name (al-…). */
+  readonly laneName: string;
+  /** The lane as the daemon reported it when it became ready. */
+  readonly lane: Lane;
+  /** The lane's workspace in the guest (the parent of worktreePath). */
+  readonly workspace: string;
+  /** True once close() was called. */
+  readonly closed: boolean;
+  interactiveExec(args: string[], options: InteractiveExecOptions): Promise<{ exitCode: number }>;
+}
+
+/**
+ * Sandcastle isolated sandbox provider backed by Agent Lane:
+ * `createSandbox({ branch, sandbox: lima({ cpus: 8, memoryGiB: 16, diskGiB: 40, timeoutMinutes: 90 }) })`.
+ */
+export function lima(options: LimaOptions = {}): IsolatedSandboxProvider {
+  validateOptions(options);
+  return createIsolatedSandboxProvider({
+    name: PROVIDER_NAME,
+    env: options.env,
+    create: (createOptions: IsolatedCreateOptions) => createLaneHandle(options, createOptions),
+  });
+}
+
+/**
+ * Create a lane and return its sandbox handle (what lima()'s create does).
+ * The lane is destroyed again if any step fails.
+ */
+export async function createLaneHandle(
+  options: LimaOptions = {},
+  createOptions: IsolatedCreateOptions = { env: {} },
+): Promise<LaneHandle> {
+  validateOptions(options);
+  const env = { ...(options.env ?? {}), ...(createOptions.env ?? {}) };
+  for (const [name, value] of Object.entries(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+      throw new AgentLaneError("INVALID_ARGUMENT", `environment variable name ${JSON.stringify(name)} is not [A-Za-z_][A-Za-z0-9_]*`);
+    }
+    if (typeof value !== "string" || value.includes("\0")) {
+      throw new AgentLaneError("INVALID_ARGUMENT", `environment variable ${name} must be a string without NUL`);
+    }
+  }
+  const client = new AgentLaneClient({ socketPath: options.socketPath });
+  const createId = randomBytes(8).toString("hex");
+  const labels: Label[] = [
+    { key: "sandcastle", value: "1" },
+    { key: "agent-lane/provider", value: PROVIDER_NAME },
+    { key: "agent-lane/create-id", value: createId },
+  ];
+  for (const [key, value] of Object.entries(options.labels ?? {})) {
+    if (labels.some((l) => l.key === key)) continue;
+    labels.push({ key, value });
+  }
+
+  const timeoutMs = options.createTimeoutMs ?? DEFAULT_CREATE_TIMEOUT_MS;
+  const abort = new AbortController();
+  const timer = setTimeout(
+    () => abort.abort(new AgentLaneError("DEADLINE_EXCEEDED", `lane creation took longer than ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  timer.unref();
+  let laneName: string | undefined;
+  try {
+    const lane = await client.createLane(
+      {
+        cpus: options.cpus,
+        memoryMib: options.memoryGiB !== undefined ? Math.round(options.memoryGiB * 1024) : undefined,
+        diskGib: options.diskGiB,
+        timeoutS: options.timeoutMinutes !== undefined ? Math.round(options.timeoutMinutes * 60) : undefined,
+        idleTimeoutS: options.idleTimeoutMinutes !== undefined ? Math.round(options.idleTimeoutMinutes * 60) : undefined,
+        labels,
+      },
+      {
+        signal: abort.signal,
+        onProgress: (p) => {
+          if (p.phase === "registered" && /^al-[0-9a-f]{16}$/.test(p.message)) laneName = p.message;
+        },
+      },
+    );
+    laneName = lane.name;
+    if (lane.state !== "READY") {
+      throw new AgentLaneError("FAILED_PRECONDITION", `lane ${lane.name} is ${lane.state}, not READY`);
+    }
+    const workspace = lane.workspace;
+    if (!workspace || !path.posix.isAbsolute(workspace) || !/^[A-Za-z0-9._+@,:/-]+$/.test(workspace)) {
+      throw new AgentLaneError(
+        "FAILED_PRECONDITION",
+        `lane ${lane.name} reported an unusable workspace ${JSON.stringify(workspace)}`,
+      );
+    }
+    const worktreePath = path.posix.join(workspace, "repo");
+    const handle = new AgentLaneHandle(client, lane, worktreePath, env, options);
+    // Sandcastle needs git, sh and mktemp in the guest and replaces
+    // worktreePath (so its parent must be writable); check now so that a
+    // broken image fails here, where the lane is still cleaned up.
+    const probe = await raceAbort(
+      handle.exec(
+        [
+          "missing=''",
+          "for c in git sh mktemp rm mv ls; do command -v \"$c\" >/dev/null 2>&1 || missing=\"$missing $c\"; done",
+          "if [ -n \"$missing\" ]; then echo \"missing in the guest:$missing\" >&2; exit 3; fi",
+          `mkdir -p ${shQuote(worktreePath)} && test -w ${shQuote(workspace)} && test -w ${shQuote(worktreePath)}`,
+        ].join("\n"),
+        { cwd: workspace },
+      ),
+      abort.signal,
+      () => void handle.close().catch(() => undefined),
+    );
+    if (probe.exitCode !== 0) {
+      throw new AgentLaneError(
+        "FAILED_PRECONDITION",
+        `lane ${lane.name} cannot host a Sandcastle worktree (exit ${probe.exitCode}): ${probe.stderr.trim() || probe.stdout.trim()}`,
+      );
+    }
+    return handle;
+  } catch (err) {
+    await cleanupFailedCreate(client, laneName, createId).catch((cleanupErr: Error) => {
+      if (err instanceof Error) err.message += ` (and cleaning up the lane failed: ${cleanupErr.message})`;
+    });
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function cleanupFailedCreate(client: AgentLaneClient, laneName: string | undefined, createId: string): Promise<void> {
+  const names = new Set<string>();
+  if (laneName) names.add(laneName);
+  else {
+    // The create call may have failed before the daemon told us the name
+    // (connection lost, timeout): find the lane by its unique label.
+    const lanes = await client.listLanes(false);
+    for (const l of lanes) {
+      if (l.labels.some((lb) => lb.key === "agent-lane/create-id" && lb.value === createId)) names.add(l.name);
+    }
+  }
+  for (const name of names) {
+    try {
+      await client.destroyLane(name);
+    } catch (err) {
+      if (err instanceof AgentLaneError && err.code === "NOT_FOUND") continue;
+      throw err;
+    }
+  }
+}
+
+function raceAbort<T>(p: Promise<T>, signal: AbortSignal, onAbort: () => void): Promise<T> {
+  if (signal.aborted) {
+    onAbort();
+    return Promise.reject(signal.reason);
+  }
+  return new Promise<T>((resolve, reject) => {
+    const listener = () => {
+      onAbort();
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", listener, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", listener);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", listener);
+        reject(e);
+      },
+    );
+  });
+}
+
+function validateOptions(o: LimaOptions): void {
+  const positive = (name: string, v: number | undefined, integer: boolean) => {
+    if (v === undefined) return;
+    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0 || (integer && !Number.isInteger(v))) {
+      throw new AgentLaneError("INVALID_ARGUMENT", `lima(): ${name} must be a positive ${integer ? "integer" : "number"}`);
+    }
+  };
+  positive("cpus", o.cpus, true);
+  positive("memoryGiB", o.memoryGiB, false);
+  positive("diskGiB", o.diskGiB, true);
+  positive("timeoutMinutes", o.timeoutMinutes, false);
+  positive("idleTimeoutMinutes", o.idleTimeoutMinutes, false);
+  positive("execTimeoutMs", o.execTimeoutMs, true);
+  positive("maxCopyOutBytes", o.maxCopyOutBytes, true);
+  positive("createTimeoutMs", o.createTimeoutMs, true);
+  const forbidden = ["mounts", "mount", "hostMounts", "volumes"];
+  for (const key of forbidden) {
+    if (key in (o as Record<string, unknown>)) {
+      throw new AgentLaneError("INVALID_ARGUMENT", `lima(): ${key} is not supported: lanes never mount host paths`);
+    }
+  }
+}
+
+/** Single-quote a string for sh. */
+function shQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Keeps the last `max` characters of a text stream. */
+class TextTail {
+  private parts: string[] = [];
+  private length = 0;
+  constructor(private readonly max: number) {}
+  push(s: string): void {
+    if (!s) return;
+    this.parts.push(s);
+    this.length += s.length;
+    while (this.length - this.parts[0]!.length >= this.max) {
+      this.length -= this.parts.shift()!.length;
+    }
+    if (this.parts.length > 64) {
+      const joined = this.parts.join("");
+      const kept = joined.length > this.max ? joined.slice(joined.length - this.max) : joined;
+      this.parts = [kept];
+      this.length = kept.length;
+    }
+  }
+  toString(): string {
+    const s = this.parts.join("");
+    return s.length > this.max ? s.slice(s.length - this.max) : s;
+  }
+}
+
+class AgentLaneHandle implements LaneHandle {
+  readonly laneName: string;
+  readonly workspace: string;
+  private readonly inflight = new Set<ExecCall>();
+  private closing: Promise<void> | undefined;
+  private isClosed = false;
+
+  constructor(
+    private readonly client: AgentLaneClient,
+    readonly lane: Lane,
+    readonly worktreePath: string,
+    private readonly env: Record<string, string>,
+    private readonly options: LimaOptions,
+  ) {
+    this.laneName = lane.name;
+    this.workspace = lane.workspace;
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  private ensureOpen(what: string): void {
+    if (this.isClosed) throw new AgentLaneError("CANCELLED", `${what}: lane ${this.laneName} is closed`);
+  }
+
+  async exec(
+    command: string,
+    options: { onLine?: (line: string) => void; cwd?: string; sudo?: boolean; stdin?: string } = {},
+  ): Promise<ExecResult> {
+    this.ensureOpen("exec");
+    const onLine = options.onLine;
+    const streaming = typeof onLine === "function";
+    const stdoutChunks: Buffer[] = [];
+    const stderrChunks: Buffer[] = [];
+    const stdoutTail = new TextTail(MAX_OUTPUT_TAIL_CHARS);
+    const stderrTail = new TextTail(MAX_OUTPUT_TAIL_CHARS);
+    const stdoutDecoder = new StringDecoder("utf8");
+    const stderrDecoder = new StringDecoder("utf8");
+    let partial = "";
+    let callbackError: unknown;
+
+    const emit = (line: string) => {
+      if (this.isClosed || callbackError !== undefined) return;
+      try {
+        onLine!(line.endsWith("\r") ? line.slice(0, -1) : line);
+      } catch (err) {
+        callbackError = err;
+      }
+    };
+    const onText = (text: string) => {
+      stdoutTail.push(text);
+      if (!text) return;
+      const lines = (partial + text).split("\n");
+      partial = lines.pop()!;
+      for (const line of lines) emit(line);
+    };
+
+    const call = this.client.exec(
+      {
+        lane: this.laneName,
+        ...(options.sudo ? { argv: ["sudo", "-n", "-E", "sh", "-c", command] } : { shell: command }),
+        workdir: options.cwd ?? this.worktreePath,
+        env: this.env,
+        stdin: options.stdin,
+        timeoutMs: this.options.execTimeoutMs,
+      },
+      {
+        onStdout: (data) => {
+          if (streaming) onText(stdoutDecoder.write(data));
+          else stdoutChunks.push(data);
+        },
+        onStderr: (data) => {
+          if (streaming) stderrTail.push(stderrDecoder.write(data));
+          else stderrChunks.push(data);
+        },
+      },
+    );
+    this.inflight.add(call);
+    let status;
+    try {
+      status = await call.done;
+    } finally {
+      this.inflight.delete(call);
+    }
+    const exitCode = status.signal !== undefined ? 128 + status.signal : status.code;
+    if (!streaming) {
+      return {
+        stdout: Buffer.concat(stdoutChunks).toString("utf8"),
+        stderr: Buffer.concat(stderrChunks).toString("utf8"),
+        exitCode,
+      };
+    }
+    onText(stdoutDecoder.end());
+    stderrTail.push(stderrDecoder.end());
+    if (partial) {
+      emit(partial);
+      partial = "";
+    }
+    if (callbackError !== undefined) throw callbackError;
+    return { stdout: stdoutTail.toString(), stderr: stderrTail.toString(), exitCode };
+  }
+
+  /**
+   * Run `args` (an argv, no shell) with the given streams. Lanes have no
+   * terminal: the command sees pipes even when `stdin` is a TTY.
+   */
+  async interactiveExec(args: string[], options: InteractiveExecOptions): Promise<{ exitCode: number }> {
+    this.ensureOpen("interactiveExec");
+    if (args.length === 0) throw new AgentLaneError("INVALID_ARGUMENT", "interactiveExec needs a command");
+    const input = options.stdin;
+    const write = (out: NodeJS.WritableStream, data: Buffer) =>
+      new Promise<void>((resolve) => {
+        if (out.write(data)) resolve();
+        else out.once("drain", () => resolve());
+      });
+    const stdinIter = streamChunks(input);
+    const call = this.client.exec(
+      {
+        lane: this.laneName,
+        argv: args,
+        workdir: options.cwd ?? this.worktreePath,
+        env: this.env,
+        stdin: stdinIter.iterable,
+        timeoutMs: this.options.execTimeoutMs,
+      },
+      {
+        onStdout: (d) => (this.isClosed ? undefined : write(options.stdout, d)),
+        onStderr: (d) => (this.isClosed ? undefined : write(options.stderr, d)),
+      },
+    );
+    this.inflight.add(call);
+    try {
+      const status = await call.done;
+      return { exitCode: status.signal !== undefined ? 128 + status.signal : status.code };
+    } finally {
+      this.inflight.delete(call);
+      stdinIter.stop();
+    }
+  }
+
+  async copyIn(hostPath: string, sandboxPath: string): Promise<void> {
+    this.ensureOpen("copyIn");
+    if (!path.posix.isAbsolute(sandboxPath)) {
+      throw new AgentLaneError("INVALID_ARGUMENT", `copyIn: sandbox path ${JSON.stringify(sandboxPath)} is not absolute`);
+    }
+    const target = path.posix.normalize(sandboxPath);
+    // Follow a symlink given as the source itself; links inside a directory stay links.
+    const source = await realpath(hostPath);
+    const st = await stat(source);
+    let archive: AsyncIterable<Uint8Array>;
+    let destDir: string;
+    if (st.isDirectory()) {
+      destDir = target;
+      archive = tar.create({ cwd: source, portable: true }, ["."]) as unknown as AsyncIterable<Uint8Array>;
+    } else if (st.isFile()) {
+      if (target === "/") throw new AgentLaneError("INVALID_ARGUMENT", "copyIn: cannot replace / with a file");
+      destDir = path.posix.dirname(target);
+      const memberName = path.posix.basename(target);
+      archive = tar.create(
+        {
+          cwd: path.dirname(source),
+          portable: true,
+          onWriteEntry: (entry) => {
+            entry.path = memberName;
+          },
+        },
+        [path.basename(source)],
+      ) as unknown as AsyncIterable<Uint8Array>;
+    } else {
+      const kind = (await lstat(source)).isSocket() ? "a socket" : "not a regular file or directory";
+      throw new AgentLaneError("INVALID_ARGUMENT", `copyIn: ${hostPath} is ${kind}`);
+    }
+    await this.client.copyIn(this.laneName, destDir, archive);
+  }
+
+  async copyFileOut(sandboxPath: string, hostPath: string): Promise<void> {
+    this.ensureOpen("copyFileOut");
+    await this.client.copyFileOut(this.laneName, sandboxPath, hostPath, { maxBytes: this.options.maxCopyOutBytes });
+  }
+
+  /** Kill in-flight commands, then destroy the lane. Safe to call more than once. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.isClosed = true;
+      for (const call of this.inflight) call.cancel(`lane ${this.laneName} closed`);
+      this.inflight.clear();
+      this.closing = this.client.destroyLane(this.laneName).then(
+        () => undefined,
+        (err: unknown) => {
+          if (err instanceof AgentLaneError && err.code === "NOT_FOUND") return;
+          // Let a later close() retry; the daemon keeps retrying a failed deletion too.
+          this.closing = undefined;
+          throw err;
+        },
+      );
+    }
+    return this.closing;
+  }
+}
+
+/**
+ * Adapt a NodeJS.ReadableStream to an async iterable without taking it over:
+ * stop() detaches the listeners (and pauses the stream again) so that a
+ * long-lived stream such as process.stdin is left usable.
+ */
+function streamChunks(stream: NodeJS.ReadableStream): { iterable: AsyncIterable<Uint8Array>; stop: () => void } {
+  const queue: Uint8Array[] = [];
+  let ended = false;
+  let error: unknown;
+  let wake: (() => void) | undefined;
+  let stopped = false;
+  const onData = (d: Buffer | string) => {
+    queue.push(typeof d === "string" ? Buffer.from(d) : d);
+    stream.pause();
+    wake?.();
+  };
+  const onEnd = () => {
+    ended = true;
+    wake?.();
+  };
+  const onError = (e: unknown) => {
+    error = e;
+    wake?.();
+  };
+  const stop = () => {
+    if (stopped) return;
+    stopped = true;
+    stream.off("data", onData);
+    stream.off("end", onEnd);
+    stream.off("error", onError);
+    stream.pause();
+    wake?.();
+  };
+  stream.on("data", onData);
+  stream.on("end", onEnd);
+  stream.on("error", onError);
+  stream.pause();
+  const iterable: AsyncIterable<Uint8Array> = {
+    async *[Symbol.asyncIterator]() {
+      for (;;) {
+        if (queue.length > 0) {
+          yield queue.shift()!;
+          continue;
+        }
+        if (error !== undefined) throw error;
+        if (ended || stopped) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          stream.resume();
+        });
+        wake = undefined;
+      }
+    },
+  };
+  return { iterable, stop };
+}

@@ -1,0 +1,126 @@
+// Lane lifecycle through the provider: resources and timeouts requested at
+// create(), cleanup when create() fails, and close().
+import { test, before } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { createLaneHandle, AgentLaneError } from "../dist/index.js";
+import { useDaemon, hostCommandLines, tempDirs, waitFor, sleep } from "../test-support/harness.mjs";
+
+const daemon = useDaemon();
+const tmpdir = tempDirs();
+
+before(() => daemon.start());
+
+/** Lanes (any state) carrying label `test=<value>`. */
+async function lanesLabelled(value) {
+  const all = await daemon.client.listLanes(true);
+  return all.filter((l) => l.labels.some((lb) => lb.key === "test" && lb.value === value));
+}
+
+function sleepers() {
+  const needle = Buffer.from("sleep\u0000300\u0000");
+  return hostCommandLines().filter((p) => p.cmdline.equals(needle));
+}
+
+test("create() passes resources, lifetime and idle timeout to the daemon; execTimeoutMs and maxCopyOutBytes apply", async () => {
+  const h = await createLaneHandle(
+    {
+      socketPath: daemon.socketPath,
+      cpus: 1,
+      memoryGiB: 1.5,
+      diskGiB: 10,
+      timeoutMinutes: 2,
+      idleTimeoutMinutes: 1,
+      execTimeoutMs: 700,
+      maxCopyOutBytes: 1000,
+      labels: { test: "resources" },
+    },
+    { env: {} },
+  );
+  daemon.cleanup(() => h.close());
+  const lane = await daemon.client.getLane(h.laneName);
+  assert.equal(lane.cpus, 1);
+  assert.equal(lane.memoryMib, 1536);
+  assert.equal(lane.diskGib, 10);
+  assert.equal(lane.deadlineMs - lane.createdAtMs, 120_000);
+  assert.equal(lane.idleTimeoutS, 60);
+
+  const t0 = Date.now();
+  await assert.rejects(h.exec("sleep 5"), (err) => err instanceof AgentLaneError && err.code === "DEADLINE_EXCEEDED");
+  assert.ok(Date.now() - t0 < 4000, "the exec timeout did not apply");
+  assert.equal((await h.exec("echo quick")).stdout, "quick\n");
+
+  const hostDir = tmpdir();
+  await h.exec("head -c 5000 /dev/zero > big.bin; head -c 1000 /dev/zero > fits.bin");
+  await assert.rejects(
+    h.copyFileOut(`${h.worktreePath}/big.bin`, path.join(hostDir, "big.bin")),
+    (err) => err instanceof AgentLaneError && err.code === "TOO_LARGE",
+  );
+  assert.deepEqual(fs.readdirSync(hostDir), []);
+  await h.copyFileOut(`${h.worktreePath}/fits.bin`, path.join(hostDir, "fits.bin"));
+  assert.equal(fs.statSync(path.join(hostDir, "fits.bin")).size, 1000);
+
+  // sudo runs the command through sudo (the simulator's guest may not allow it).
+  const s = await h.exec("id -u", { sudo: true });
+  assert.ok(s.stdout === "0\n" || (s.exitCode !== 0 && /sudo/.test(s.stderr)), JSON.stringify(s));
+});
+
+test("close() kills in-flight execs, stops onLine, destroys the lane and is idempotent", async () => {
+  const h = await createLaneHandle({ socketPath: daemon.socketPath, labels: { test: "close" } }, { env: {} });
+  const sleeperLines = [];
+  const ticks = [];
+  const sleeper = h.exec("echo started; sleep 300", { onLine: (l) => sleeperLines.push(l) });
+  const ticker = h.exec("while :; do echo tick; sleep 0.02; done", { onLine: (l) => ticks.push(l) });
+  sleeper.catch(() => undefined);
+  ticker.catch(() => undefined);
+  await waitFor(() => sleeperLines.length === 1 && ticks.length > 3, { what: "both commands to run" });
+  await waitFor(() => sleepers().length > 0, { what: "the sleep 300 process" });
+
+  const t0 = Date.now();
+  const closing = [h.close(), h.close()];
+  const ticksAtClose = ticks.length;
+  await Promise.all(closing);
+  assert.ok(Date.now() - t0 < 10_000);
+  assert.equal(h.closed, true);
+
+  await assert.rejects(sleeper, AgentLaneError);
+  await assert.rejects(ticker, AgentLaneError);
+  const lane = await daemon.client.getLane(h.laneName);
+  assert.equal(lane.state, "DESTROYED");
+  assert.equal(sleepers().length, 0, "sleep 300 still running after close()");
+  await sleep(300);
+  assert.equal(ticks.length, ticksAtClose, "onLine was called after close()");
+
+  await h.close();
+  await assert.rejects(h.exec("true"), (err) => err instanceof AgentLaneError && err.code === "CANCELLED");
+  await assert.rejects(h.copyIn(import.meta.filename ?? new URL(import.meta.url).pathname, "/tmp/x"), AgentLaneError);
+});
+
+test("create() destroys the lane when the guest check fails", async () => {
+  // A PATH without git makes the prerequisite check fail after the lane is READY.
+  await assert.rejects(
+    createLaneHandle({ socketPath: daemon.socketPath, labels: { test: "probe-fails" } }, { env: { PATH: "/nonexistent" } }),
+    (err) => err instanceof AgentLaneError && err.code === "FAILED_PRECONDITION" && /git/.test(err.message),
+  );
+  const lanes = await lanesLabelled("probe-fails");
+  assert.equal(lanes.length, 1);
+  assert.equal(lanes[0].state, "DESTROYED");
+});
+
+test("create() rejects with the daemon's typed error and leaves no lane", async () => {
+  await assert.rejects(
+    createLaneHandle({ socketPath: daemon.socketPath, cpus: 4096, labels: { test: "too-big" } }, { env: {} }),
+    (err) => err instanceof AgentLaneError && err.code === "RESOURCE_EXHAUSTED",
+  );
+  const live = (await lanesLabelled("too-big")).filter((l) => !["DESTROYED", "FAILED"].includes(l.state));
+  assert.deepEqual(live, []);
+  await assert.rejects(
+    createLaneHandle({ socketPath: path.join(tmpdir(), "no.sock") }, { env: {} }),
+    (err) => err instanceof AgentLaneError && err.code === "UNAVAILABLE",
+  );
+  await assert.rejects(
+    createLaneHandle({ socketPath: daemon.socketPath }, { env: { "BAD-NAME": "x" } }),
+    (err) => err instanceof AgentLaneError && err.code === "INVALID_ARGUMENT",
+  );
+});
