@@ -98,7 +98,7 @@ LIBLANED_A      := $(BUILD)/liblaned.a
 LANED           := $(BUILD)/agent-laned
 LANECTL         := $(BUILD)/agent-lanectl
 
-.PHONY: all check check-c unit tests fuzz fuzz-targets install uninstall deps clean node asan
+.PHONY: all check tests fuzz fuzz-targets install uninstall deps setup clean node asan
 .DEFAULT_GOAL := all
 
 all: $(LANED) $(LANECTL) $(LIBAGENTLANE_A) $(LIBAGENTLANE_SO) $(BUILD)/agentlane.pc
@@ -197,14 +197,17 @@ asan:
 	@$(MAKE) --no-print-directory BUILD=build/asan CC=clang SANITIZE=address,undefined OPTFLAGS="-O1 -g" tests
 
 node:
-	cd client/sandcastle && npm run build
+	@cd client/sandcastle && npm run --silent build
 
 # One driver runs every suite and prints "N passed, N failed" last.
-check: tests
-	$(MAKE) asan
-	$(MAKE) fuzz
-	cd client/sandcastle && npm run build
-	tests/check.sh
+check: tests asan fuzz node
+	@tests/check.sh
+
+# The newcomer's first command: dependencies, the Node package, everything.
+setup: deps
+	cd client/sandcastle && npm ci --no-audit --no-fund
+	$(MAKE) tests
+	$(MAKE) asan fuzz node
 
 deps:
 	tests/install-deps.sh

@@ -12,6 +12,7 @@
 #include "compat.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "iobuf.h"
 #include "laned.h"
 #include "log.h"
 #include "util.h"
@@ -141,6 +142,10 @@ conn_accept(struct laned *d, int fd, uid_t uid)
 	bufferevent_setwatermark(c->bev, EV_READ, 0,
 	    d->cfg.max_frame_bytes + WIRE_HEADER_SIZE);
 	bufferevent_setwatermark(c->bev, EV_WRITE, CONN_OUTPUT_LOW, 0);
+	/* libevent moves 16 KiB per callback by default: too little for copies. */
+	if (bufferevent_set_max_single_read(c->bev, CONN_IO_CHUNK) != 0 ||
+	    bufferevent_set_max_single_write(c->bev, CONN_IO_CHUNK) != 0)
+		fatalx("bufferevent_set_max_single_*");
 	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0)
 		fatalx("bufferevent_enable");
 	tv.tv_sec = (time_t)(d->cfg.request_timeout_ms / 1000);
@@ -340,6 +345,19 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	uint32_t len;
 	AlRequest *req;
 
+	/*
+	 * The bufferevent read at most 4 KiB; take what else is there, up to
+	 * one maximal frame. End of stream and errors are left for the
+	 * bufferevent to find on its next read. Its input buffer is frozen at
+	 * the end for everyone else, as libevent's own reader does, unfreeze
+	 * it just for this.
+	 */
+	if (!c->paused && c->state != CONN_DEAD && c->state != CONN_FLUSH) {
+		evbuffer_unfreeze(in, 0);
+		(void)iobuf_fill(in, bufferevent_getfd(bev),
+		    c->d->cfg.max_frame_bytes + WIRE_HEADER_SIZE);
+		evbuffer_freeze(in, 0);
+	}
 	while (!c->paused && (c->state == CONN_HELLO ||
 	    c->state == CONN_REQUEST || c->state == CONN_CALL)) {
 		if (evbuffer_copyout(in, hdr, sizeof hdr) < (ssize_t)sizeof hdr)

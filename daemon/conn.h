@@ -25,6 +25,8 @@ struct conn;
 #define CONN_OUTPUT_HIGH (1024u * 1024u)
 /* ... and resume when the client has drained it below this. */
 #define CONN_OUTPUT_LOW (256u * 1024u)
+/* Bytes moved per read or write callback. */
+#define CONN_IO_CHUNK (256 * 1024)
 
 struct conn_handler {
 	/* A client frame after the call started; NULL: none are expected. */

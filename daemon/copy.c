@@ -29,7 +29,14 @@ static const char copy_out_script[] =
 bool
 copy_guest_path_ok(const char *path)
 {
-	return path != NULL && path[0] == '/' && strlen(path) <= 4096;
+	return path != NULL && path[0] != '\0' && strlen(path) <= 4096;
+}
+
+/* Relative guest paths are relative to the lane's workspace. */
+static const char *
+copy_cwd(const char *path)
+{
+	return path[0] == '/' ? "/" : NULL;
 }
 
 static void
@@ -128,7 +135,7 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 
 	if (!copy_guest_path_ok(req->dest_dir)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "the destination must be an absolute guest path");
+		    "the destination needs a guest path");
 		return;
 	}
 	argv[4].data = (const uint8_t *)req->dest_dir;
@@ -137,7 +144,7 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.lane = req->lane;
 	spec.argv = argv;
 	spec.argc = 5;
-	spec.cwd = "/";
+	spec.cwd = copy_cwd(req->dest_dir);
 	spec.stdin = true;
 	spec.what = "copy-in";
 	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true);
@@ -248,7 +255,7 @@ copy_handle_out(struct laned *d, struct conn *c,
 
 	if (!copy_guest_path_ok(req->path)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "the source must be an absolute guest path");
+		    "the source needs a guest path");
 		return;
 	}
 	/* A client may ask for less than the daemon's bound, never more. */
@@ -260,7 +267,7 @@ copy_handle_out(struct laned *d, struct conn *c,
 	spec.lane = req->lane;
 	spec.argv = argv;
 	spec.argc = 5;
-	spec.cwd = "/";
+	spec.cwd = copy_cwd(req->path);
 	spec.stdin = false;
 	spec.what = "copy-out";
 	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) != NULL)

@@ -18,7 +18,8 @@ void copy_handle_in(struct laned *, struct conn *, const Agentlane__V1__CopyIn *
 void copy_handle_out(struct laned *, struct conn *,
     const Agentlane__V1__CopyOut *);
 
-/* Guest paths: absolute, no NUL, not absurdly long. */
+/* Guest paths: non-empty, not absurdly long (absolute, or relative to
+ * the lane's workspace). */
 bool copy_guest_path_ok(const char *path);
 
 #endif

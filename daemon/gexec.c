@@ -12,6 +12,7 @@
 #include "agentlane.pb-c.h"
 #include "gexec.h"
 #include "guestproto.h"
+#include "iobuf.h"
 #include "laned.h"
 #include "lima.h"
 #include "log.h"
@@ -262,22 +263,17 @@ gexec_process(struct gexec *g)
 static bool
 gexec_read(struct gexec *g)
 {
-	while (evbuffer_get_length(g->inbuf) < GEXEC_INBUF_MAX) {
-		int n = evbuffer_read(g->inbuf, g->out_fd, 65536);
-
-		if (n > 0)
-			continue;
-		if (n == 0)
-			return false;
-		if (errno == EINTR)
-			continue;
-		if (errno == EAGAIN || errno == EWOULDBLOCK)
-			return true;
-		return false;
+	switch (iobuf_fill(g->inbuf, g->out_fd, GEXEC_INBUF_MAX)) {
+	case IOBUF_MORE:
+		return true;
+	case IOBUF_FULL:
+		/* Stop polling until the buffer has been processed. */
+		if (g->out_ev != NULL)
+			event_del(g->out_ev);
+		return true;
+	default:
+		return false;	/* EOF or error: either way, the end */
 	}
-	/* Full: stop polling until the buffer has been processed. */
-	event_del(g->out_ev);
-	return true;
 }
 
 static void
@@ -408,6 +404,8 @@ gexec_start(struct laned *d, const struct gexec_spec *spec,
 		fatalx("bufferevent_socket_new");
 	bufferevent_setcb(g->in, NULL, gexec_in_write_cb, gexec_in_event_cb, g);
 	bufferevent_setwatermark(g->in, EV_WRITE, GEXEC_STDIN_LOW, 0);
+	if (bufferevent_set_max_single_write(g->in, 256 * 1024) != 0)
+		fatalx("bufferevent_set_max_single_write");
 	if (bufferevent_enable(g->in, EV_WRITE) != 0)
 		fatalx("bufferevent_enable");
 

@@ -102,10 +102,9 @@ al_copy_in(struct al_client *c, const char *lane, const char *host_path,
 	if (err == NULL)
 		err = &local;
 	err->code = AL_OK;
-	if (guest_path == NULL || guest_path[0] != '/' ||
+	if (guest_path == NULL || guest_path[0] == '\0' ||
 	    strlen(guest_path) >= sizeof gp) {
-		al_set_error(err, AL_INVALID_ARGUMENT,
-		    "the guest path must be absolute");
+		al_set_error(err, AL_INVALID_ARGUMENT, "a guest path is needed");
 		return -1;
 	}
 	if (stat(host_path, &sb) == -1) {
@@ -376,9 +375,8 @@ al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 	char dest[PATH_MAX], parent[PATH_MAX], base[NAME_MAX + 1];
 	int rc = -1, k;
 
-	if (guest_path == NULL || guest_path[0] != '/') {
-		al_set_error(err, AL_INVALID_ARGUMENT,
-		    "the guest path must be absolute");
+	if (guest_path == NULL || guest_path[0] == '\0') {
+		al_set_error(err, AL_INVALID_ARGUMENT, "a guest path is needed");
 		return -1;
 	}
 	if (out_destination(guest_path, host_path, dest, sizeof dest, parent,

@@ -188,7 +188,9 @@ al_tar_create(const char *host_path, const char *member, al_tar_write_fn wfn,
 		return -1;
 	}
 	/* pax: long names and large files, readable by GNU and BSD tar. */
+	/* 64 KiB blocks: each becomes one DataChunk frame. */
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(a, (int)TAR_BLOCK) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open2(a, &ctx, NULL, create_write_cb, NULL, NULL) !=
 	    ARCHIVE_OK) {

@@ -41,6 +41,11 @@ check "copy-in of a file into missing parent directories" \
 check_eq "the file arrives under its new name" "one file" \
     "$(g cat "$WS/x/y/z/renamed.txt")"
 
+check "a relative guest path lands in the workspace" ctl cp "$T/single.txt" "$L:rel/one.txt"
+check_eq "there" "one file" "$(g cat "$WS/rel/one.txt")"
+check "and copies back out from there" ctl cp "$L:rel/one.txt" "$T/rel-back.txt"
+check_eq "intact" "one file" "$(cat "$T/rel-back.txt")"
+
 OUT=$(ctl cp "$T/single.txt" "$L:/usr/forbidden/f.txt" 2>&1); RC=$?
 check_eq "copy-in to an unwritable guest path fails" 1 "$RC"
 check_match "as a typed FAILED_PRECONDITION from the guest" 'FAILED_PRECONDITION' "$OUT"
