@@ -70,6 +70,8 @@ gexec_free_if_idle(struct gexec *g)
 	free(g);
 }
 
+static void gexec_out_close(struct gexec *);
+
 static void
 gexec_close_channel(struct gexec *g)
 {
@@ -77,14 +79,7 @@ gexec_close_channel(struct gexec *g)
 		bufferevent_free(g->in);
 		g->in = NULL;
 	}
-	if (g->out_ev != NULL) {
-		event_free(g->out_ev);
-		g->out_ev = NULL;
-	}
-	if (g->out_fd != -1) {
-		close(g->out_fd);
-		g->out_fd = -1;
-	}
+	gexec_out_close(g);
 }
 
 static void
@@ -276,18 +271,28 @@ gexec_read(struct gexec *g)
 	}
 }
 
+/* Nothing more will come from the helper. */
+static void
+gexec_out_close(struct gexec *g)
+{
+	if (g->out_ev != NULL) {
+		event_free(g->out_ev);
+		g->out_ev = NULL;
+	}
+	if (g->out_fd != -1) {
+		close(g->out_fd);
+		g->out_fd = -1;
+	}
+	g->out_done = true;
+}
+
 static void
 gexec_out_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct gexec *g = arg;
 
-	if (!gexec_read(g)) {
-		event_free(g->out_ev);
-		g->out_ev = NULL;
-		close(g->out_fd);
-		g->out_fd = -1;
-		g->out_done = true;
-	}
+	if (!gexec_read(g))
+		gexec_out_close(g);
 	gexec_process(g);
 }
 
@@ -309,16 +314,9 @@ gexec_proc_done(struct proc *p, int status, void *arg)
 	 * take it without waiting for an EOF that a lingering ssh master
 	 * could hold off.
 	 */
-	if (g->out_fd != -1) {
+	if (g->out_fd != -1)
 		(void)gexec_read(g);
-		if (g->out_ev != NULL) {
-			event_free(g->out_ev);
-			g->out_ev = NULL;
-		}
-		close(g->out_fd);
-		g->out_fd = -1;
-	}
-	g->out_done = true;
+	gexec_out_close(g);
 	gexec_process(g);
 }
 

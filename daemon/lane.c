@@ -465,26 +465,40 @@ lane_step_setup(struct lane *l)
 		fatalx("evtimer_add");
 }
 
-static void
-start_done(struct proc *p, int status, void *arg)
+/*
+ * A creation step's limactl call returned. False when creation stops here:
+ * the lane was destroyed meanwhile, or limactl failed (timeouts are
+ * DEADLINE_EXCEEDED, other failures LIMA_FAILED with limactl's message).
+ */
+static bool
+create_step_ok(struct lane *l, struct proc *p, int status, const char *verb)
 {
-	struct lane *l = arg;
 	char msg[300];
 
 	l->op = NULL;
 	if (l->destroy_pending) {
 		lane_fail_creation(l, l->destroy_code, "destroyed during "
 		    "creation: %s", l->destroy_reason);
-		return;
+		return false;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		limactl_failure(l->d, p, status, msg, sizeof msg);
 		lane_fail_creation(l, proc_timed_out(p) ?
 		    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED :
 		    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
-		    "limactl start failed: %s", msg);
-		return;
+		    "limactl %s failed: %s", verb, msg);
+		return false;
 	}
+	return true;
+}
+
+static void
+start_done(struct proc *p, int status, void *arg)
+{
+	struct lane *l = arg;
+
+	if (!create_step_ok(l, p, status, "start"))
+		return;
 	lane_event(l, "started", "");
 	lane_step_setup(l);
 }
@@ -493,24 +507,12 @@ static void
 create_done(struct proc *p, int status, void *arg)
 {
 	struct lane *l = arg;
-	char msg[300], path[PATH_MAX];
+	char path[PATH_MAX];
 
-	l->op = NULL;
 	yaml_path(l, path, sizeof path);
 	(void)unlink(path);
-	if (l->destroy_pending) {
-		lane_fail_creation(l, l->destroy_code, "destroyed during "
-		    "creation: %s", l->destroy_reason);
+	if (!create_step_ok(l, p, status, "create"))
 		return;
-	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		limactl_failure(l->d, p, status, msg, sizeof msg);
-		lane_fail_creation(l, proc_timed_out(p) ?
-		    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED :
-		    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
-		    "limactl create failed: %s", msg);
-		return;
-	}
 	lane_event(l, "vm-created", "");
 	waiters_progress(l, "starting", "booting the VM");
 	l->op = lane_spawn(l, lima_argv_start(l->d->lima, l->name,

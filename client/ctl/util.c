@@ -15,16 +15,22 @@ ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
 	return status;
 }
 
+static void __attribute__((format(printf, 1, 0)))
+ctl_vwarn(const char *fmt, va_list ap)
+{
+	fputs("agent-lanectl: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
 int
 ctl_usage(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("agent-lanectl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ctl_vwarn(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 	return CTL_EXIT_USAGE;
 }
 
@@ -33,11 +39,9 @@ ctl_errx(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("agent-lanectl: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	ctl_vwarn(fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 bool
