@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -17,11 +18,21 @@
 #include "log.h"
 #include "util.h"
 
+/*
+ * After its last frame a connection lingers: the daemon shuts down its
+ * writing side and throws away what the client still sends (input it was
+ * writing when the call ended), so that the client reads the answer instead
+ * of a reset. Bounded in time and bytes.
+ */
+#define CONN_LINGER_MS 2000
+#define CONN_LINGER_BYTES (16u * 1024u * 1024u)
+
 enum conn_state {
 	CONN_HELLO,	/* waiting for Hello */
 	CONN_REQUEST,	/* waiting for the one call */
 	CONN_CALL,	/* a handler owns the connection */
 	CONN_FLUSH,	/* call over; closing once output is written */
+	CONN_LINGER,	/* output written and shut down; discarding input */
 	CONN_DEAD,	/* freed at the next loop turn */
 };
 
@@ -32,7 +43,8 @@ struct conn {
 	struct bufferevent *bev;
 	enum conn_state state;
 	bool paused;
-	struct event *timer;	/* request timeout, then deferred free */
+	struct event *timer;	/* request timeout, linger, deferred free */
+	size_t lingered;	/* input bytes discarded while lingering */
 	const struct conn_handler *handler;
 	void *ctx;
 	TAILQ_ENTRY(conn) entry;
@@ -96,6 +108,33 @@ conn_kill(struct conn *c)
 	event_assign(c->timer, c->d->base, -1, 0, conn_free_cb, c);
 	if (evtimer_add(c->timer, &now) != 0)
 		fatalx("evtimer_add");
+}
+
+static void
+conn_linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	conn_kill(arg);
+}
+
+static void
+conn_linger(struct conn *c)
+{
+	struct timeval tv = {
+		CONN_LINGER_MS / 1000, (CONN_LINGER_MS % 1000) * 1000
+	};
+
+	c->state = CONN_LINGER;
+	if (shutdown(bufferevent_getfd(c->bev), SHUT_WR) == -1) {
+		conn_kill(c);
+		return;
+	}
+	evtimer_del(c->timer);
+	event_assign(c->timer, c->d->base, -1, 0, conn_linger_cb, c);
+	if (evtimer_add(c->timer, &tv) != 0)
+		fatalx("evtimer_add");
+	c->paused = false;
+	if (bufferevent_enable(c->bev, EV_READ) != 0)
+		fatalx("bufferevent_enable");
 }
 
 static void
@@ -177,7 +216,8 @@ conn_send(struct conn *c, const AlResponse *resp)
 	uint8_t *buf;
 	size_t len;
 
-	if (c->state == CONN_DEAD || c->state == CONN_FLUSH)
+	if (c->state == CONN_DEAD || c->state == CONN_FLUSH ||
+	    c->state == CONN_LINGER)
 		return -1;
 	if (wire_pack_response(resp, &buf, &len) == -1) {
 		log_warnx("conn %llu: response too large to send",
@@ -196,14 +236,15 @@ conn_send(struct conn *c, const AlResponse *resp)
 void
 conn_finish(struct conn *c)
 {
-	if (c->state == CONN_DEAD || c->state == CONN_FLUSH)
+	if (c->state == CONN_DEAD || c->state == CONN_FLUSH ||
+	    c->state == CONN_LINGER)
 		return;
 	c->state = CONN_FLUSH;
 	c->handler = NULL;
 	bufferevent_disable(c->bev, EV_READ);
 	evtimer_del(c->timer);
 	if (conn_output_len(c) == 0)
-		conn_kill(c);
+		conn_linger(c);
 }
 
 static void __attribute__((format(printf, 3, 0)))
@@ -253,7 +294,8 @@ conn_fail(struct conn *c, int code, const char *fmt, ...)
 void
 conn_pause_input(struct conn *c, bool paused)
 {
-	if (c->state == CONN_DEAD || c->state == CONN_FLUSH || c->paused == paused)
+	if (c->state == CONN_DEAD || c->state == CONN_FLUSH ||
+	    c->state == CONN_LINGER || c->paused == paused)
 		return;
 	c->paused = paused;
 	if (paused)
@@ -345,6 +387,13 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	uint32_t len;
 	AlRequest *req;
 
+	if (c->state == CONN_LINGER) {
+		c->lingered += evbuffer_get_length(in);
+		evbuffer_drain(in, evbuffer_get_length(in));
+		if (c->lingered > CONN_LINGER_BYTES)
+			conn_kill(c);
+		return;
+	}
 	/*
 	 * The bufferevent read at most 4 KiB; take what else is there, up to
 	 * one maximal frame. End of stream and errors are left for the
@@ -402,7 +451,7 @@ conn_write_cb(struct bufferevent *bev, void *arg)
 	struct conn *c = arg;
 
 	if (c->state == CONN_FLUSH && conn_output_len(c) == 0) {
-		conn_kill(c);
+		conn_linger(c);
 		return;
 	}
 	if (c->state == CONN_CALL && c->handler != NULL &&
@@ -415,6 +464,10 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
 
+	if (c->state == CONN_LINGER) {
+		conn_kill(c);	/* the client closed (or reset) after our answer */
+		return;
+	}
 	if (what & BEV_EVENT_EOF) {
 		if (evbuffer_get_length(bufferevent_get_input(bev)) > 0)
 			log_warnx("conn %llu: truncated frame at end of stream",

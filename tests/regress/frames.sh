@@ -25,6 +25,9 @@ wait "$LONG"
 check_eq "the exec running meanwhile was not disturbed" survived "$(cat "$T/long.out")"
 check_match "oversized frames are logged" 'above the cap' "$(cat "$LOG")"
 
+check_eq "a client still writing stdin reads the exit status (linger)" \
+    "exit 3 epipe=False" "$(python3 "$(dirname "$0")/linger.py" "$SOCK" "$L")"
+
 # A client that connects and never speaks is timed out, not kept forever.
 stop_daemon
 start_daemon --request-timeout 1s || exit 1

@@ -10,6 +10,7 @@ import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
+import { writeSync } from "node:fs";
 import { open, mkdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
@@ -278,6 +279,15 @@ class Connection {
   private ended = false;
   private closed = false;
   maxFrameBytes = MAX_FRAME_BYTES;
+  /** The daemon stopped reading (a direct write failed with EPIPE); its answer may still be readable. */
+  private peerGone = false;
+  /** Kinds of Response body received so far (queued or consumed). */
+  readonly seen = new Set<string>();
+
+  /** True once the daemon sent one of `bodies`, closed its side, or the connection failed. */
+  answered(bodies: readonly string[]): boolean {
+    return this.ended || this.failure !== undefined || bodies.some((b) => this.seen.has(b));
+  }
 
   private constructor(sock: net.Socket) {
     this.sock = sock;
@@ -341,6 +351,7 @@ class Connection {
         this.fail(new AgentLaneError("UNAVAILABLE", `agent-laned sent an undecodable frame: ${(err as Error).message}`));
         return;
       }
+      if (msg.body) this.seen.add(msg.body);
       this.queue.push({ m: msg, size: len });
       this.queuedBytes += len;
     }
@@ -420,6 +431,50 @@ class Connection {
     }
     const ok = this.sock.write(frame);
     if (!ok) await this.drain();
+  }
+
+  /**
+   * Write one frame of a stream the daemon may stop accepting at any moment
+   * (stdin, copy-in data). The daemon closes the connection right after its
+   * final answer, even when it has not read everything we sent. A failed
+   * write on a net.Socket destroys it at once, dropping an answer that is
+   * already waiting to be read; so these frames are written straight to the
+   * descriptor, where EPIPE is only a return value and reading goes on. A
+   * full socket buffer is retried with a short backoff. Resolves false once
+   * the daemon no longer reads (stop sending).
+   */
+  async sendStreamed(req: Record<string, unknown>): Promise<boolean> {
+    if (this.peerGone) return false;
+    const frame = encodeRequest(req);
+    if (this.sock.writableLength > 0) await this.drain();
+    let off = 0;
+    let backoff = 1;
+    while (off < frame.length) {
+      if (this.failure) throw this.failure;
+      // Re-checked before every write: once the socket is destroyed its
+      // descriptor number may belong to something else.
+      const fd = this.sock.destroyed ? undefined : (this.sock as unknown as { _handle?: { fd?: number } })._handle?.fd;
+      if (this.ended || this.closed) return false;
+      if (typeof fd !== "number" || fd < 0) {
+        // No descriptor to write to (not a Unix platform): plain socket write.
+        if (!this.sock.write(frame.subarray(off))) await this.drain();
+        return !this.peerGone;
+      }
+      try {
+        off += writeSync(fd, frame, off, frame.length - off);
+        backoff = 1;
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === "EPIPE" || code === "ECONNRESET") {
+          this.peerGone = true;
+          return false;
+        }
+        if (code !== "EAGAIN" && code !== "EWOULDBLOCK") throw err;
+        await delay(backoff);
+        backoff = Math.min(backoff * 2, 50);
+      }
+    }
+    return true;
   }
 
   private drain(): Promise<void> {
@@ -616,20 +671,22 @@ export class AgentLaneClient {
       // read concurrently with sending.
       const answer = conn.expect("the copy-in result");
       answer.catch(() => undefined);
-      let early: ResponseObj | undefined;
-      answer.then((m) => {
-        early = m;
-      }, () => undefined);
+      const terminal = ["copyInDone", "error"];
+      // Yield before each frame so that an early answer (an error) is read
+      // before writing into a connection the daemon is closing.
+      const answered = async () => {
+        await new Promise((r) => setImmediate(r));
+        return conn.answered(terminal);
+      };
       try {
-        for await (const piece of tarStream) {
+        outer: for await (const piece of tarStream) {
           const buf = typeof piece === "string" ? Buffer.from(piece) : asBuffer(piece);
           for (let off = 0; off < buf.length; off += MAX_DATA_CHUNK) {
-            if (early) break;
-            await conn.send({ data: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } });
+            if (await answered()) break outer;
+            if (!(await conn.sendStreamed({ data: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } }))) break outer;
           }
-          if (early) break;
         }
-        if (!early) await conn.send({ data: { eof: true } });
+        if (!(await answered())) await conn.sendStreamed({ data: { eof: true } });
       } catch (err) {
         // A send failure usually means the daemon already answered; prefer its answer.
         const m = await Promise.race([answer.catch(() => undefined), delay(1000)]);
@@ -828,21 +885,34 @@ async function pumpStdin(
   input: string | Uint8Array | AsyncIterable<Uint8Array | string>,
   isFinished: () => boolean,
 ): Promise<void> {
+  // The daemon closes the connection right after the exit status, even when
+  // the command left its stdin unread. Writing into a closed connection fails
+  // and can make the socket drop the status it already received, so give the
+  // event loop a chance to read before each frame and stop once answered.
+  const stop = async () => {
+    await new Promise((r) => setImmediate(r));
+    return isFinished() || conn.answered(EXEC_TERMINAL);
+  };
+  let gone = false;
   const sendBuf = async (buf: Buffer) => {
-    for (let off = 0; off < buf.length && !isFinished(); off += MAX_DATA_CHUNK) {
-      await conn.send({ execInput: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } });
+    for (let off = 0; off < buf.length && !gone; off += MAX_DATA_CHUNK) {
+      if (await stop()) return (gone = true);
+      gone = !(await conn.sendStreamed({ execInput: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } }));
     }
+    return gone;
   };
   if (typeof input === "string" || input instanceof Uint8Array) {
-    await sendBuf(typeof input === "string" ? Buffer.from(input, "utf8") : asBuffer(input));
+    if (await sendBuf(typeof input === "string" ? Buffer.from(input, "utf8") : asBuffer(input))) return;
   } else {
     for await (const piece of input) {
-      if (isFinished()) return;
-      await sendBuf(typeof piece === "string" ? Buffer.from(piece, "utf8") : asBuffer(piece));
+      if (isFinished() || conn.answered(EXEC_TERMINAL)) return;
+      if (await sendBuf(typeof piece === "string" ? Buffer.from(piece, "utf8") : asBuffer(piece))) return;
     }
   }
-  if (!isFinished()) await conn.send({ execInput: { eof: true } });
+  if (!(await stop())) await conn.sendStreamed({ execInput: { eof: true } });
 }
+
+const EXEC_TERMINAL = ["execExit", "error"] as const;
 
 function delay(ms: number): Promise<undefined> {
   return new Promise((r) => setTimeout(() => r(undefined), ms).unref());

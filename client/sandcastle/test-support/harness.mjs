@@ -53,7 +53,7 @@ export function useDaemon({ extraArgs = [], env: extraEnv = {} } = {}) {
     ctx.socketPath = path.join(ctx.tmp, "s", "agent-laned.sock");
     ctx.limaHome = path.join(ctx.tmp, "st", "lima");
     const args = [
-      "--socket-path", ctx.socketPath,
+      "--socket", ctx.socketPath,
       "--state-dir", path.join(ctx.tmp, "st"),
       "--limactl", limaSim,
       ...extraArgs,

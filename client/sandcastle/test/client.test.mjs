@@ -96,6 +96,21 @@ test("exec can take stdin from an async iterable and report a signal", async () 
   assert.equal(Buffer.concat(out).toString(), "chunk 0\nchunk 1\nchunk 2\n");
 });
 
+test("a command that exits without reading its stdin still reports its exit status", async () => {
+  // The daemon closes the connection right after the exit status while the
+  // client may still be writing stdin; the status must not be lost.
+  const input = Buffer.alloc(4 * 1024 * 1024, 0x61);
+  const cmds = [
+    ["exit 3", { code: 3 }],
+    ["head -c 10 >/dev/null; exit 4", { code: 4 }],
+    ["kill -TERM $$", { signal: 15 }],
+  ];
+  for (let i = 0; i < 45; i++) {
+    const [shell, want] = cmds[i % cmds.length];
+    assert.deepEqual(await client.exec({ lane: lane.name, shell, stdin: input }).done, want, `iteration ${i}: ${shell}`);
+  }
+});
+
 test("cancel() ends an exec and the daemon kills the command", async () => {
   const countSleepers = async () => {
     let out = "";
