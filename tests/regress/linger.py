@@ -36,7 +36,7 @@ hello = field(1, 2, field(1, 0, varint(1)))
 exec_msg = (field(1, 2, lane) + field(2, 2, b"sh") + field(2, 2, b"-c") +
             field(2, 2, b"exit 3") + field(6, 0, varint(1)))
 request = field(7, 2, exec_msg)
-chunk = field(8, 2, field(1, 2, b"\0" * 65536))
+chunk = field(8, 2, field(1, 2, b"\0" * 32768))
 
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(10)
@@ -44,7 +44,7 @@ s.connect(sock_path)
 s.sendall(frame(hello) + frame(request))
 epipe = False
 try:
-    for _ in range(128):
+    for _ in range(256):
         s.sendall(frame(chunk))
 except (BrokenPipeError, ConnectionResetError):
     epipe = True
