@@ -200,8 +200,9 @@ typedef void (*al_progress_fn)(uint64_t bytes, void *arg);
 /*
  * Copies a host file or directory into the guest: a file to exactly
  * guest_path, a directory's contents into guest_path (created with its
- * parents). Modes and symbolic links inside the tree are kept; sockets,
- * FIFOs and devices are refused.
+ * parents); a relative guest_path is relative to the lane's workspace.
+ * Modes and symbolic links inside the tree are kept; sockets, FIFOs and
+ * devices are refused.
  */
 int al_copy_in(struct al_client *, const char *lane, const char *host_path,
     const char *guest_path, al_progress_fn, void *arg, uint64_t *bytes,
