@@ -7,7 +7,7 @@
 #
 # Variants live in their own build directories so they never mix objects:
 #   make BUILD=build/asan SANITIZE=address,undefined CC=clang
-#   make fuzz            libFuzzer targets in build/fuzz (clang)
+#   make fuzz            libFuzzer targets in build/fuzz/ (clang)
 
 VERSION    := 0.1.0
 PREFIX     ?= /usr/local
@@ -90,7 +90,7 @@ DAEMON_OBJS := $(call obj,$(DAEMON_SRCS) $(GEN_HELPER))
 LIB_OBJS    := $(call obj,$(LIB_SRCS))
 CTL_OBJS    := $(call obj,$(CTL_SRCS) $(GEN_TEMPLATES))
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
-FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+FUZZ_BINS   := $(patsubst tests/fuzz/%.c,$(BUILD)/%,$(FUZZ_SRCS))
 
 LIBAGENTLANE_A  := $(BUILD)/libagentlane.a
 LIBAGENTLANE_SO := $(BUILD)/libagentlane.$(SHLIB_EXT)
@@ -188,7 +188,7 @@ fuzz:
 
 fuzz-targets: $(FUZZ_BINS)
 
-$(BUILD)/fuzz/%: $(BUILD)/obj/tests/fuzz/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
+$(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 	@mkdir -p $(dir $@)
 	$(call say,LD,$@)
 	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)

@@ -246,6 +246,8 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 	case CT_MEMORY:
 		if (value[strspn(value, "0123456789")] == '\0') {
 			rc = units_parse_size(value, &v);
+			if (rc == 0 && v > UINT64_MAX / 1024)
+				rc = -1;
 			v *= 1024;
 		} else if ((rc = units_parse_size(value, &v)) == 0) {
 			if (v % (1u << 20) != 0)

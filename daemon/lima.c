@@ -162,6 +162,22 @@ lima_name_valid(const char *name)
 	return name[LIMA_NAME_LEN] == '\0';
 }
 
+/* True if a "/"-separated path has a ".." component. */
+static bool
+has_dotdot(const char *p)
+{
+	for (const char *seg = p; *seg != '\0';) {
+		size_t n = strcspn(seg, "/");
+
+		if (n == 2 && seg[0] == '.' && seg[1] == '.')
+			return true;
+		seg += n;
+		while (*seg == '/')
+			seg++;
+	}
+	return false;
+}
+
 bool
 lima_template_acceptable(const char *t)
 {
@@ -172,14 +188,14 @@ lima_template_acceptable(const char *t)
 		for (p = t; *p != '\0'; p++)
 			if (!isalnum((unsigned char)*p) && strchr("/._-", *p) == NULL)
 				return false;
-		return strstr(t, "/../") == NULL;
+		return !has_dotdot(t);
 	}
 	if (strncmp(t, "template:_images/", 17) != 0 || t[17] == '\0')
 		return false;
 	for (p = t + 17; *p != '\0'; p++)
 		if (!isalnum((unsigned char)*p) && strchr("._-", *p) == NULL)
 			return false;
-	return true;
+	return !has_dotdot(t + 17);
 }
 
 int

@@ -23,8 +23,9 @@ struct registry {
 static const char *const migrations[] = {
 	/* 1: lanes, labels, events */
 	"CREATE TABLE lanes ("
-	"  name TEXT PRIMARY KEY"
-	"    CHECK (length(name) = 19 AND name GLOB 'al-[0-9a-f]*'),"
+	"  name TEXT PRIMARY KEY CHECK (name GLOB 'al-"
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]"
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'),"
 	"  state TEXT NOT NULL CHECK (state IN"
 	"    ('creating','ready','destroying','destroyed','failed')),"
 	"  cpus INTEGER NOT NULL,"
@@ -141,6 +142,8 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 	struct registry *r = xcalloc(1, sizeof *r);
 	int fd;
 
+	if (errlen > 0)
+		err[0] = '\0';
 	/* Create the file 0600 ourselves; SQLite would honour the umask. */
 	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -233,7 +236,8 @@ step_done(struct registry *r, sqlite3_stmt *st)
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
 		log_warnx("registry: %s", sqlite3_errmsg(r->db));
-		if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		/* Only a taken name is "exists"; a failed CHECK is an error. */
+		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
 			return REG_EXISTS;
 		return REG_ERROR;
 	}

@@ -213,7 +213,7 @@ session_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	struct session *s = arg;
 	char dur[32];
 
-	units_format_duration(s->timeout_ms, dur, sizeof dur);
+	units_format_human(s->timeout_ms, dur, sizeof dur);
 	session_fail(s, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 	    "%s timed out after %s; its process group was killed", s->what,
 	    dur);

@@ -91,6 +91,26 @@ units_parse_size(const char *s, uint64_t *out)
 void
 units_format_duration(uint64_t ms, char *buf, size_t len)
 {
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {
+		{ "d", 86400000 }, { "h", 3600000 }, { "m", 60000 },
+		{ "s", 1000 },
+	};
+
+	for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+		if (ms > 0 && ms % units[i].ms == 0) {
+			snprintf(buf, len, "%llu%s",
+			    (unsigned long long)(ms / units[i].ms), units[i].suffix);
+			return;
+		}
+	snprintf(buf, len, ms == 0 ? "0s" : "%llums", (unsigned long long)ms);
+}
+
+void
+units_format_human(uint64_t ms, char *buf, size_t len)
+{
 	uint64_t h = ms / 3600000, m = (ms / 60000) % 60, s = (ms / 1000) % 60;
 
 	if (ms % 1000 != 0 && ms < 60000)

@@ -22,7 +22,12 @@ int units_parse_duration_ms(const char *s, uint64_t plain_unit_ms, uint64_t *out
 /* "4096", "512K", "64MiB", "1G" (binary multiples). 0 or -1. */
 int units_parse_size(const char *s, uint64_t *out);
 
-/* Writes e.g. "1h30m", "45s", "250ms" into buf. */
+/*
+ * Writes ms in the largest unit that holds it exactly ("90m", "61500ms",
+ * "1d"), so that what it writes parses back to the same value.
+ */
 void units_format_duration(uint64_t ms, char *buf, size_t len);
+/* For people: "1h30m00s", "45s", "250ms"; loses nothing above a second. */
+void units_format_human(uint64_t ms, char *buf, size_t len);
 
 #endif

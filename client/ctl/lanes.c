@@ -90,7 +90,7 @@ relative(int64_t ms, char *buf, size_t len)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 	d = ms - now;
-	units_format_duration((uint64_t)(d < 0 ? -d : d) / 1000 * 1000, dur,
+	units_format_human((uint64_t)(d < 0 ? -d : d) / 1000 * 1000, dur,
 	    sizeof dur);
 	snprintf(buf, len, d >= 0 ? "in %s" : "%s ago", dur);
 }

@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora of the libFuzzer targets in tests/fuzz/corpus/.
+
+    tests/fuzz/make-corpus.py
+
+Each target gets a few small, valid-looking inputs (and a few hostile ones)
+so that fuzzing starts from the shapes the code really sees. The output is
+deterministic: rerunning rewrites the same files. Standard library only.
+"""
+
+import io
+import os
+import shutil
+import struct
+import tarfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+# ---- protobuf, by hand (proto/agentlane.proto) ----
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def f_varint(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def f_bytes(num, b):
+    if isinstance(b, str):
+        b = b.encode()
+    return varint((num << 3) | 2) + varint(len(b)) + b
+
+
+def raw_frame(payload):
+    return struct.pack(">I", len(payload)) + payload
+
+
+def frame(body_field, msg):
+    """A whole frame: Request{body_field: msg}."""
+    return raw_frame(f_bytes(body_field, msg))
+
+
+LANE = "al-0123456789abcdef"
+HELLO = frame(1, f_varint(1, 1) + f_bytes(2, "agent-lanectl/0.1.0"))
+
+
+def request_corpus():
+    t = "fuzz_request"
+    write(t, "hello", HELLO)
+    label = f_bytes(1, "team") + f_bytes(2, "infra")
+    write(t, "create", HELLO + frame(2, f_varint(1, 2) + f_varint(2, 4096) +
+                                     f_varint(3, 30) + f_varint(4, 3600) +
+                                     f_varint(5, 600) + f_bytes(6, label)))
+    write(t, "get", HELLO + frame(3, f_bytes(1, LANE)))
+    write(t, "list", HELLO + frame(4, f_varint(1, 1)))
+    write(t, "destroy", HELLO + frame(5, f_bytes(1, LANE)))
+    write(t, "extend", HELLO + frame(6, f_bytes(1, LANE) + f_varint(2, 600)))
+    env = f_bytes(1, "TOKEN") + f_bytes(2, b"\xff\x00secret")
+    write(t, "exec-argv", HELLO + frame(7, f_bytes(1, LANE) +
+                                        f_bytes(2, "sh") + f_bytes(2, "-c") +
+                                        f_bytes(2, b"echo \xff") +
+                                        f_bytes(4, "/tmp") + f_bytes(5, env) +
+                                        f_varint(6, 1) +
+                                        f_varint(7, 30000)) +
+          frame(8, f_bytes(1, "input\n")) + frame(8, f_varint(2, 1)))
+    write(t, "exec-shell", HELLO + frame(7, f_bytes(1, LANE) +
+                                         f_bytes(3, "ls -la | wc -l")))
+    write(t, "copy-in", HELLO + frame(9, f_bytes(1, LANE) + f_bytes(2, "/x/y")) +
+          frame(11, f_bytes(1, b"\0" * 512)) + frame(11, f_varint(2, 1)))
+    write(t, "copy-out", HELLO + frame(10, f_bytes(1, LANE) +
+                                       f_bytes(2, "/etc/hostname") +
+                                       f_varint(3, 1 << 20)))
+    write(t, "reap", HELLO + frame(12, f_varint(1, 1)))
+    write(t, "events", HELLO + frame(13, f_bytes(1, LANE)))
+    # Hostile shapes: empty body, oversized length, truncation, overlong
+    # varints, unknown fields, a oneof given twice.
+    write(t, "empty-body", struct.pack(">I", 0))
+    write(t, "too-large", struct.pack(">I", (1 << 20) + 1) + b"\0" * 16)
+    write(t, "truncated", HELLO[:-3])
+    write(t, "overlong-varint", frame(4, b"\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"))
+    write(t, "unknown-field", frame(3, f_bytes(1, LANE) + f_bytes(99, "x") +
+                                    f_varint(100, 7)))
+    # Field number 0 in an overlong tag: protobuf-c keeps it as unknown.
+    write(t, "tag0-overlong", frame(4, b"\x80\x00\x00" + f_varint(1, 1)))
+    write(t, "oneof-twice", raw_frame(f_bytes(3, f_bytes(1, LANE)) +
+                                      f_bytes(5, f_bytes(1, LANE))))
+
+
+# ---- guest helper stream (daemon/guestproto.h) ----
+
+MAGIC = b"\0ALGX01\n"
+
+
+def gframe(kind, payload):
+    if isinstance(payload, str):
+        payload = payload.encode()
+    return kind.encode() + struct.pack(">I", len(payload)) + payload
+
+
+def guest_corpus():
+    t = "fuzz_guestproto"
+    write(t, "exit0", MAGIC + gframe("P", "4242") + gframe("O", "hello\n") +
+          gframe("X", "c0"))
+    write(t, "motd", b"Welcome to Ubuntu\r\nLast login: today\n\0ALG" + MAGIC +
+          gframe("P", "17") + gframe("E", "warning\n") + gframe("X", "s9"))
+    write(t, "failed-cwd", MAGIC + gframe("F", b"cwd\x002\x00No such file"))
+    write(t, "binary-out", MAGIC + gframe("P", "1") +
+          gframe("O", bytes(range(256))) + gframe("O", "") +
+          gframe("X", "c255"))
+    write(t, "bad-type", MAGIC + gframe("Q", "x"))
+    write(t, "oversized", MAGIC + b"O" + struct.pack(">I", 256 * 1024 + 1))
+    write(t, "bad-exit", MAGIC + gframe("X", "c256"))
+    write(t, "partial", MAGIC + gframe("O", "abcdef")[:7])
+
+
+# ---- limactl output (daemon/lima.c) ----
+
+def instance(name, status):
+    return ('{"name":"%s","hostname":"lima-%s","status":"%s",'
+            '"dir":"/Users/u/.agent-lane/lima/%s","vmType":"vz",'
+            '"arch":"aarch64","cpus":2,"memory":4294967296,'
+            '"disk":32212254720,"sshLocalPort":60022,"hostAgentPID":4242,'
+            '"driverPID":4242,"config":{"cpus":2,"mounts":[],'
+            '"ssh":{"forwardAgent":false}},"sshAddress":"127.0.0.1",'
+            '"protected":false,"limaVersion":"2.0.3"}'
+            % (name, name, status, name))
+
+
+def listjson_corpus():
+    t = "fuzz_listjson"
+    write(t, "two", instance(LANE, "Running") + "\n" +
+          instance("al-fedcba9876543210", "Stopped") + "\n")
+    write(t, "crlf", "\r\n" + instance(LANE, "Broken") + "\r\n\n")
+    write(t, "no-status", '{"name":"al-0000000000000000"}\n')
+    write(t, "escapes", '{"name":"al-\\u001b[31m\\n","status":"\\u00e9"}\n')
+    write(t, "array", "[" + instance(LANE, "Running") + "]\n")
+    write(t, "logrus-json",
+          '{"level":"info","msg":"Creating","time":"2025-01-01T00:00:00Z"}\n'
+          '{"level":"fatal","msg":"instance \\"x\\" already exists",'
+          '"time":"2025-01-01T00:00:01Z"}\n')
+    write(t, "text", "limactl: must not run as the root user\n\n")
+    write(t, "deep", '{"name":"x","config":' + "[" * 200 + "]" * 200 + "}\n")
+
+
+# ---- tar streams (client/lib/tar.c) ----
+
+def tar_bytes(members, fmt=tarfile.PAX_FORMAT):
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=fmt) as tf:
+        for info, data in members:
+            info.mtime = 1700000000
+            if data is not None:
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+            else:
+                tf.addfile(info)
+    return buf.getvalue()
+
+
+def ti(name, kind=tarfile.REGTYPE, mode=0o644, link=""):
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    info.mode = mode
+    info.linkname = link
+    return info
+
+
+def ustar_header(name, size, typeflag=b"0"):
+    """One raw ustar header; the size in GNU base-256 when octal is short."""
+    h = bytearray(512)
+    h[0:len(name)] = name.encode()
+    h[100:108] = b"0000644\0"
+    h[108:116] = b"0000000\0"
+    h[116:124] = b"0000000\0"
+    if size < 8 ** 11:
+        h[124:136] = b"%011o\0" % size
+    else:
+        h[124:136] = b"\x80" + size.to_bytes(11, "big")
+    h[136:148] = b"14535223000\0"
+    h[156:157] = typeflag
+    h[257:265] = b"ustar\x0000"
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\0 " % sum(h)
+    return bytes(h)
+
+
+def tar_corpus():
+    t = "fuzz_tar_extract"
+    write(t, "tree", tar_bytes([
+        (ti("./", tarfile.DIRTYPE, 0o755), None),
+        (ti("dir", tarfile.DIRTYPE, 0o755), None),
+        (ti("dir/file.txt"), b"hello\n"),
+        (ti("run.sh", mode=0o755), b"#!/bin/sh\necho hi\n"),
+        (ti("dir/link", tarfile.SYMTYPE, 0o777, "../run.sh"), None),
+        (ti("empty"), b""),
+    ]))
+    write(t, "ustar", tar_bytes([(ti("a/b/c", tarfile.REGTYPE), b"x" * 700)],
+                                tarfile.USTAR_FORMAT))
+    write(t, "gnu-longname", tar_bytes([(ti("d" * 150), b"long")],
+                                       tarfile.GNU_FORMAT))
+    write(t, "dotdot", tar_bytes([(ti("../escape"), b"pwned")]))
+    write(t, "absolute", tar_bytes([(ti("/tmp/escape"), b"pwned")]))
+    write(t, "symlink-through", tar_bytes([
+        (ti("link", tarfile.SYMTYPE, 0o777, "/tmp"), None),
+        (ti("link/pwned"), b"pwned"),
+    ]))
+    write(t, "hardlink", tar_bytes([
+        (ti("t"), b"data"),
+        (ti("h", tarfile.LNKTYPE, 0o644, "t"), None),
+    ]))
+    write(t, "fifo", tar_bytes([(ti("p", tarfile.FIFOTYPE), None)]))
+    write(t, "chardev", tar_bytes([(ti("c", tarfile.CHRTYPE), None)]))
+    # A header that declares a terabyte (base-256 size) with no data.
+    write(t, "huge-size", ustar_header("big", 1 << 40) + b"\0" * 1024)
+
+
+# ---- configuration file (daemon/config.c) ----
+
+def config_corpus():
+    t = "fuzz_config"
+    write(t, "example",
+          "# agent-laned configuration\n"
+          "max_lanes = 8\n"
+          "default_memory = 4GiB\n"
+          "max_memory = 16GiB\n"
+          "default-disk = 30\n"
+          "max_lifetime = 24h\n"
+          "request_timeout = 30   # seconds\n"
+          "max_copy_out_bytes = 1GiB\n"
+          "debug = yes\n"
+          "socket = /tmp/agent-laned.sock\n"
+          "lima_template = template:_images/ubuntu-lts\n")
+    write(t, "errors", "max_lanes = 99999\n")
+    write(t, "no-equals", "\n\n   max_lanes\n")
+    write(t, "crlf", "max_lanes = 2\r\ndefault_cpus=1\r\n")
+    write(t, "long-line", "# " + "x" * 1100 + "\n")
+
+
+def main():
+    if os.path.isdir(CORPUS):
+        shutil.rmtree(CORPUS)
+    request_corpus()
+    guest_corpus()
+    listjson_corpus()
+    tar_corpus()
+    config_corpus()
+
+
+if __name__ == "__main__":
+    main()
