@@ -30,7 +30,8 @@ endif
 ifeq ($(UNAME_S),Darwin)
 PLATFORM_CFLAGS := -D_DARWIN_C_SOURCE
 SHLIB_EXT := dylib
-SHLIB_FLAGS = -dynamiclib -install_name $(PREFIX)/lib/libagentlane.$(SHLIB_EXT)
+# The install name is set for the real prefix by `make install`.
+SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT)
 # libarchive and sqlite are keg-only in Homebrew.
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
 export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(PKG_CONFIG_PATH)
@@ -218,18 +219,29 @@ install: all
 		$(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/agent-lane
 	install -m 0755 $(LANED) $(LANECTL) $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 $(LIBAGENTLANE_A) $(DESTDIR)$(PREFIX)/lib/
+ifeq ($(UNAME_S),Darwin)
 	install -m 0755 $(LIBAGENTLANE_SO) $(DESTDIR)$(PREFIX)/lib/
+else
+	install -m 0755 $(LIBAGENTLANE_SO) $(DESTDIR)$(PREFIX)/lib/libagentlane.so.0
+	ln -sf libagentlane.so.0 $(DESTDIR)$(PREFIX)/lib/libagentlane.so
+endif
 	install -m 0644 client/agentlane.h $(DESTDIR)$(PREFIX)/include/
-	install -m 0644 $(BUILD)/agentlane.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
+		client/agentlane.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/agentlane.pc
 	install -m 0644 docs/agent-lanectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 docs/agent-laned.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	install -m 0644 launchd/*.plist launchd/*.service launchd/*.socket \
-		docs/agent-laned.conf.example $(DESTDIR)$(PREFIX)/share/agent-lane/
+	install -m 0644 $(TEMPLATES) docs/agent-laned.conf.example \
+		$(DESTDIR)$(PREFIX)/share/agent-lane/
+ifeq ($(UNAME_S),Darwin)
+	install_name_tool -id $(PREFIX)/lib/libagentlane.$(SHLIB_EXT) \
+		$(DESTDIR)$(PREFIX)/lib/libagentlane.$(SHLIB_EXT)
+endif
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/agent-laned $(DESTDIR)$(PREFIX)/bin/agent-lanectl \
 		$(DESTDIR)$(PREFIX)/lib/libagentlane.a \
 		$(DESTDIR)$(PREFIX)/lib/libagentlane.$(SHLIB_EXT) \
+		$(DESTDIR)$(PREFIX)/lib/libagentlane.so.0 \
 		$(DESTDIR)$(PREFIX)/include/agentlane.h \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig/agentlane.pc \
 		$(DESTDIR)$(PREFIX)/share/man/man1/agent-lanectl.1 \

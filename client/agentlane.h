@@ -52,6 +52,14 @@ struct al_error {
 /* "NOT_FOUND", "CONNECT", ... */
 const char *al_code_name(int code);
 
+/*
+ * Asks every call in progress to stop: async-signal-safe, meant for a
+ * SIGINT/SIGTERM handler installed without SA_RESTART. The interrupted call
+ * cleans up as on any failure (a copy-out removes its temporary file, an
+ * exec's command is killed) and fails with AL_CANCELLED. Process-wide.
+ */
+void al_interrupt(void);
+
 enum al_lane_state {
 	AL_LANE_CREATING = 1,
 	AL_LANE_READY = 2,

@@ -63,7 +63,8 @@ usage(int status)
 	    "and exit\n"
 	    "  --version                 print the version and exit\n"
 	    "\n"
-	    "Every configuration key is also a flag:\n");
+	    "Every configuration key is also a flag (--KEY VALUE or --KEY=VALUE);\n"
+	    "plain numbers are minutes for lifetimes, seconds for timeouts:\n");
 	config_usage(f);
 	exit(status);
 }
@@ -109,7 +110,6 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 {
 	char err[512], keybuf[64];
 	const char *key, *value;
-	bool explicit_config = false;
 	int i, n;
 
 	/* Pass 1: options that decide what the rest means. */
@@ -128,11 +128,12 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 				usage(2);
 			free(cfg->config_path);
 			cfg->config_path = xstrdup(value);
-			explicit_config = true;
+			cfg->config_explicit = true;
 			i += n - 1;
 		}
 	}
-	if (config_load_file(cfg, cfg->config_path, explicit_config, err,
+	/* A file named explicitly must exist; the default one may not. */
+	if (config_load_file(cfg, cfg->config_path, cfg->config_explicit, err,
 	    sizeof err) == -1) {
 		fprintf(stderr, "agent-laned: %s\n", err);
 		exit(2);
@@ -152,7 +153,12 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 			    argv[i]);
 			usage(2);
 		}
-		if ((n = flag_value(argc, argv, i, &key, &value, keybuf,
+		if (strchr(argv[i], '=') == NULL && config_is_flag(argv[i] + 2)) {
+			/* A yes/no key as a bare flag. */
+			key = argv[i] + 2;
+			value = "yes";
+			n = 1;
+		} else if ((n = flag_value(argc, argv, i, &key, &value, keybuf,
 		    sizeof keybuf)) < 0) {
 			fprintf(stderr, "agent-laned: %s needs a value\n", argv[i]);
 			usage(2);
@@ -160,8 +166,13 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 		i += n - 1;
 		if (strcmp(key, "config") == 0)
 			continue;
+		if (!config_is_key(key)) {
+			fprintf(stderr, "agent-laned: unknown option --%s (see "
+			    "agent-laned --help)\n", key);
+			exit(2);
+		}
 		if (config_set(cfg, key, value, err, sizeof err) == -1) {
-			fprintf(stderr, "agent-laned: --%s\n", err);
+			fprintf(stderr, "agent-laned: %s\n", err);
 			exit(2);
 		}
 	}

@@ -99,9 +99,10 @@ config_defaults(struct config *c)
 	const char *env;
 
 	memset(c, 0, sizeof *c);
-	if ((env = getenv("AGENT_LANE_CONFIG")) != NULL && env[0] != '\0')
+	if ((env = getenv("AGENT_LANE_CONFIG")) != NULL && env[0] != '\0') {
 		c->config_path = xstrdup(env);
-	else
+		c->config_explicit = true;
+	} else
 		xasprintf(&c->config_path, "%s/.agent-lane/agent-laned.conf",
 		    config_home());
 	c->socket_path = config_default_socket();
@@ -174,8 +175,11 @@ config_find(const char *key)
 		const char *name = config_keys[i].name;
 		size_t bl = config_base_len(name);
 
-		if (strcmp(norm, name) == 0 ||
-		    (strlen(norm) == bl && strncmp(norm, name, bl) == 0))
+		/*
+		 * Only the names users write: "max_lifetime_ms" would suggest
+		 * milliseconds while a plain number there means minutes.
+		 */
+		if (strlen(norm) == bl && strncmp(norm, name, bl) == 0)
 			return &config_keys[i];
 	}
 	return NULL;
@@ -185,6 +189,14 @@ bool
 config_is_key(const char *key)
 {
 	return config_find(key) != NULL;
+}
+
+bool
+config_is_flag(const char *key)
+{
+	const struct config_key *k = config_find(key);
+
+	return k != NULL && k->type == CT_BOOL;
 }
 
 /* Name as users write it: without the storage-unit suffix. */
@@ -451,7 +463,9 @@ config_usage(FILE *f)
 		config_user_name(k, name, sizeof name);
 		for (size_t j = 0; j <= strlen(name); j++)
 			flag[j] = name[j] == '_' ? '-' : name[j];
-		fprintf(f, "  --%-24s %s\n", flag, k->help);
+		if (k->type != CT_BOOL)
+			strncat(flag, " VALUE", sizeof flag - strlen(flag) - 1);
+		fprintf(f, "  --%-28s %s\n", flag, k->help);
 	}
 }
 

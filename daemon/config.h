@@ -12,6 +12,7 @@
 
 struct config {
 	char *config_path;
+	bool config_explicit;	/* named by $AGENT_LANE_CONFIG or --config */
 	char *socket_path;
 	char *state_dir;
 	char *limactl;
@@ -57,6 +58,8 @@ void config_print(const struct config *, FILE *);
 /* Flag help lines for --help. */
 void config_usage(FILE *);
 bool config_is_key(const char *key);
+/* A yes/no key, usable as a bare --flag. */
+bool config_is_flag(const char *key);
 void config_free(struct config *);
 
 /* $HOME or the password database; fatal when neither has it. */

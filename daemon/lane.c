@@ -90,7 +90,7 @@ lane_adopt(struct laned *d, const struct lane_record *rec)
 {
 	struct lane *l = lane_new(d, rec);
 
-	if (rec->error[0] != '\0') {
+	if (rec->create_failed) {
 		/* A creation that failed before a restart still ends "failed". */
 		l->fail_code = AGENTLANE__V1__ERROR_CODE__LIMA_FAILED;
 		str_copy(l->fail_msg, rec->error, sizeof l->fail_msg);
@@ -756,8 +756,8 @@ lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 	str_sanitize(l->fail_msg);
 	l->fail_code = code;
 	/* A cancelled creation ends "destroyed", a failed one "failed". */
-	if (!l->destroy_pending &&
-	    registry_lane_set_error(l->d->reg, l->name, l->fail_msg) != REG_OK)
+	if (!l->destroy_pending && registry_lane_set_create_failed(l->d->reg,
+	    l->name, l->fail_msg) != REG_OK)
 		log_warnx("lane %s: cannot record the error", l->name);
 	log_warnx("lane %s: %s", l->name, l->fail_msg);
 	lane_transition(l, LANE_DESTROYING, l->destroy_pending ? "cancelled" :

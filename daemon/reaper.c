@@ -322,6 +322,10 @@ list_done(struct proc *p, int status, void *arg)
 		lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED, reason);
 	}
 	free(inst);
+	/* Expired lanes: reaper_check below destroys them; report them too. */
+	TAILQ_FOREACH(l, &d->lanes, entry)
+		if (lane_expiry(l) <= time_now_ms())
+			name_push(&r->destroyed, &r->ndestroyed, l->name);
 	if (lima_scan_lanes(d->lima, scan_cb, r) == -1)
 		log_warn("scanning %s", lima_home(d->lima));
 	for (size_t i = 0; i < r->norphans; i++) {

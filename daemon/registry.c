@@ -38,7 +38,8 @@ static const char *const migrations[] = {
 	"  ended_at_ms INTEGER NOT NULL DEFAULT 0,"
 	"  owner_uid INTEGER NOT NULL,"
 	"  workspace TEXT NOT NULL DEFAULT '',"
-	"  error TEXT NOT NULL DEFAULT ''"
+	"  error TEXT NOT NULL DEFAULT '',"
+	"  create_failed INTEGER NOT NULL DEFAULT 0"
 	");"
 	"CREATE INDEX lanes_state ON lanes(state);"
 	"CREATE TABLE lane_labels ("
@@ -334,7 +335,7 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 
 #define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
 	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
-	"ended_at_ms, owner_uid, workspace, error"
+	"ended_at_ms, owner_uid, workspace, error, create_failed"
 
 static void
 row_to_record(sqlite3_stmt *st, struct lane_record *rec)
@@ -359,6 +360,7 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 		str_copy(rec->workspace, s, sizeof rec->workspace);
 	if ((s = (const char *)sqlite3_column_text(st, 12)) != NULL)
 		str_copy(rec->error, s, sizeof rec->error);
+	rec->create_failed = sqlite3_column_int(st, 13) != 0;
 }
 
 int
@@ -445,6 +447,14 @@ registry_lane_set_error(struct registry *r, const char *name, const char *error)
 {
 	return update_text(r, "UPDATE lanes SET error = ?2 WHERE name = ?1",
 	    name, error);
+}
+
+int
+registry_lane_set_create_failed(struct registry *r, const char *name,
+    const char *error)
+{
+	return update_text(r, "UPDATE lanes SET error = ?2, create_failed = 1 "
+	    "WHERE name = ?1", name, error);
 }
 
 int

@@ -48,6 +48,7 @@ struct lane_record {
 	uint32_t owner_uid;
 	char workspace[LANE_WORKSPACE_MAX];
 	char error[LANE_ERROR_MAX];
+	bool create_failed;	/* the lane ends "failed", not "destroyed" */
 };
 
 struct lane_label {
@@ -85,7 +86,11 @@ int registry_lane_transition(struct registry *, const char *name, int to,
     const char *event, const char *detail);
 int registry_lane_set_workspace(struct registry *, const char *name,
     const char *workspace);
+/* Why a lane is stuck (e.g. a delete being retried); shown to users. */
 int registry_lane_set_error(struct registry *, const char *name,
+    const char *error);
+/* Creation failed: the lane will end "failed" even across a restart. */
+int registry_lane_set_create_failed(struct registry *, const char *name,
     const char *error);
 int registry_lane_set_deadline(struct registry *, const char *name,
     int64_t deadline_ms, const char *detail);

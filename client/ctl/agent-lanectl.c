@@ -10,6 +10,41 @@
 #include "ctl.h"
 #include "wire.h"
 
+/* The signal that interrupted a call; re-raised once it has cleaned up. */
+static volatile sig_atomic_t caught;
+
+bool
+ctl_interrupted(void)
+{
+	return caught != 0;
+}
+
+static void
+interrupt_cb(int sig)
+{
+	caught = sig;
+	al_interrupt();
+}
+
+/*
+ * SIGINT, SIGTERM and SIGHUP stop the call in progress (without SA_RESTART,
+ * so blocking calls return) and let it clean up: a copy-out removes its
+ * temporary file, an exec's connection closes and its command is killed.
+ */
+static void
+catch_interrupts(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = interrupt_cb;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = 0;
+	(void)sigaction(SIGINT, &sa, NULL);
+	(void)sigaction(SIGTERM, &sa, NULL);
+	(void)sigaction(SIGHUP, &sa, NULL);
+}
+
 static const struct {
 	const char *name;
 	int (*fn)(struct ctl *, int, char **);
@@ -40,14 +75,20 @@ usage(FILE *f)
 	    "  show LANE [--json]   one lane\n"
 	    "  rm LANE...           destroy lanes\n"
 	    "  extend LANE DURATION move a lane's deadline (capped by the daemon)\n"
-	    "  exec [--workdir DIR] [--env K=V]... [--timeout DURATION] LANE -- CMD [ARG...]\n"
+	    "  exec [-n] [--workdir DIR] [--env NAME[=VALUE]]... [--timeout DURATION]\n"
+	    "       LANE -- CMD [ARG...]\n"
 	    "                       run a command in a lane; exits with its status\n"
+	    "                       (128+N if killed by signal N, 125 if Agent Lane\n"
+	    "                       failed); --env NAME takes the value from the\n"
+	    "                       environment; -n: no stdin\n"
 	    "  cp [--max-bytes N] [--max-entries N] SRC DST\n"
-	    "                       copy HOSTPATH LANE:GUESTPATH or LANE:GUESTPATH HOSTPATH\n"
+	    "                       copy HOSTPATH LANE:GUESTPATH or LANE:GUESTPATH HOSTPATH;\n"
+	    "                       a relative GUESTPATH is in the lane's workspace\n"
 	    "  events LANE [--json] the lane's audit trail\n"
 	    "  reap [--orphans]     reconcile; --orphans deletes orphaned VMs\n"
-	    "  daemon install|uninstall|status [--no-load]\n"
+	    "  daemon install|uninstall|status [--no-load] [--platform launchd|systemd]\n"
 	    "                       manage the launchd agent or systemd --user units\n"
+	    "                       (status exits 3 when the daemon does not answer)\n"
 	    "  version              client and daemon versions\n"
 	    "\n"
 	    "Durations: 30s, 90m, 2h; a plain number is minutes for create and extend,\n"
@@ -81,6 +122,7 @@ main(int argc, char **argv)
 
 	/* A closed output pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
+	catch_interrupts();
 	while (i < argc && argv[i][0] == '-') {
 		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
 			socket = argv[i + 1];
@@ -125,6 +167,11 @@ main(int argc, char **argv)
 			    "agent-lanectl --help)", argv[i]);
 	}
 	al_client_free(ctl.client);
+	if (caught != 0) {
+		/* Cleaned up; now die of the signal, as the caller expects. */
+		signal(caught, SIG_DFL);
+		raise(caught);
+	}
 	if (fflush(stdout) == EOF && rc == 0)
 		rc = CTL_EXIT_FAILURE;
 	return rc;

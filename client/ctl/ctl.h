@@ -18,7 +18,9 @@ struct ctl {
 	const char *prog;
 };
 
-/* Prints "agent-lanectl: CODE: message" and returns status. */
+/* A signal asked us to stop (the call cleans up; main re-raises it). */
+bool ctl_interrupted(void);
+/* Prints "agent-lanectl: CODE: message" (unless interrupted), returns status. */
 int ctl_fail(const struct ctl *, const struct al_error *, int status);
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ctl_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -234,7 +234,8 @@ run(const char *const argv[], bool quiet)
 }
 
 static int
-resolve_paths(struct ctl *ctl, enum platform plat, struct paths *p)
+resolve_paths(struct ctl *ctl, enum platform plat, bool create,
+    struct paths *p)
 {
 	const char *home = getenv("HOME"), *env;
 	char socketdir[PATH_MAX], *slash;
@@ -271,8 +272,8 @@ resolve_paths(struct ctl *ctl, enum platform plat, struct paths *p)
 	if ((slash = strrchr(socketdir, '/')) != NULL && slash != socketdir)
 		*slash = '\0';
 	/* The daemon insists on private directories; make them so. */
-	if (mkdirs(p->statedir, 0700) == -1 || mkdirs(p->logdir, 0700) == -1 ||
-	    mkdirs(socketdir, 0700) == -1) {
+	if (create && (mkdirs(p->statedir, 0700) == -1 ||
+	    mkdirs(p->logdir, 0700) == -1 || mkdirs(socketdir, 0700) == -1)) {
 		ctl_errx("creating %s: %s", p->statedir, strerror(errno));
 		return -1;
 	}
@@ -287,7 +288,7 @@ daemon_install(struct ctl *ctl, enum platform plat, bool load)
 	char *content;
 	bool changed, changed2 = false;
 
-	if (resolve_paths(ctl, plat, &p) == -1)
+	if (resolve_paths(ctl, plat, true, &p) == -1)
 		return CTL_EXIT_FAILURE;
 	snprintf(daemon, sizeof daemon, "%s/agent-laned", p.bindir);
 	if (access(daemon, X_OK) == -1) {
@@ -390,7 +391,7 @@ daemon_uninstall(struct ctl *ctl, enum platform plat, bool load)
 	char file[PATH_MAX], target[128];
 	int rc = 0;
 
-	if (resolve_paths(ctl, plat, &p) == -1)
+	if (resolve_paths(ctl, plat, false, &p) == -1)
 		return CTL_EXIT_FAILURE;
 	if (plat == PLAT_LAUNCHD) {
 		snprintf(target, sizeof target, "gui/%ld/%s", (long)getuid(),
@@ -425,7 +426,7 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	struct paths p;
 	char file[PATH_MAX], target[128];
 
-	if (resolve_paths(ctl, plat, &p) == -1)
+	if (resolve_paths(ctl, plat, false, &p) == -1)
 		return CTL_EXIT_FAILURE;
 	if (plat == PLAT_LAUNCHD) {
 		snprintf(file, sizeof file, "%s/%s.plist", p.unitdir,

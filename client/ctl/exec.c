@@ -92,6 +92,8 @@ out:
 	/* Our reader went away (`| head`): end quietly, as SIGPIPE would. */
 	if (r == -1 && err.code == AL_IO && err.os_errno == EPIPE)
 		return 128 + SIGPIPE;
+	if (r == -1 && ctl_interrupted())
+		return CTL_EXIT_EXEC_FAILURE;	/* main re-raises the signal */
 	if (r == -1) {
 		fprintf(stderr, "agent-lanectl: exec: %s: %s\n",
 		    al_code_name(err.code), err.message);

@@ -10,6 +10,8 @@
 int
 ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
 {
+	if (ctl_interrupted())
+		return status;
 	fprintf(stderr, "agent-lanectl: %s: %s\n", al_code_name(err->code),
 	    err->message);
 	return status;

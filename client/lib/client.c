@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <poll.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -21,6 +22,20 @@ static const char *const code_names[] = {
 	"PERMISSION_DENIED", "UNAVAILABLE", "INTERNAL", "VERSION_MISMATCH",
 	"LIMA_FAILED", "CANCELLED",
 };
+
+static volatile sig_atomic_t interrupted;
+
+void
+al_interrupt(void)
+{
+	interrupted = 1;
+}
+
+bool
+al_interrupted(void)
+{
+	return interrupted != 0;
+}
 
 const char *
 al_code_name(int code)
@@ -60,6 +75,11 @@ al_set_error(struct al_error *err, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof err->message, fmt, ap);
 	va_end(ap);
+	/* A transport or file error during an interrupt is the interrupt. */
+	if (interrupted && (code == AL_CONNECT || code == AL_IO)) {
+		err->code = AL_CANCELLED;
+		snprintf(err->message, sizeof err->message, "interrupted");
+	}
 }
 
 void
@@ -141,9 +161,15 @@ al_write_all(int fd, const void *buf, size_t len)
 	const uint8_t *p = buf;
 
 	while (len > 0) {
-		ssize_t n = write(fd, p, len);
+		/* A signal may have come between system calls. */
+		if (al_interrupted()) {
+			errno = EINTR;
+			return -1;
+		}
+		ssize_t n;
 
-		if (n == -1 && errno == EINTR)
+		n = write(fd, p, len);
+		if (n == -1 && errno == EINTR && !al_interrupted())
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
@@ -163,9 +189,14 @@ static int
 send_all(int fd, const uint8_t *p, size_t len)
 {
 	while (len > 0) {
+		/* A signal may have come between system calls. */
+		if (al_interrupted()) {
+			errno = EINTR;
+			return -1;
+		}
 		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
-		if (n == -1 && errno == EINTR)
+		if (n == -1 && errno == EINTR && !al_interrupted())
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
@@ -185,9 +216,14 @@ static int
 recv_all(int fd, uint8_t *p, size_t len)
 {
 	while (len > 0) {
+		/* A signal may have come between system calls. */
+		if (al_interrupted()) {
+			errno = EINTR;
+			return -1;
+		}
 		ssize_t n = recv(fd, p, len, 0);
 
-		if (n == -1 && errno == EINTR)
+		if (n == -1 && errno == EINTR && !al_interrupted())
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -305,7 +341,7 @@ conn_connect(struct al_client *c, struct al_error *err)
 	}
 #endif
 	while (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
-		if (errno == EINTR)
+		if (errno == EINTR && !al_interrupted())
 			continue;
 		al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: "
 		    "%s%s", c->socket_path, strerror(errno),
@@ -434,7 +470,7 @@ al_conn_flush(struct al_conn *conn, struct al_error *err)
 		ssize_t n = send(conn->fd, conn->wbuf + conn->woff,
 		    conn->wlen - conn->woff, MSG_NOSIGNAL | MSG_DONTWAIT);
 
-		if (n == -1 && errno == EINTR)
+		if (n == -1 && errno == EINTR && !al_interrupted())
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;
@@ -492,7 +528,7 @@ al_conn_read_frame(struct al_conn *conn, AlResponse **out, struct al_error *err)
 		}
 		n = recv(conn->fd, conn->rbuf + conn->rlen,
 		    conn->rcap - conn->rlen, MSG_DONTWAIT);
-		if (n == -1 && errno == EINTR)
+		if (n == -1 && errno == EINTR && !al_interrupted())
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return 0;

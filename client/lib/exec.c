@@ -196,8 +196,12 @@ al_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 			pfd[1].revents = 0;
 			npfd = 2;
 		}
+		if (al_interrupted()) {
+			al_set_error(err, AL_CANCELLED, "interrupted");
+			goto out;
+		}
 		if (poll(pfd, npfd, -1) == -1) {
-			if (errno == EINTR)
+			if (errno == EINTR && !al_interrupted())
 				continue;
 			al_set_errno(err, AL_IO, "poll");
 			goto out;

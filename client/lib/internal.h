@@ -52,6 +52,13 @@ bool al_conn_want_write(const struct al_conn *);
 /* Lane/label conversion from the protocol. */
 void al_lane_from_proto(struct al_lane *, const Agentlane__V1__Lane *);
 
+/*
+ * For EINTR handling: true once al_interrupt() was called. A loop that sees
+ * EINTR retries unless this says to stop; the error it then sets becomes
+ * AL_CANCELLED (see al_set_error).
+ */
+bool al_interrupted(void);
+
 /* Whole-buffer write to a file descriptor, retrying on EINTR. */
 int al_write_all(int fd, const void *buf, size_t len);
 

@@ -77,10 +77,16 @@ add_entry(struct archive *a, struct archive_entry *e, const char *source,
 			goto out;
 		}
 		for (left = archive_entry_size(e); left > 0;) {
-			ssize_t n = read(fd, buf, left < TAR_BLOCK ?
+			ssize_t n;
+
+			if (al_interrupted()) {
+				al_set_error(ctx->err, AL_CANCELLED, "interrupted");
+				goto out;
+			}
+			n = read(fd, buf, left < TAR_BLOCK ?
 			    (size_t)left : TAR_BLOCK);
 
-			if (n == -1 && errno == EINTR)
+			if (n == -1 && errno == EINTR && !al_interrupted())
 				continue;
 			if (n <= 0) {
 				/* Shrunk while we read it: a silent short copy

@@ -91,6 +91,18 @@ OUT=$(ctl cp "$L:/no/such/file" "$T/dest" 2>&1); RC=$?
 check_match "a missing guest path is NOT_FOUND" 'NOT_FOUND' "$OUT"
 check_eq "and the destination is still untouched" original "$(cat "$T/dest")"
 
+# An interrupted copy-out cleans up after itself.
+g sh -c 'head -c 268435456 /dev/zero > /tmp/huge'
+"$LANECTL" --socket "$SOCK" cp "$L:/tmp/huge" "$T/huge" 2>/dev/null &
+CP=$!
+partial() { find "$T" -name '.huge.agent-lane-*' | grep -q .; }
+check "a large copy-out writes its temporary file" wait_for 5 partial
+kill -TERM "$CP"; wait "$CP"; RC=$?
+check_eq "the interrupted copy dies of SIGTERM" 143 "$RC"
+check "and leaves no temporary file" no_temps
+check "nor a destination" test ! -e "$T/huge"
+g rm -f /tmp/huge
+
 # The daemon's own bound applies whatever the client asks.
 stop_daemon
 start_daemon --max-copy-out-bytes 1M || exit 1

@@ -119,6 +119,16 @@ gone() {
 check "killing the client kills the guest process group" wait_for 5 gone
 check_eq "the lane stays ready" ready "$(lane_state "$L")"
 
+# Ctrl-C on the client: it dies of SIGINT and the guest command goes too.
+"$LANECTL" --socket "$SOCK" exec "$L" -- sh -c 'sleep 305' >/dev/null 2>&1 &
+CLI=$!
+has_305() { ctl exec "$L" -- ps -eo args | grep -q '^sleep 305'; }
+check "the guest command runs" wait_for 3 has_305
+kill -INT "$CLI"; wait "$CLI"; RC=$?
+check_eq "an interrupted exec dies of SIGINT (130)" 130 "$RC"
+no_305() { ! has_305; }
+check "and its guest command is killed" wait_for 5 no_305
+
 # Background processes started on purpose survive a normal exit.
 ctl exec "$L" -- sh -c 'setsid sleep 304 </dev/null >/dev/null 2>&1 &'
 check "a detached daemon outlives its exec" \

@@ -36,6 +36,18 @@ check "no VM is left once the retry succeeded" no_vms
 check_match "the audit trail has the failure" 'destroy-failed' "$(ctl events "$L")"
 stop_daemon
 
+# A requested destroy whose delete failed, then a daemon restart: the lane
+# still ends "destroyed" (only failed creations end "failed").
+LIMA_SIM_FAIL=delete start_daemon --destroy-retry-max 30s || exit 1
+L=$(ctl create)
+ctl rm "$L" >/dev/null 2>&1
+check_eq "the failed delete leaves the lane destroying" destroying "$(lane_state "$L")"
+stop_daemon
+start_daemon || exit 1
+check "after a restart it is destroyed" wait_for 5 state_is "$L" destroyed
+check "no VM is left" no_vms
+stop_daemon
+
 # Deletes that keep failing back off instead of spinning.
 LIMA_SIM_FAIL=delete:1,delete:2,delete:3 start_daemon || exit 1
 L=$(ctl create)

@@ -246,8 +246,10 @@ test_paths_and_strings(void **state)
 	/* "socket" is socket_path as users write it. */
 	set_ok(c, "socket", "/run/user/1/al.sock");
 	assert_string_equal(c->socket_path, "/run/user/1/al.sock");
-	set_ok(c, "socket_path", "/tmp/al.sock");
+	set_ok(c, "socket", "/tmp/al.sock");
 	assert_string_equal(c->socket_path, "/tmp/al.sock");
+	/* Storage names are not configuration names. */
+	set_bad(c, "socket_path", "/tmp/other.sock", "unknown key");
 	set_ok(c, "state_dir", "/var/tmp/al");
 	assert_string_equal(c->state_dir, "/var/tmp/al");
 
@@ -272,17 +274,20 @@ test_key_names(void **state)
 	struct config *c = &((struct fixture *)*state)->c;
 	char err[256] = "";
 
-	/* Dashes (flags), user names and storage names all map. */
+	/* Dashes (flags) and user names map; storage names do not (a plain
+	 * number for max_lifetime_ms would be minutes, not milliseconds). */
 	set_ok(c, "max-lanes", "5");
 	assert_int_equal(c->max_lanes, 5);
 	set_ok(c, "max-lifetime", "3h");
 	assert_int_equal(c->max_lifetime_ms, 180 * MIN);
-	set_ok(c, "max_lifetime_ms", "4h");
-	assert_int_equal(c->max_lifetime_ms, 240 * MIN);
+	set_bad(c, "max_lifetime_ms", "5000", "unknown key");
+	assert_int_equal(c->max_lifetime_ms, 180 * MIN);
 	set_ok(c, "default-memory", "2GiB");
 	assert_int_equal(c->default_memory_mib, 2048);
-	set_ok(c, "default_memory_mib", "3GiB");
-	assert_int_equal(c->default_memory_mib, 3072);
+	set_bad(c, "default_memory_mib", "3GiB", "unknown key");
+	assert_int_equal(c->default_memory_mib, 2048);
+	assert_true(config_is_flag("debug"));
+	assert_false(config_is_flag("max_lanes"));
 
 	assert_true(config_is_key("max_lifetime"));
 	assert_true(config_is_key("default_memory"));

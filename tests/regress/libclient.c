@@ -1,0 +1,85 @@
+/*
+ * A program written against the installed libagentlane only (agentlane.h
+ * and pkg-config): hello, create, exec with captured output, copy in and
+ * out, list, destroy. Prints one TAP line per step.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <agentlane.h>
+
+static int n, failed;
+
+static void
+check(int ok, const char *what, const struct al_error *err)
+{
+	printf("%sok %d - libagentlane: %s", ok ? "" : "not ", ++n, what);
+	if (!ok && err != NULL)
+		printf(" (%s: %s)", al_code_name(err->code), err->message);
+	printf("\n");
+	failed += !ok;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct al_client *c = al_client_new(argv[1], "libclient-test");
+	struct al_daemon_info info;
+	struct al_lane lane, *lanes;
+	struct al_exec_result res;
+	struct al_error err;
+	struct al_label label = { "suite", "libclient" };
+	struct al_create_opts co = { .timeout_s = 600, .labels = &label,
+	    .nlabels = 1 };
+	const char *argv_echo[] = { "sh", "-c", "printf 'out'; printf err >&2; exit 5", NULL };
+	char path[512], buf[64];
+	int out[2], errp[2];
+	size_t nlanes;
+	uint64_t bytes;
+	FILE *f;
+
+	if (argc != 3 || c == NULL)
+		return 2;
+	check(al_hello(c, &info, &err) == 0 && info.protocol_version ==
+	    AL_PROTOCOL_VERSION, "hello reports the protocol version", &err);
+	check(al_create(c, &co, &lane, &err) == 0 && lane.state ==
+	    AL_LANE_READY, "create returns a ready lane", &err);
+	check(lane.nlabels == 1 && strcmp(lane.labels[0].value, "libclient") == 0,
+	    "labels round-trip", NULL);
+
+	if (pipe(out) == -1 || pipe(errp) == -1)
+		return 2;
+	struct al_exec_opts eo = { .argv = argv_echo, .stdin_fd = -1,
+	    .stdout_fd = out[1], .stderr_fd = errp[1] };
+	check(al_exec(c, lane.name, &eo, &res, &err) == 0 && !res.signaled &&
+	    res.code == 5, "exec returns the exit status", &err);
+	close(out[1]);
+	close(errp[1]);
+	memset(buf, 0, sizeof buf);
+	check(read(out[0], buf, sizeof buf - 1) == 3 && strcmp(buf, "out") == 0,
+	    "exec stdout reaches the fd", NULL);
+	memset(buf, 0, sizeof buf);
+	check(read(errp[0], buf, sizeof buf - 1) == 3 && strcmp(buf, "err") == 0,
+	    "exec stderr reaches the fd", NULL);
+
+	snprintf(path, sizeof path, "%s/in.txt", argv[2]);
+	if ((f = fopen(path, "w")) == NULL || fputs("payload\n", f) < 0 ||
+	    fclose(f) != 0)
+		return 2;
+	check(al_copy_in(c, lane.name, path, "sub/in.txt", NULL, NULL, &bytes,
+	    &err) == 0 && bytes > 0, "copy in", &err);
+	snprintf(path, sizeof path, "%s/back.txt", argv[2]);
+	check(al_copy_out(c, lane.name, "sub/in.txt", path, NULL, &bytes, NULL,
+	    &err) == 0 && bytes == 8, "copy out", &err);
+	check(al_list(c, false, &lanes, &nlanes, &err) == 0 && nlanes == 1 &&
+	    strcmp(lanes[0].name, lane.name) == 0, "list", &err);
+	free(lanes);
+	check(al_destroy(c, lane.name, &lane, &err) == 0 &&
+	    lane.state == AL_LANE_DESTROYED, "destroy", &err);
+	check(al_get(c, "al-0000000000000000", &lane, &err) == -1 &&
+	    err.code == AL_NOT_FOUND, "typed NOT_FOUND", NULL);
+	al_client_free(c);
+	return failed ? 1 : 0;
+}
