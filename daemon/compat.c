@@ -89,6 +89,17 @@ compat_accept_cloexec(int lfd, struct sockaddr *sa, socklen_t *len)
 #endif
 }
 
+void
+compat_pipe_grow(int fd, int size)
+{
+#if defined(F_SETPIPE_SZ)
+	(void)fcntl(fd, F_SETPIPE_SZ, size);
+#else
+	(void)fd;
+	(void)size;
+#endif
+}
+
 int
 compat_random(void *buf, size_t len)
 {

@@ -15,6 +15,11 @@ int compat_socket_cloexec(int domain, int type);
 int compat_accept_cloexec(int fd, struct sockaddr *sa, socklen_t *len);
 int compat_set_cloexec(int fd);
 int compat_set_nonblock(int fd);
+/*
+ * Asks for a larger pipe buffer where the platform allows it (Linux), so
+ * that a stream to or from limactl takes fewer wake-ups. Best effort.
+ */
+void compat_pipe_grow(int fd, int size);
 /* Fills buf from the OS random source; 0 or -1. */
 int compat_random(void *buf, size_t len);
 /*

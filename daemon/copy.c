@@ -146,6 +146,7 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.argc = 5;
 	spec.cwd = copy_cwd(req->dest_dir);
 	spec.stdin = true;
+	spec.stdin_direct = true;	/* the archive goes straight to tar */
 	spec.what = "copy-in";
 	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true);
 }

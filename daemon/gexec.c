@@ -36,7 +36,9 @@ struct gexec {
 	char proc_stderr[PROC_STDERR_TAIL + 1];
 
 	struct bufferevent *in;		/* helper stdin */
-	bool in_closed;			/* Z sent */
+	bool in_closed;			/* Z sent, or direct input ended */
+	bool direct;			/* unframed input straight to the command */
+	struct evbuffer *held;		/* direct input before the command runs */
 
 	int out_fd;			/* helper stdout */
 	struct event *out_ev;
@@ -65,6 +67,8 @@ gexec_free_if_idle(struct gexec *g)
 		close(g->out_fd);
 	if (g->linger != NULL)
 		event_free(g->linger);
+	if (g->held != NULL)
+		evbuffer_free(g->held);
 	evbuffer_free(g->inbuf);
 	free(g->what);
 	free(g);
@@ -159,6 +163,27 @@ gexec_check_end(struct gexec *g)
 		gexec_fail_transport(g);
 }
 
+/* Ends direct input once everything queued has been written. */
+static void
+gexec_direct_close_if_drained(struct gexec *g)
+{
+	if (g->in != NULL && g->in_closed && g->started &&
+	    evbuffer_get_length(bufferevent_get_output(g->in)) == 0) {
+		bufferevent_free(g->in);	/* EOF for the command */
+		g->in = NULL;
+	}
+}
+
+/* The command runs: what the client sent meanwhile may go. */
+static void
+gexec_direct_flush(struct gexec *g)
+{
+	if (g->in != NULL && evbuffer_add_buffer(bufferevent_get_output(g->in),
+	    g->held) != 0)
+		fatalx("evbuffer_add_buffer");
+	gexec_direct_close_if_drained(g);
+}
+
 static void
 gexec_frame(struct gexec *g, const struct guest_frame *f)
 {
@@ -167,6 +192,8 @@ gexec_frame(struct gexec *g, const struct guest_frame *f)
 	switch (f->type) {
 	case GUEST_STARTED:
 		g->started = true;
+		if (g->direct)
+			gexec_direct_flush(g);
 		break;
 	case GUEST_STDOUT:
 	case GUEST_STDERR:
@@ -325,6 +352,11 @@ gexec_in_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct gexec *g = arg;
 
+	if (g->direct) {
+		gexec_direct_close_if_drained(g);
+		if (g->in == NULL)
+			return;
+	}
 	if (g->ops != NULL && g->ops->stdin_drained != NULL)
 		g->ops->stdin_drained(g, g->arg);
 }
@@ -419,6 +451,12 @@ gexec_start(struct laned *d, const struct gexec_spec *spec,
 		(void)gexec_put(g, 'E', spec->env[i].data, spec->env[i].len);
 	for (size_t i = 0; i < spec->argc; i++)
 		(void)gexec_put(g, 'A', spec->argv[i].data, spec->argv[i].len);
+	if (spec->stdin_direct) {
+		g->direct = true;
+		if ((g->held = evbuffer_new()) == NULL)
+			fatalx("evbuffer_new");
+		(void)gexec_put(g, 'D', NULL, 0);
+	}
 	(void)gexec_put(g, 'R', NULL, 0);
 	if (!spec->stdin)
 		gexec_stdin_close(g);
@@ -433,6 +471,12 @@ gexec_stdin(struct gexec *g, const void *data, size_t len)
 
 	if (g->in_closed || g->in == NULL)
 		return -1;
+	if (g->direct) {
+		if (evbuffer_add(g->started ? bufferevent_get_output(g->in) :
+		    g->held, data, len) != 0)
+			fatalx("evbuffer_add");
+		return 0;
+	}
 	while (len > 0) {
 		size_t n = len > 65536 ? 65536 : len;
 
@@ -450,15 +494,20 @@ gexec_stdin_close(struct gexec *g)
 	if (g->in_closed)
 		return;
 	g->in_closed = true;
-	(void)gexec_put(g, 'Z', NULL, 0);
+	if (g->direct)
+		gexec_direct_close_if_drained(g);
+	else
+		(void)gexec_put(g, 'Z', NULL, 0);
 }
 
 size_t
 gexec_stdin_pending(const struct gexec *g)
 {
-	if (g->in == NULL)
-		return 0;
-	return evbuffer_get_length(bufferevent_get_output(g->in));
+	size_t n = g->held != NULL ? evbuffer_get_length(g->held) : 0;
+
+	if (g->in != NULL)
+		n += evbuffer_get_length(bufferevent_get_output(g->in));
+	return n;
 }
 
 void

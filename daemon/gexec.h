@@ -32,6 +32,12 @@ struct gexec_spec {
 	const struct gexec_bytes *env;	/* "NAME=VALUE" */
 	size_t nenv;
 	bool stdin;			/* false: the command's stdin is closed */
+	/*
+	 * The command reads the channel itself, unframed (copy-in: no relay
+	 * in the guest). Input is held until the helper has started it and
+	 * ends when gexec_stdin_close() has flushed it.
+	 */
+	bool stdin_direct;
 	const char *what;		/* for logs; never includes arguments */
 };
 

@@ -5,15 +5,18 @@
 # Linux VM (constants below are Linux's) and startup time matters.
 #
 # Input frames (type byte, 32-bit big-endian length, payload):
-#   C cwd   E NAME=VALUE   A argv element   R run
+#   C cwd   E NAME=VALUE   A argv element   D direct stdin   R run
 #   I stdin bytes   Z close the command's stdin
+# With D the command reads this program's own stdin, unframed, after P is
+# sent (the daemon sends nothing after R until then); it ends at EOF.
 # End of input without Z after R means agent-laned (or the client) is gone:
 # the command's whole process group is killed.
 # Output: the magic line, then P pid, O stdout, E stderr, X exit status
 # ("c<code>" or "s<signal>"), or F failure ("cwd\0errno\0message").
 use strict;
 $SIG{PIPE} = "IGNORE";
-my ($EINTR, $EAGAIN, $O_NONBLOCK, $F_GETFL, $F_SETFL) = (4, 11, 2048, 3, 4);
+my ($EINTR, $EAGAIN, $O_NONBLOCK, $F_GETFL, $F_SETFL, $F_SETPIPE_SZ) =
+    (4, 11, 2048, 3, 4, 1031);
 binmode STDIN;
 binmode STDOUT;
 my $pid = 0;
@@ -49,28 +52,32 @@ sub fill {
     return defined($r) && $r > 0;
 }
 syswrite(STDOUT, "\0ALGX01\n") == 8 or exit(3);
-my ($cwd, @env, @argv) = ("");
+my ($cwd, @env, @argv, $direct) = ("");
 SETUP: while (1) {
     while (my ($t, $d) = frame()) {
         if ($t eq "C") { $cwd = $d; }
         elsif ($t eq "E") { push(@env, $d); }
         elsif ($t eq "A") { push(@argv, $d); }
+        elsif ($t eq "D") { $direct = 1; }
         elsif ($t eq "R") { last SETUP; }
         else { exit(2); }
     }
     fill() or exit(2);
 }
-exit(2) if !@argv;
-pipe(my $in_r, my $in_w) or exit(3);
+exit(2) if !@argv || ($direct && length($ibuf));
+my ($in_r, $in_w);
+if (!$direct) { pipe($in_r, $in_w) or exit(3); }
 pipe(my $out_r, my $out_w) or exit(3);
 pipe(my $err_r, my $err_w) or exit(3);
 pipe(my $st_r, my $st_w) or exit(3);
+# Copies stream through these: larger pipes, fewer wake-ups (best effort).
+fcntl($_, $F_SETPIPE_SZ, 1048576) for grep { defined } ($in_w, $out_r);
 $pid = fork();
 exit(3) if !defined($pid);
 if ($pid == 0) {
     setpgrp(0, 0);
-    close($in_w); close($out_r); close($err_r); close($st_r);
-    open(STDIN, "<&", $in_r) or exit(127);
+    close($out_r); close($err_r); close($st_r);
+    if (!$direct) { close($in_w); open(STDIN, "<&", $in_r) or exit(127); }
     open(STDOUT, ">&", $out_w) or exit(127);
     open(STDERR, ">&", $err_w) or exit(127);
     $SIG{PIPE} = "DEFAULT";
@@ -82,15 +89,23 @@ if ($pid == 0) {
         syswrite($st_w, "cwd\0" . ($! + 0) . "\0$!");
         exit(126);
     }
-    { no warnings; exec { $argv[0] } @argv; }
+    exec { $argv[0] } @argv;
     my $n = $! + 0;
     print STDERR "agent-lane: $argv[0]: $!\n";
     exit($n == 2 ? 127 : 126);
 }
 setpgrp($pid, $pid);
-# An empty handler: the child's exit interrupts select() below.
-$SIG{CHLD} = sub { };
-close($in_r); close($out_w); close($err_w); close($st_w);
+# The child's exit wakes select() below through a pipe: perl runs signal
+# handlers between operations, so a SIGCHLD that lands just before select()
+# would otherwise be noticed only when select() times out.
+pipe(my $sig_r, my $sig_w) or exit(3);
+for my $fh ($sig_r, $sig_w) {
+    my $fl = fcntl($fh, $F_GETFL, 0);
+    fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
+}
+$SIG{CHLD} = sub { syswrite($sig_w, "x"); };
+close($out_w); close($err_w); close($st_w);
+close($in_r) if !$direct;
 my $st = "";
 while (1) {
     my $r = sysread($st_r, $st, 4096, length($st));
@@ -104,7 +119,9 @@ if (length($st)) {
     exit(0);
 }
 put("P", $pid);
-for my $fh (\*STDIN, $in_w) {
+# Direct: the command owns our stdin now; we only watch it run.
+close(STDIN) if $direct;
+for my $fh (grep { defined } ($direct ? () : (\*STDIN, $in_w))) {
     my $fl = fcntl($fh, $F_GETFL, 0);
     fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
 }
@@ -128,13 +145,14 @@ while (1) {
     last if defined($status) && (!%src || $quiet >= 2);
     if ($in_w && $close_in && !length($pend)) { close($in_w); $in_w = undef; }
     my ($rin, $win) = ("", "");
-    vec($rin, 0, 1) = 1 if length($pend) < 1048576;
+    vec($rin, 0, 1) = 1 if !$direct && length($pend) < 1048576;
     vec($rin, fileno($_), 1) = 1 for values(%src);
+    vec($rin, fileno($sig_r), 1) = 1;
     vec($win, fileno($in_w), 1) = 1 if $in_w && length($pend);
-    my $n = select(my $rout = $rin, my $wout = $win, undef,
-        (!defined($status) && !%src) ? 0.005 : 0.1);
+    my $n = select(my $rout = $rin, my $wout = $win, undef, 0.1);
     $quiet++ if $n == 0 && defined($status);
     next if $n <= 0;
+    sysread($sig_r, my $junk, 64) if vec($rout, fileno($sig_r), 1);
     for my $k (sort keys %src) {
         next if !vec($rout, fileno($src{$k}), 1);
         my $r = sysread($src{$k}, my $d, 65536);

@@ -79,6 +79,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	l->deadline_ms = rec->deadline_ms;
 	l->idle_timeout_ms = rec->idle_timeout_ms;
 	l->last_activity_ms = rec->last_activity_ms;
+	str_copy(l->workspace, rec->workspace, sizeof l->workspace);
 	TAILQ_INIT(&l->waiters);
 	TAILQ_INIT(&l->activities);
 	TAILQ_INSERT_TAIL(&d->lanes, l, entry);
@@ -404,6 +405,7 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	}
 	if (registry_lane_set_workspace(l->d->reg, l->name, ws) != REG_OK)
 		log_warnx("lane %s: cannot record the workspace", l->name);
+	str_copy(l->workspace, ws, sizeof l->workspace);
 	snprintf(detail, sizeof detail, "workspace=%s", ws);
 	setup_free(s);
 	lane_transition(l, LANE_READY, "ready", detail);

@@ -39,6 +39,7 @@ struct lane {
 	int64_t deadline_ms;
 	uint64_t idle_timeout_ms;
 	int64_t last_activity_ms;
+	char workspace[LANE_WORKSPACE_MAX];	/* default cwd of execs */
 
 	struct proc *op;		/* limactl create/start/delete */
 	struct gexec *setup;		/* workspace preparation */

@@ -288,6 +288,11 @@ proc_spawn(struct laned *d, const struct proc_spec *spec, proc_done_cb done,
 	p->in_fd = inp[1];
 	p->out_fd = outp[0];
 	p->err_fd = errp[0];
+	/* Streams through limactl are large: bigger pipes, fewer wake-ups. */
+	if (p->in_fd != -1)
+		compat_pipe_grow(p->in_fd, 1 << 20);
+	if (spec->out == PROC_OUT_PIPE)
+		compat_pipe_grow(p->out_fd, 1 << 20);
 	if ((p->in_fd != -1 && compat_set_nonblock(p->in_fd) == -1) ||
 	    (p->out_fd != -1 && compat_set_nonblock(p->out_fd) == -1) ||
 	    compat_set_nonblock(p->err_fd) == -1)

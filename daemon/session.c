@@ -237,23 +237,10 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 		free(s);
 		return NULL;
 	}
-	if (spec->cwd == NULL) {
-		struct lane_record rec;
-
-		/* Default: the lane's workspace. */
-		if (registry_lane_get(d->reg, spec->lane, &rec) != REG_OK) {
-			session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "registry error");
-			return NULL;
-		}
-		spec->cwd = xstrdup(rec.workspace);
-		s->g = gexec_start(d, spec, &session_gexec_ops, s, err,
-		    sizeof err);
-		free((char *)spec->cwd);
-		spec->cwd = NULL;
-	} else
-		s->g = gexec_start(d, spec, &session_gexec_ops, s, err,
-		    sizeof err);
+	/* Default: the lane's workspace. */
+	if (spec->cwd == NULL)
+		spec->cwd = s->act.lane->workspace;
+	s->g = gexec_start(d, spec, &session_gexec_ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s", err);
 		return NULL;
