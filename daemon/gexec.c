@@ -230,16 +230,17 @@ gexec_frame(struct gexec *g, const struct guest_frame *f)
 	}
 }
 
+static void gexec_read(struct gexec *);
+
+/* Delivers every whole frame in the buffer, unless the owner pauses. */
 static void
-gexec_process(struct gexec *g)
+gexec_parse(struct gexec *g)
 {
 	struct guest_frame f;
 	enum guest_rc rc;
 	size_t len, want, used;
 	uint8_t *p;
 
-	/* Owner callbacks below may abort or finish this gexec. */
-	g->busy++;
 	while (g->ops != NULL && !g->paused &&
 	    (len = evbuffer_get_length(g->inbuf)) > 0) {
 		/* Make exactly one frame contiguous, not the whole buffer. */
@@ -262,39 +263,69 @@ gexec_process(struct gexec *g)
 		if (rc == GUEST_ERROR) {
 			gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 			    "%s", g->parser.reason);
-			break;
+			return;
 		}
 		if (rc == GUEST_FRAME)
 			gexec_frame(g, &f);
 		if (evbuffer_drain(g->inbuf, used) != 0)
 			fatalx("evbuffer_drain");
 		if (rc == GUEST_NEED_MORE)
+			return;
+	}
+}
+
+static void
+gexec_process(struct gexec *g)
+{
+	size_t before;
+
+	/* Owner callbacks below may abort or finish this gexec. */
+	g->busy++;
+	for (;;) {
+		gexec_parse(g);
+		if (g->ops == NULL || g->paused || g->out_fd == -1 ||
+		    evbuffer_get_length(g->inbuf) >= GEXEC_INBUF_MAX)
+			break;
+		if (!g->proc_exited) {
+			/* Wait for the helper to write more. */
+			if (g->out_ev != NULL && event_add(g->out_ev, NULL) != 0)
+				fatalx("event_add");
+			break;
+		}
+		/* limactl is gone: read on until the pipe is empty. */
+		before = evbuffer_get_length(g->inbuf);
+		gexec_read(g);
+		if (evbuffer_get_length(g->inbuf) == before)
 			break;
 	}
-	if (g->ops != NULL && g->out_fd != -1 && g->out_ev != NULL && !g->paused &&
-	    evbuffer_get_length(g->inbuf) < GEXEC_INBUF_MAX &&
-	    event_add(g->out_ev, NULL) != 0)
-		fatalx("event_add");
 	if (g->ops != NULL)
 		gexec_check_end(g);
 	g->busy--;
 	gexec_free_if_idle(g);
 }
 
-/* Reads what the helper wrote; false at EOF. */
-static bool
+/*
+ * Reads what the helper wrote. The channel is over at EOF, or once limactl
+ * has exited and the pipe is empty: a lingering ssh master could hold the
+ * write end open long after. A full buffer waits for the owner instead.
+ */
+static void
 gexec_read(struct gexec *g)
 {
+	if (g->out_fd == -1)
+		return;
 	switch (iobuf_fill(g->inbuf, g->out_fd, GEXEC_INBUF_MAX)) {
-	case IOBUF_MORE:
-		return true;
 	case IOBUF_FULL:
-		/* Stop polling until the buffer has been processed. */
 		if (g->out_ev != NULL)
 			event_del(g->out_ev);
-		return true;
+		break;
+	case IOBUF_MORE:
+		if (g->proc_exited)
+			gexec_out_close(g);
+		break;
 	default:
-		return false;	/* EOF or error: either way, the end */
+		gexec_out_close(g);	/* EOF or error: either way, the end */
+		break;
 	}
 }
 
@@ -318,8 +349,7 @@ gexec_out_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct gexec *g = arg;
 
-	if (!gexec_read(g))
-		gexec_out_close(g);
+	gexec_read(g);
 	gexec_process(g);
 }
 
@@ -337,13 +367,11 @@ gexec_proc_done(struct proc *p, int status, void *arg)
 		return;
 	}
 	/*
-	 * limactl is gone, so what the helper wrote is in the pipe already;
-	 * take it without waiting for an EOF that a lingering ssh master
-	 * could hold off.
+	 * limactl is gone, so what the helper wrote is in the pipe already:
+	 * read it (as fast as the owner takes it) and stop at the first
+	 * empty read rather than waiting for an EOF.
 	 */
-	if (g->out_fd != -1)
-		(void)gexec_read(g);
-	gexec_out_close(g);
+	gexec_read(g);
 	gexec_process(g);
 }
 
