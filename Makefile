@@ -100,6 +100,8 @@ LANED           := $(BUILD)/agent-laned
 LANECTL         := $(BUILD)/agent-lanectl
 
 .PHONY: all check tests fuzz fuzz-targets install uninstall deps setup clean node asan
+# Objects made through pattern chains are kept, not deleted after linking.
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 all: $(LANED) $(LANECTL) $(LIBAGENTLANE_A) $(LIBAGENTLANE_SO) $(BUILD)/agentlane.pc
