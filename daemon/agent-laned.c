@@ -315,6 +315,7 @@ main(int argc, char **argv)
 	 * killed when their channels close.
 	 */
 	listener_stop(&d);
+	lane_persist_activity(&d);
 	lane_free_all(&d);
 	conn_close_all(&d);
 	proc_shutdown(&d);

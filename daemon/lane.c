@@ -25,6 +25,8 @@
 
 #define LIMACTL_LIST_MAX (16u * 1024u * 1024u)
 #define SETUP_OUTPUT_MAX 4096
+/* Lanes in one LaneList at most; fewer if they would not fit a frame. */
+#define LANE_LIST_MAX 1000
 
 /*
  * Prepares the lane's writable workspace and proves the guest can run the
@@ -79,6 +81,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	l->deadline_ms = rec->deadline_ms;
 	l->idle_timeout_ms = rec->idle_timeout_ms;
 	l->last_activity_ms = rec->last_activity_ms;
+	l->persisted_activity_ms = rec->last_activity_ms;
 	str_copy(l->workspace, rec->workspace, sizeof l->workspace);
 	TAILQ_INIT(&l->waiters);
 	TAILQ_INIT(&l->activities);
@@ -986,6 +989,12 @@ lane_handle_list(struct laned *d, struct conn *c, bool all)
 		    "registry error: %s", registry_errmsg(d->reg));
 		return;
 	}
+	/* One frame holds the most recent lanes when the history is long. */
+	if (n > LANE_LIST_MAX) {
+		memmove(recs, recs + (n - LANE_LIST_MAX),
+		    LANE_LIST_MAX * sizeof *recs);
+		n = LANE_LIST_MAX;
+	}
 	lanes = xcalloc(n, sizeof *lanes);
 	lanev = xcalloc(n, sizeof *lanev);
 	src = xcalloc(n * LANE_LABELS_MAX, sizeof *src);
@@ -1005,8 +1014,16 @@ lane_handle_list(struct laned *d, struct conn *c, bool all)
 	list.lanes = lanev;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE_LIST;
 	resp.lane_list = &list;
+	/* Drop the oldest until the answer fits one frame. */
+	while (list.n_lanes > 0 &&
+	    protobuf_c_message_get_packed_size(&resp.base) > WIRE_MAX_FRAME) {
+		size_t drop = (list.n_lanes + 1) / 2;
+
+		list.lanes += drop;
+		list.n_lanes -= drop;
+	}
 	if (conn_send(c, &resp) == -1)
-		log_warnx("list: reply too large for one frame (%zu lanes)", n);
+		log_warnx("list: cannot send the reply (%zu lanes)", n);
 	conn_finish(c);
 	free(labelv);
 	free(labels);
@@ -1200,9 +1217,11 @@ lane_activity_end(struct lane_activity *a)
 	TAILQ_REMOVE(&l->activities, a, entry);
 	l->nactivities--;
 	a->lane = NULL;
+	/*
+	 * The idle clock starts again from here. The registry hears of it on
+	 * the next tick (lane_persist_activity), not with an fsync per exec.
+	 */
 	lane_touch(l);
-	(void)registry_lane_touch(l->d->reg, l->name, l->last_activity_ms);
-	/* The idle clock starts again from here. */
 	reaper_rearm(l->d);
 }
 
@@ -1210,4 +1229,18 @@ void
 lane_touch(struct lane *l)
 {
 	l->last_activity_ms = time_now_ms();
+}
+
+void
+lane_persist_activity(struct laned *d)
+{
+	struct lane *l;
+
+	TAILQ_FOREACH(l, &d->lanes, entry) {
+		if (l->last_activity_ms == l->persisted_activity_ms)
+			continue;
+		if (registry_lane_touch(d->reg, l->name, l->last_activity_ms) ==
+		    REG_OK)
+			l->persisted_activity_ms = l->last_activity_ms;
+	}
 }

@@ -39,6 +39,7 @@ struct lane {
 	int64_t deadline_ms;
 	uint64_t idle_timeout_ms;
 	int64_t last_activity_ms;
+	int64_t persisted_activity_ms;	/* what the registry holds */
 	char workspace[LANE_WORKSPACE_MAX];	/* default cwd of execs */
 
 	struct proc *op;		/* limactl create/start/delete */
@@ -97,6 +98,8 @@ struct lane *lane_activity_begin(struct laned *, struct conn *,
 void lane_activity_end(struct lane_activity *);
 /* Records exec/copy progress for the idle timeout. */
 void lane_touch(struct lane *);
+/* Writes changed last-activity times to the registry (tick, shutdown). */
+void lane_persist_activity(struct laned *);
 
 /* Fills a protobuf Lane from a record; strings point into rec/labels. */
 void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,

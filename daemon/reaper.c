@@ -402,6 +402,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	size_t pruned = 0;
 
 	reaper_check(d);
+	lane_persist_activity(d);
 	if (!d->reconciled && !d->reconciling)
 		reconcile_start(d, NULL, false);
 	if (d->cfg.retention_ms > 0 && registry_prune(d->reg,

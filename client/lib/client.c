@@ -381,11 +381,15 @@ info_from_hello(struct al_daemon_info *info, const Agentlane__V1__HelloReply *h)
 }
 
 int
-al_conn_open(struct al_client *c, struct al_conn *conn, struct al_error *err)
+al_conn_open(struct al_client *c, struct al_conn *conn, const AlRequest *call,
+    struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__Hello hello = AGENTLANE__V1__HELLO__INIT;
 	AlResponse *resp;
+	uint8_t *h = NULL, *b = NULL, *both;
+	size_t hlen, blen = 0;
+	int rc;
 
 	memset(conn, 0, sizeof *conn);
 	conn->max_frame = WIRE_MAX_FRAME;
@@ -395,8 +399,30 @@ al_conn_open(struct al_client *c, struct al_conn *conn, struct al_error *err)
 	hello.client = c->name;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_HELLO;
 	req.hello = &hello;
-	if (al_conn_send(conn, &req, err) == -1 ||
-	    (resp = al_conn_recv(conn, err)) == NULL) {
+	/*
+	 * The call goes in the same write as the hello: the daemon reads
+	 * frames in order, and a round trip saved is a round trip saved.
+	 */
+	if (wire_pack_request(&req, &h, &hlen) == -1 ||
+	    (call != NULL && wire_pack_request(call, &b, &blen) == -1) ||
+	    (both = realloc(h, hlen + blen)) == NULL) {
+		free(h);
+		free(b);
+		al_set_error(err, AL_TOO_LARGE, "request above the frame limit");
+		al_conn_close(conn);
+		return -1;
+	}
+	if (blen > 0)
+		memcpy(both + hlen, b, blen);
+	free(b);
+	rc = send_all(conn->fd, both, hlen + blen);
+	free(both);
+	if (rc == -1) {
+		al_set_errno(err, AL_CONNECT, "sending to agent-laned");
+		al_conn_close(conn);
+		return -1;
+	}
+	if ((resp = al_conn_recv(conn, err)) == NULL) {
 		al_conn_close(conn);
 		return -1;
 	}
@@ -573,7 +599,7 @@ al_hello(struct al_client *c, struct al_daemon_info *info, struct al_error *err)
 {
 	struct al_conn conn;
 
-	if (al_conn_open(c, &conn, err) == -1)
+	if (al_conn_open(c, &conn, NULL, err) == -1)
 		return -1;
 	if (info != NULL)
 		*info = conn.info;

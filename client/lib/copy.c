@@ -139,14 +139,9 @@ al_copy_in(struct al_client *c, const char *lane, const char *host_path,
 	ci.dest_dir = dest;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_COPY_IN;
 	req.copy_in = &ci;
-	if (al_conn_open(c, &conn, err) == -1)
+	if (al_conn_open(c, &conn, &req, err) == -1)
 		return -1;
 	ctx.conn = &conn;
-	if (al_conn_send(&conn, &req, err) == -1) {
-		(void)in_answer(&conn, NULL, err);
-		al_conn_close(&conn);
-		return -1;
-	}
 	rc = al_tar_create(host_path, member, in_write, &ctx, err);
 	if (rc == 0)
 		rc = send_chunk(&conn, NULL, 0, true, err);
@@ -388,10 +383,9 @@ al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 	co.max_bytes = o != NULL ? o->max_bytes : 0;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_COPY_OUT;
 	req.copy_out = &co;
-	if (al_conn_open(c, &conn, err) == -1)
+	if (al_conn_open(c, &conn, &req, err) == -1)
 		return -1;
-	if (al_conn_send(&conn, &req, err) == -1 ||
-	    (resp = al_conn_recv(&conn, err)) == NULL)
+	if ((resp = al_conn_recv(&conn, err)) == NULL)
 		goto out;
 	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_BEGIN) {
 		al_error_from_response(err, resp);

@@ -172,8 +172,7 @@ al_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_EXEC;
 	req.exec = &ex;
 
-	if (al_conn_open(c, &conn, err) == -1 ||
-	    al_conn_send(&conn, &req, err) == -1)
+	if (al_conn_open(c, &conn, &req, err) == -1)
 		goto out;
 	if ((fl = fcntl(conn.fd, F_GETFL)) == -1 ||
 	    fcntl(conn.fd, F_SETFL, fl | O_NONBLOCK) == -1) {

@@ -32,7 +32,9 @@ void al_set_errno(struct al_error *, int code, const char *what);
 /* Fills err from a Response{error}. */
 void al_error_from_response(struct al_error *, const AlResponse *);
 
-int al_conn_open(struct al_client *, struct al_conn *, struct al_error *);
+/* Connects and says hello, sending `call` (if any) in the same write. */
+int al_conn_open(struct al_client *, struct al_conn *, const AlRequest *call,
+    struct al_error *);
 void al_conn_close(struct al_conn *);
 /* Blocking send of one request. */
 int al_conn_send(struct al_conn *, const AlRequest *, struct al_error *);

@@ -13,12 +13,8 @@ call(struct al_client *c, const AlRequest *req, const struct al_create_opts *co,
 	struct al_conn conn;
 	AlResponse *resp;
 
-	if (al_conn_open(c, &conn, err) == -1)
+	if (al_conn_open(c, &conn, req, err) == -1)
 		return NULL;
-	if (al_conn_send(&conn, req, err) == -1) {
-		al_conn_close(&conn);
-		return NULL;
-	}
 	for (;;) {
 		if ((resp = al_conn_recv(&conn, err)) == NULL)
 			break;
