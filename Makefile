@@ -99,7 +99,7 @@ LIBLANED_A      := $(BUILD)/liblaned.a
 LANED           := $(BUILD)/agent-laned
 LANECTL         := $(BUILD)/agent-lanectl
 
-.PHONY: all check tests fuzz fuzz-targets install uninstall deps setup clean node asan
+.PHONY: all check tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
 # Objects made through pattern chains are kept, not deleted after linking.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -217,6 +217,10 @@ setup: deps
 
 deps:
 	tests/install-deps.sh
+
+# Figures against baselines measured in the same run; never pass/fail.
+bench: all
+	bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
