@@ -155,91 +155,68 @@ al_client_socket(const struct al_client *c)
 	return c->socket_path;
 }
 
-int
-al_write_all(int fd, const void *buf, size_t len)
+enum io_op { IO_WRITE, IO_SEND, IO_RECV };
+
+/*
+ * Moves all len bytes, whatever the descriptor's blocking mode: retries on
+ * EINTR (unless al_interrupt() was called) and waits out EAGAIN with poll.
+ * 0, or -1 with errno (ECONNRESET for end of stream while receiving).
+ */
+static int
+io_all(int fd, void *buf, size_t len, enum io_op op)
 {
-	const uint8_t *p = buf;
+	uint8_t *p = buf;
 
 	while (len > 0) {
+		ssize_t n;
+
 		/* A signal may have come between system calls. */
 		if (al_interrupted()) {
 			errno = EINTR;
 			return -1;
 		}
-		ssize_t n;
-
-		n = write(fd, p, len);
+		if (op == IO_WRITE)
+			n = write(fd, p, len);
+		else if (op == IO_SEND)
+			n = send(fd, p, len, MSG_NOSIGNAL);
+		else
+			n = recv(fd, p, len, 0);
 		if (n == -1 && errno == EINTR && !al_interrupted())
 			continue;
 		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+			struct pollfd pfd = {
+				.fd = fd, .events = op == IO_RECV ? POLLIN : POLLOUT,
+			};
 
 			(void)poll(&pfd, 1, -1);
 			continue;
 		}
+		if (n == 0 && op == IO_RECV)
+			errno = ECONNRESET;
 		if (n <= 0)
 			return -1;
 		p += n;
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int
+al_write_all(int fd, const void *buf, size_t len)
+{
+	return io_all(fd, (void *)buf, len, IO_WRITE);
 }
 
 static int
 send_all(int fd, const uint8_t *p, size_t len)
 {
-	while (len > 0) {
-		/* A signal may have come between system calls. */
-		if (al_interrupted()) {
-			errno = EINTR;
-			return -1;
-		}
-		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
-
-		if (n == -1 && errno == EINTR && !al_interrupted())
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-
-			(void)poll(&pfd, 1, -1);
-			continue;
-		}
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return io_all(fd, (void *)p, len, IO_SEND);
 }
 
 static int
 recv_all(int fd, uint8_t *p, size_t len)
 {
-	while (len > 0) {
-		/* A signal may have come between system calls. */
-		if (al_interrupted()) {
-			errno = EINTR;
-			return -1;
-		}
-		ssize_t n = recv(fd, p, len, 0);
-
-		if (n == -1 && errno == EINTR && !al_interrupted())
-			continue;
-		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-			struct pollfd pfd = { .fd = fd, .events = POLLIN };
-
-			(void)poll(&pfd, 1, -1);
-			continue;
-		}
-		if (n <= 0) {
-			if (n == 0)
-				errno = ECONNRESET;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return io_all(fd, p, len, IO_RECV);
 }
 
 int

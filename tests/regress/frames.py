@@ -8,6 +8,8 @@ import socket
 import struct
 import sys
 
+from wire import HELLO, frame, split_frames
+
 SOCK = sys.argv[1]
 
 
@@ -31,33 +33,9 @@ def read_all(s):
     return data
 
 
-def varint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def frame(payload):
-    return struct.pack(">I", len(payload)) + payload
-
-
-# Request{hello: Hello{protocol_version: 1}}: field 1 (LEN) of a message
-# whose field 1 is varint 1.
-HELLO = frame(b"\x0a\x02\x08\x01")
-
-
 def error_code(data):
     """Finds Response.error.code (field 2 -> field 1) in the last frame."""
-    frames = []
-    while len(data) >= 4:
-        n = struct.unpack(">I", data[:4])[0]
-        frames.append(data[4:4 + n])
-        data = data[4 + n:]
+    frames = split_frames(data)
     if not frames:
         return "closed"
     last = frames[-1]

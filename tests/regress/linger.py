@@ -4,35 +4,13 @@ status, not a reset: the daemon lingers after its last frame. Sends 8 MiB of
 ExecInput to `sh -c 'exit 3'` with blocking writes, then reads the answer.
 Prints "exit 3 epipe=False" when all is well."""
 import socket
-import struct
 import sys
+
+from wire import HELLO, field, frame, split_frames, varint
 
 sock_path, lane = sys.argv[1], sys.argv[2].encode()
 
 
-def varint(n):
-    out = b""
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out += bytes([b | 0x80])
-        else:
-            return out + bytes([b])
-
-
-def field(num, wire, payload):
-    key = varint(num << 3 | wire)
-    if wire == 2:
-        return key + varint(len(payload)) + payload
-    return key + payload
-
-
-def frame(payload):
-    return struct.pack(">I", len(payload)) + payload
-
-
-hello = field(1, 2, field(1, 0, varint(1)))
 exec_msg = (field(1, 2, lane) + field(2, 2, b"sh") + field(2, 2, b"-c") +
             field(2, 2, b"exit 3") + field(6, 0, varint(1)))
 request = field(7, 2, exec_msg)
@@ -41,7 +19,7 @@ chunk = field(8, 2, field(1, 2, b"\0" * 32768))
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(10)
 s.connect(sock_path)
-s.sendall(frame(hello) + frame(request))
+s.sendall(HELLO + frame(request))
 epipe = False
 try:
     for _ in range(256):
@@ -58,9 +36,7 @@ while True:
         break
     data += b
 code = None
-while len(data) >= 4:
-    n = struct.unpack(">I", data[:4])[0]
-    body, data = data[4:4 + n], data[4 + n:]
+for body in split_frames(data):
     if body[:1] == b"\x42" and body[2:3] == b"\x08":  # exec_exit{code}
         code = body[3]
 print("exit %s epipe=%s" % (code, epipe))
