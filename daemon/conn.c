@@ -56,18 +56,6 @@ static void conn_event_cb(struct bufferevent *, short, void *);
 static void conn_fail(struct conn *, int, const char *, ...)
     __attribute__((format(printf, 3, 4)));
 
-uint64_t
-conn_id(const struct conn *c)
-{
-	return c->id;
-}
-
-struct laned *
-conn_daemon(const struct conn *c)
-{
-	return c->d;
-}
-
 size_t
 conn_output_len(const struct conn *c)
 {

@@ -48,8 +48,6 @@ void conn_send_error(struct conn *, int code, const char *fmt, ...)
 void conn_finish(struct conn *);
 size_t conn_output_len(const struct conn *);
 void conn_pause_input(struct conn *, bool paused);
-uint64_t conn_id(const struct conn *);
-struct laned *conn_daemon(const struct conn *);
 void conn_close_all(struct laned *);
 
 #endif

@@ -379,15 +379,6 @@ lima_argv_start(const struct lima *l, const char *name, uint64_t timeout_ms)
 }
 
 char **
-lima_argv_stop_force(const struct lima *l, const char *name)
-{
-	if (!lima_name_valid(name))
-		return NULL;
-	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
-	    "stop", "--force", name, NULL });
-}
-
-char **
 lima_argv_delete(const struct lima *l, const char *name)
 {
 	if (!lima_name_valid(name))

@@ -84,7 +84,6 @@ char **lima_argv_create(const struct lima *, const char *name,
     const char *yaml_path);
 char **lima_argv_start(const struct lima *, const char *name,
     uint64_t timeout_ms);
-char **lima_argv_stop_force(const struct lima *, const char *name);
 char **lima_argv_delete(const struct lima *, const char *name);
 char **lima_argv_list(const struct lima *);
 char **lima_argv_shell(const struct lima *, const char *name,

@@ -44,7 +44,6 @@ void proc_kill(struct proc *);
 /* The owner is going away: no callback; the child is killed and reaped. */
 void proc_abandon(struct proc *);
 
-pid_t proc_pid(const struct proc *);
 bool proc_timed_out(const struct proc *);
 bool proc_output_overflow(const struct proc *);
 /* PROC_IN_PIPE / PROC_OUT_PIPE ends, non-blocking and close-on-exec. The

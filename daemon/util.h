@@ -23,8 +23,6 @@ size_t str_copy(char *dst, const char *src, size_t size);
 
 /* Wall-clock milliseconds since the epoch (deadlines are wall-clock). */
 int64_t time_now_ms(void);
-/* Monotonic milliseconds, for measuring intervals. */
-int64_t time_mono_ms(void);
 
 /* Replaces every byte that is not printable ASCII with '?', in place. */
 void str_sanitize(char *s);

@@ -190,11 +190,6 @@ test_argv_valid(void **state)
 	assert_true(argv_has(argv, "--timeout=600s"));
 	lima_argv_free(argv);
 
-	check_argv(lima_argv_stop_force(l, GOOD_NAME), "stop", GOOD_NAME);
-	argv = lima_argv_stop_force(l, GOOD_NAME);
-	assert_true(argv_has(argv, "--force"));
-	lima_argv_free(argv);
-
 	check_argv(lima_argv_delete(l, GOOD_NAME), "delete", GOOD_NAME);
 	argv = lima_argv_delete(l, GOOD_NAME);
 	assert_true(argv_has(argv, "--force"));
@@ -219,13 +214,11 @@ test_argv_invalid_name(void **state)
 
 		assert_null(lima_argv_create(l, n, "/tmp/x/lane.yaml"));
 		assert_null(lima_argv_start(l, n, 1000));
-		assert_null(lima_argv_stop_force(l, n));
 		assert_null(lima_argv_delete(l, n));
 		assert_null(lima_argv_shell(l, n, cmd));
 	}
 	assert_null(lima_argv_create(l, NULL, "/tmp/x/lane.yaml"));
 	assert_null(lima_argv_start(l, NULL, 1000));
-	assert_null(lima_argv_stop_force(l, NULL));
 	assert_null(lima_argv_delete(l, NULL));
 	assert_null(lima_argv_shell(l, NULL, cmd));
 }
