@@ -87,8 +87,7 @@ extract_stdin(const char *dir, struct al_error *err)
 	/* Owners are not kept; nothing may land outside dir. */
 	archive_write_disk_set_options(out, ARCHIVE_EXTRACT_PERM |
 	    ARCHIVE_EXTRACT_TIME | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-	    ARCHIVE_EXTRACT_SECURE_SYMLINKS |
-	    ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE);
+	    ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_NO_OVERWRITE);
 	if (archive_read_open_fd(in, STDIN_FILENO, 65536) != ARCHIVE_OK) {
 		archive_err(err, "standard input", in);
 		goto done;
@@ -107,6 +106,17 @@ extract_stdin(const char *dir, struct al_error *err)
 			snprintf(err->message, sizeof err->message, "standard "
 			    "input: %s: only files, directories and symbolic "
 			    "links are copied", name != NULL ? name : "?");
+			goto done;
+		}
+		/*
+		 * Names are made absolute under dir below, so libarchive's
+		 * SECURE_NOABSOLUTEPATHS cannot be used: refuse them here.
+		 */
+		if (name == NULL || name[0] == '/') {
+			err->code = AL_UNSAFE;
+			snprintf(err->message, sizeof err->message, "standard "
+			    "input: %s: absolute member names are refused",
+			    name != NULL ? name : "(none)");
 			goto done;
 		}
 		if (archive_entry_hardlink(e) != NULL) {
