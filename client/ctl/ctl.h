@@ -115,12 +115,6 @@ bool ctl_size(const char *s, uint64_t plain_unit, uint64_t *out);
 /* Well-formed UTF-8 without C0 controls or DEL (label values). */
 bool ctl_utf8_text(const char *s);
 bool ctl_lane_name(const char *s);
-/*
- * Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 (value set, *i
- * on the last word used), 0 (another word), -1 (value missing).
- */
-int ctl_opt(int argc, char **argv, int *i, const char *name,
-    const char **value);
 /* Prints a JSON array of strings (no newline). */
 void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 

@@ -253,22 +253,3 @@ ctl_lane_json(FILE *f, const struct al_lane *l)
 	}
 	fputs("}}", f);
 }
-
-int
-ctl_opt(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return 0;
-	if (argv[*i][n] == '=') {
-		*value = argv[*i] + n + 1;
-		return 1;
-	}
-	if (argv[*i][n] != '\0')
-		return 0;
-	if (*i + 1 >= argc)
-		return -1;
-	*value = argv[++*i];
-	return 1;
-}
