@@ -136,7 +136,9 @@ main(int argc, char **argv)
 		    strcmp(argv[i], "--version") == 0) {
 			printf("agent-lanectl %s\n", AGENT_LANE_VERSION);
 			return 0;
-		} else
+		} else if (strcmp(argv[i], "--socket") == 0)
+			return ctl_usage("--socket needs PATH");
+		else
 			return ctl_usage("unknown option %s (see agent-lanectl "
 			    "--help)", argv[i]);
 	}
