@@ -110,8 +110,15 @@ out:
 	if (r == -1 && ctl_interrupted())
 		return CTL_EXIT_EXEC_FAILURE;	/* main re-raises the signal */
 	if (r == -1) {
-		fprintf(stderr, "agent-lanectl: exec: %s: %s\n",
-		    al_code_name(err.code), err.message);
+		/* The daemon's message does not say which directory. */
+		if (o.workdir != NULL && strstr(err.message,
+		    "working directory") != NULL)
+			fprintf(stderr, "agent-lanectl: exec: %s: --workdir %s: "
+			    "%s\n", al_code_name(err.code), o.workdir,
+			    err.message);
+		else
+			fprintf(stderr, "agent-lanectl: exec: %s: %s\n",
+			    al_code_name(err.code), err.message);
 		ctl_hint(ctl, &err);
 		return CTL_EXIT_EXEC_FAILURE;
 	}
