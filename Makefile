@@ -44,6 +44,22 @@ endif
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
+# The client (libagentlane, agent-lanectl) does not link libarchive: its
+# dependency chain cost every exec ~1.5 ms. client/lib/archload.c dlopens it
+# on the first copy, by soname first and then by the path pkg-config gives.
+ARCHIVE_LIBDIR := $(shell $(PKG_CONFIG) --variable=libdir libarchive 2>/dev/null)
+ifeq ($(UNAME_S),Darwin)
+ARCHIVE_SONAME := libarchive.13.dylib
+ARCHIVE_PATH   := $(ARCHIVE_LIBDIR)/libarchive.13.dylib
+DL_LIBS :=
+else
+ARCHIVE_SONAME := $(or $(shell readelf -d $(ARCHIVE_LIBDIR)/libarchive.so 2>/dev/null | \
+	sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'),libarchive.so.13)
+ARCHIVE_PATH   := $(ARCHIVE_LIBDIR)/$(ARCHIVE_SONAME)
+DL_LIBS := -ldl -lpthread
+endif
+CLIENT_LIBS := $(shell $(PKG_CONFIG) --libs libprotobuf-c 2>/dev/null) $(DL_LIBS) -lm
+
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 \
 	-Wstrict-prototypes -Wmissing-prototypes -Wvla -Wno-unused-parameter
 # snprintf truncation is how this code bounds strings; gcc's guesses about
@@ -67,7 +83,7 @@ CPPFLAGS += -I$(BUILD)/gen -Iproto -Idaemon -Iclient -DAGENT_LANE_VERSION='"$(VE
 CFLAGS   ?=
 CFLAGS   += -std=c11 $(WARNINGS) $(OPTFLAGS) $(SANFLAGS) -fPIC $(PKG_CFLAGS)
 LDFLAGS  += $(SANFLAGS)
-LDLIBS   += $(PKG_LIBS) -lm
+LDLIBS   += $(PKG_LIBS) $(DL_LIBS) -lm
 
 GEN_C := $(BUILD)/gen/agentlane.pb-c.c
 GEN_H := $(BUILD)/gen/agentlane.pb-c.h
@@ -142,6 +158,13 @@ $(GEN_TEMPLATES): $(TEMPLATES)
 	    echo ';'; \
 	  done; } > $@
 
+# The files that call libarchive do it through the loader's table.
+ARCHIVE_USERS := $(call obj,client/lib/tar.c client/ctl/cpstream.c)
+$(ARCHIVE_USERS): CPPFLAGS += -include client/lib/archload.h
+$(ARCHIVE_USERS): client/lib/archload.h
+$(call obj,client/lib/archload.c): CPPFLAGS += \
+	-DAL_LIBARCHIVE_SONAME='"$(ARCHIVE_SONAME)"' -DAL_LIBARCHIVE_PATH='"$(ARCHIVE_PATH)"'
+
 $(BUILD)/obj/%.o: %.c $(GEN_H)
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
@@ -160,7 +183,7 @@ $(LIBAGENTLANE_A): $(LIB_OBJS) $(PROTO_OBJS)
 
 $(LIBAGENTLANE_SO): $(LIB_OBJS) $(PROTO_OBJS)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(SHLIB_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(SHLIB_FLAGS) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 $(LIBLANED_A): $(DAEMON_OBJS) $(PROTO_OBJS)
 	@rm -f $@
@@ -173,7 +196,7 @@ $(LANED): $(call obj,$(DAEMON_MAIN)) $(LIBLANED_A)
 
 $(LANECTL): $(CTL_OBJS) $(LIBAGENTLANE_A)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 $(BUILD)/agentlane.pc: client/agentlane.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
