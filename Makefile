@@ -242,8 +242,20 @@ deps:
 	tests/install-deps.sh
 
 # Figures against baselines measured in the same run; never pass/fail.
-bench: all
-	bench/run.sh
+BENCH_BINS := $(BUILD)/bench/echod $(BUILD)/bench/rpcload
+
+$(BUILD)/bench/echod: $(call obj,bench/echod.c)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^
+
+$(BUILD)/bench/rpcload: $(call obj,bench/rpcload.c) $(PROTO_OBJS)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -pthread -o $@ $^ $(CLIENT_LIBS)
+
+bench: all $(BENCH_BINS)
+	BENCH_BIN=$(BUILD)/bench bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \

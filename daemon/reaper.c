@@ -36,6 +36,7 @@ struct reconcile {
 	size_t deletes_running;
 	int error_code;
 	char error[300];
+	int64_t started_ms;	/* for the log: what a reconcile costs */
 };
 
 static const struct conn_handler reconcile_handler;
@@ -47,7 +48,9 @@ lane_expiry(const struct lane *l)
 {
 	int64_t t;
 
-	if (l->state != LANE_CREATING && l->state != LANE_READY)
+	/* A pooled lane's deadline is its pool_max_age: it is recycled. */
+	if (l->state != LANE_CREATING && l->state != LANE_READY &&
+	    l->state != LANE_POOLED)
 		return INT64_MAX;
 	t = l->deadline_ms;
 	/* Idle means no exec or copy at all: a silent build is not idle. */
@@ -185,6 +188,8 @@ reconcile_maybe_done(struct reconcile *r)
 		return;
 	if (r->background)
 		r->d->reconciling = false;
+	log_info("reconcile: done in %lld ms", (long long)(time_now_ms() -
+	    r->started_ms));
 	reconcile_reply(r);
 	reconcile_free(r);
 }
@@ -308,7 +313,9 @@ list_done(struct proc *p, int status, void *arg)
 		char reason[64];
 
 		next = TAILQ_NEXT(l, entry);
-		if (l->state != LANE_READY)
+		/* Booted pool lanes too: a stopped VM is no warm lane. */
+		if (l->state != LANE_READY && !(l->state == LANE_POOLED &&
+		    l->step == LANE_STEP_NONE))
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(inst[i].name, l->name) == 0)
@@ -362,6 +369,7 @@ reconcile_start(struct laned *d, struct conn *c, bool delete_orphans)
 	r->d = d;
 	r->c = c;
 	r->delete_orphans = delete_orphans;
+	r->started_ms = time_now_ms();
 	if (c == NULL) {
 		r->background = true;
 		d->reconciling = true;
@@ -426,6 +434,7 @@ reaper_start(struct laned *d)
 	struct lane_record *recs;
 	struct lane *l, *next;
 	struct timeval tv = tv_from_ms(d->cfg.tick_ms);
+	int64_t t0 = time_now_ms();
 	size_t n;
 
 	if (registry_lane_list(d->reg, false, &recs, &n) != REG_OK)
@@ -433,12 +442,13 @@ reaper_start(struct laned *d)
 	for (size_t i = 0; i < n; i++)
 		(void)lane_adopt(d, &recs[i]);
 	free(recs);
-	if (n > 0)
-		log_info("reconcile: %zu live lanes in the registry", n);
 	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
 		next = TAILQ_NEXT(l, entry);
 		lane_recover(l);
 	}
+	if (n > 0)
+		log_info("reconcile: %zu live lanes in the registry, adopted "
+		    "in %lld ms", n, (long long)(time_now_ms() - t0));
 	if (evtimer_add(d->tick_timer, &tv) != 0)
 		fatalx("evtimer_add");
 	reaper_rearm(d);
