@@ -24,6 +24,7 @@ enum config_type {
 	CT_MINUTES,	/* duration; a plain number is minutes */
 	CT_BYTES,	/* size: "256MiB", a plain number is bytes */
 	CT_BOOL,
+	CT_SHAPE,	/* "COUNT [cpus=N] [memory=SIZE] [disk=N]", repeatable */
 };
 
 struct config_key {
@@ -64,6 +65,10 @@ static const struct config_key config_keys[] = {
 	K(retention_ms, CT_MINUTES, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
 	K(tick_ms, CT_SECONDS, 100, 3600000, "wall-clock deadline re-check period"),
 	K(debug, CT_BOOL, 0, 1, "debug logging"),
+	K(pool_size, CT_U32, 0, POOL_LANES_MAX, "warm pool: booted lanes of the default shape kept ready; 0 = off"),
+	K(pool_shape, CT_SHAPE, 0, POOL_LANES_MAX, "warm pool: \"N cpus=C memory=M disk=D\" keeps N of another shape (repeatable)"),
+	K(pool_max_age_ms, CT_MINUTES, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
+	K(pool_max_boots, CT_U32, 1, 64, "warm pool: lanes booting for the pool at once"),
 };
 
 #undef K
@@ -139,6 +144,9 @@ config_defaults(struct config *c)
 	c->destroy_retry_max_ms = 5 * UNITS_MS_PER_MIN;
 	c->retention_ms = 7 * 24 * 60 * UNITS_MS_PER_MIN;
 	c->tick_ms = 30 * UNITS_MS_PER_S;
+	c->pool_size = 0;
+	c->pool_max_age_ms = 60 * UNITS_MS_PER_MIN;
+	c->pool_max_boots = 2;
 }
 
 /* Storage-unit suffixes users do not type: max_lifetime is max_lifetime_ms. */
@@ -209,6 +217,79 @@ config_user_name(const struct config_key *k, char *buf, size_t len)
 	buf[bl < len ? bl : len - 1] = '\0';
 }
 
+/*
+ * One pool_shape line: "COUNT [cpus=N] [memory=SIZE] [disk=N]"; what is left
+ * out is the default_* key's value when the pool starts.
+ */
+static int
+config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
+{
+	struct pool_shape sh;
+	char buf[256], *tok, *save = NULL, *eq;
+	uint64_t v;
+
+	memset(&sh, 0, sizeof sh);
+	if (c->npool_shapes >= POOL_SHAPES_MAX) {
+		snprintf(err, errlen, "pool_shape: at most %d lines",
+		    POOL_SHAPES_MAX);
+		return -1;
+	}
+	if (strlen(value) >= sizeof buf) {
+		snprintf(err, errlen, "pool_shape: value too long");
+		return -1;
+	}
+	str_copy(buf, value, sizeof buf);
+	for (tok = strtok_r(buf, " \t", &save); tok != NULL;
+	    tok = strtok_r(NULL, " \t", &save)) {
+		if ((eq = strchr(tok, '=')) == NULL) {
+			if (tok != buf || units_parse_size(tok, &v) != 0 ||
+			    tok[strspn(tok, "0123456789")] != '\0' || v < 1 ||
+			    v > POOL_LANES_MAX)
+				goto bad;
+			sh.count = (uint32_t)v;
+			continue;
+		}
+		*eq++ = '\0';
+		if (strcmp(tok, "cpus") == 0) {
+			if (units_parse_size(eq, &v) != 0 ||
+			    eq[strspn(eq, "0123456789")] != '\0' || v < 1 ||
+			    v > 256)
+				goto bad;
+			sh.cpus = (uint32_t)v;
+		} else if (strcmp(tok, "memory") == 0) {
+			if (units_parse_size(eq, &v) != 0)
+				goto bad;
+			/* As memory keys: a plain number is GiB. */
+			if (eq[strspn(eq, "0123456789")] == '\0')
+				v <<= 30;
+			if (v % (1u << 20) != 0 || (v >> 20) < 256 ||
+			    (v >> 20) > (1u << 22))
+				goto bad;
+			sh.memory_mib = (uint32_t)(v >> 20);
+		} else if (strcmp(tok, "disk") == 0) {
+			if (units_parse_size(eq, &v) != 0)
+				goto bad;
+			if (eq[strspn(eq, "0123456789")] != '\0') {
+				if (v % (1u << 30) != 0)
+					goto bad;
+				v >>= 30;
+			}
+			if (v < 1 || v > 65536)
+				goto bad;
+			sh.disk_gib = (uint32_t)v;
+		} else
+			goto bad;
+	}
+	if (sh.count == 0)
+		goto bad;
+	c->pool_shape[c->npool_shapes++] = sh;
+	return 0;
+bad:
+	snprintf(err, errlen, "pool_shape: \"%s\" is not \"COUNT [cpus=N] "
+	    "[memory=SIZE] [disk=GIB]\" (COUNT 1..%d)", value, POOL_LANES_MAX);
+	return -1;
+}
+
 int
 config_set(struct config *c, const char *key, const char *value, char *err,
     size_t errlen)
@@ -224,6 +305,8 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 	}
 	field = (char *)c + k->offset;
 	switch (k->type) {
+	case CT_SHAPE:
+		return config_add_shape(c, value, err, errlen);
 	case CT_STRING:
 	case CT_PATH:
 		if (value[0] == '\0') {
@@ -396,6 +479,27 @@ config_finalize(struct config *c, char *err, size_t errlen)
 		snprintf(err, errlen, "default_lifetime is above max_lifetime");
 		return -1;
 	}
+	{
+		uint32_t total = c->pool_size;
+
+		for (uint32_t i = 0; i < c->npool_shapes; i++) {
+			const struct pool_shape *sh = &c->pool_shape[i];
+
+			total += sh->count;
+			if (sh->cpus > c->max_cpus ||
+			    sh->memory_mib > c->max_memory_mib ||
+			    sh->disk_gib > c->max_disk_gib) {
+				snprintf(err, errlen, "pool_shape %u is above "
+				    "max_cpus, max_memory or max_disk", i + 1);
+				return -1;
+			}
+		}
+		if (total > POOL_LANES_MAX) {
+			snprintf(err, errlen, "the warm pool holds %u lanes; "
+			    "the most is %d", total, POOL_LANES_MAX);
+			return -1;
+		}
+	}
 	if (c->state_dir[0] != '/') {
 		snprintf(err, errlen, "state_dir must be an absolute path");
 		return -1;
@@ -446,6 +550,21 @@ config_print(const struct config *c, FILE *f)
 			units_format_duration(*(const uint64_t *)field, dur,
 			    sizeof dur);
 			fprintf(f, "%s = %s\n", name, dur);
+			break;
+		case CT_SHAPE:
+			for (uint32_t j = 0; j < c->npool_shapes; j++) {
+				const struct pool_shape *sh = &c->pool_shape[j];
+
+				fprintf(f, "%s = %u", name, sh->count);
+				if (sh->cpus != 0)
+					fprintf(f, " cpus=%u", sh->cpus);
+				if (sh->memory_mib != 0)
+					fprintf(f, " memory=%uMiB",
+					    sh->memory_mib);
+				if (sh->disk_gib != 0)
+					fprintf(f, " disk=%u", sh->disk_gib);
+				fprintf(f, "\n");
+			}
 			break;
 		}
 	}

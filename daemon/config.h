@@ -10,6 +10,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#define POOL_SHAPES_MAX 8	/* pool_shape lines */
+#define POOL_LANES_MAX 64	/* pool lanes of all shapes together */
+
+/* A warm-pool shape: count lanes of it are kept booted (daemon/pool.c). */
+struct pool_shape {
+	uint32_t count;
+	uint32_t cpus, memory_mib, disk_gib;	/* 0: the default_* key */
+};
+
 struct config {
 	char *config_path;
 	bool config_explicit;	/* named by $AGENT_LANE_CONFIG or --config */
@@ -38,6 +47,13 @@ struct config {
 	uint64_t retention_ms;		/* ended lanes stay in the registry */
 	uint64_t tick_ms;		/* wall-clock re-check (sleep/wake) */
 	bool debug;
+
+	/* The warm pool (daemon/pool.c); off while every count is 0. */
+	uint32_t pool_size;		/* lanes of the default shape */
+	struct pool_shape pool_shape[POOL_SHAPES_MAX];	/* pool_shape lines */
+	uint32_t npool_shapes;
+	uint64_t pool_max_age_ms;	/* a pooled lane is recycled past it */
+	uint32_t pool_max_boots;	/* concurrent pool boots at most */
 };
 
 /* Fills built-in defaults and the per-user default paths. */

@@ -56,6 +56,8 @@ static const char *const migrations[] = {
 	"  detail TEXT NOT NULL DEFAULT ''"
 	");"
 	"CREATE INDEX events_lane ON events(lane, id);",
+	/* 2: warm-pool lanes (daemon/pool.c) */
+	"ALTER TABLE lanes ADD COLUMN pooled INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -195,7 +197,7 @@ bool
 registry_state_is_live(int state)
 {
 	return state == LANE_CREATING || state == LANE_READY ||
-	    state == LANE_DESTROYING;
+	    state == LANE_DESTROYING || state == LANE_POOLED;
 }
 
 bool
@@ -206,6 +208,9 @@ registry_transition_allowed(int from, int to)
 		return to == LANE_READY || to == LANE_DESTROYING;
 	case LANE_READY:
 		return to == LANE_DESTROYING;
+	case LANE_POOLED:
+		/* Booted (the row stays pooled), or recycled. */
+		return to == LANE_READY || to == LANE_DESTROYING;
 	case LANE_DESTROYING:
 		return to == LANE_DESTROYED || to == LANE_FAILED;
 	default:
@@ -295,8 +300,8 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		return REG_ERROR;
 	st = prepare(r, "INSERT INTO lanes (name, state, cpus, memory_mib, "
 	    "disk_gib, created_at_ms, deadline_ms, idle_timeout_ms, "
-	    "last_activity_ms, owner_uid) VALUES (?1, 'creating', ?2, ?3, ?4, "
-	    "?5, ?6, ?7, ?8, ?9)");
+	    "last_activity_ms, owner_uid, pooled) VALUES (?1, 'creating', ?2, "
+	    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, rec->name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, rec->cpus);
@@ -307,6 +312,7 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		sqlite3_bind_int64(st, 7, (sqlite3_int64)rec->idle_timeout_ms);
 		sqlite3_bind_int64(st, 8, rec->created_at_ms);
 		sqlite3_bind_int64(st, 9, rec->owner_uid);
+		sqlite3_bind_int(st, 10, rec->pooled);
 	}
 	rc = step_done(r, st);
 	for (size_t i = 0; rc == REG_OK && i < nlabels; i++) {
@@ -335,7 +341,7 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 
 #define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
 	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
-	"ended_at_ms, owner_uid, workspace, error, create_failed"
+	"ended_at_ms, owner_uid, workspace, error, create_failed, pooled"
 
 static void
 row_to_record(sqlite3_stmt *st, struct lane_record *rec)
@@ -361,6 +367,10 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 	if ((s = (const char *)sqlite3_column_text(st, 12)) != NULL)
 		str_copy(rec->error, s, sizeof rec->error);
 	rec->create_failed = sqlite3_column_int(st, 13) != 0;
+	rec->pooled = sqlite3_column_int(st, 14) != 0;
+	if (rec->pooled && (rec->state == LANE_CREATING ||
+	    rec->state == LANE_READY))
+		rec->state = LANE_POOLED;
 }
 
 int
@@ -527,8 +537,9 @@ registry_lane_list(struct registry *r, bool all, struct lane_record **out,
 int
 registry_count_live(struct registry *r, size_t *n)
 {
+	/* Warm-pool lanes have their own cap (pool_size). */
 	sqlite3_stmt *st = prepare(r, "SELECT count(*) FROM lanes WHERE state "
-	    "IN ('creating','ready','destroying')");
+	    "IN ('creating','ready','destroying') AND pooled = 0");
 	int rc = REG_ERROR;
 
 	if (st == NULL)
@@ -649,4 +660,48 @@ registry_integrity_ok(struct registry *r)
 	}
 	sqlite3_finalize(st);
 	return ok;
+}
+
+int
+registry_lane_take_pooled(struct registry *r, const char *name,
+    int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
+    const struct lane_label *labels, size_t nlabels)
+{
+	sqlite3_stmt *st;
+	char detail[128];
+	int rc;
+
+	if (tx_begin(r) != REG_OK)
+		return REG_ERROR;
+	/* Only a booted pool lane: one a create has not taken already. */
+	st = prepare(r, "UPDATE lanes SET pooled = 0, created_at_ms = ?2, "
+	    "deadline_ms = ?3, idle_timeout_ms = ?4, last_activity_ms = ?2 "
+	    "WHERE name = ?1 AND pooled = 1 AND state = 'ready'");
+	if (st != NULL) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, now_ms);
+		sqlite3_bind_int64(st, 3, deadline_ms);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)idle_timeout_ms);
+	}
+	rc = step_done(r, st);
+	if (rc == REG_OK && sqlite3_changes(r->db) != 1)
+		rc = REG_NOT_FOUND;
+	for (size_t i = 0; rc == REG_OK && i < nlabels; i++) {
+		st = prepare(r, "INSERT INTO lane_labels (lane, key, value) "
+		    "VALUES (?1, ?2, ?3)");
+		if (st != NULL) {
+			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, labels[i].key, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 3, labels[i].value, -1,
+			    SQLITE_STATIC);
+		}
+		rc = step_done(r, st);
+	}
+	if (rc == REG_OK) {
+		snprintf(detail, sizeof detail, "lifetime=%llds idle=%llus",
+		    (long long)((deadline_ms - now_ms) / 1000),
+		    (unsigned long long)(idle_timeout_ms / 1000));
+		rc = event_insert(r, now_ms, name, "taken-from-pool", detail);
+	}
+	return tx_end(r, rc);
 }

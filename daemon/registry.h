@@ -26,6 +26,7 @@ enum lane_state {
 	LANE_DESTROYING = 3,
 	LANE_DESTROYED = 4,
 	LANE_FAILED = 5,
+	LANE_POOLED = 6,	/* a warm-pool lane (the row: pooled = 1) */
 };
 
 enum registry_rc {
@@ -49,6 +50,11 @@ struct lane_record {
 	char workspace[LANE_WORKSPACE_MAX];
 	char error[LANE_ERROR_MAX];
 	bool create_failed;	/* the lane ends "failed", not "destroyed" */
+	/*
+	 * A warm-pool lane, until a create takes it. Such a row is stored
+	 * as creating/ready (booting/booted) and read as LANE_POOLED.
+	 */
+	bool pooled;
 };
 
 struct lane_label {
@@ -98,7 +104,17 @@ int registry_lane_touch(struct registry *, const char *name, int64_t when_ms);
 /* All lanes (or only live ones), oldest first; the caller frees *out. */
 int registry_lane_list(struct registry *, bool all, struct lane_record **out,
     size_t *n);
+/* Live lanes, warm-pool lanes not counted. */
 int registry_count_live(struct registry *, size_t *n);
+/*
+ * A create takes a booted warm-pool lane: in one transaction it stops
+ * being pooled, its life (created_at, deadline, idle timeout) starts at
+ * now_ms and its labels are added. REG_NOT_FOUND unless it was a booted
+ * pool lane.
+ */
+int registry_lane_take_pooled(struct registry *, const char *name,
+    int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
+    const struct lane_label *labels, size_t nlabels);
 int registry_labels_get(struct registry *, const char *name,
     struct lane_label *labels, size_t max, size_t *n);
 int registry_event_append(struct registry *, const char *lane,

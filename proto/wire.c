@@ -86,6 +86,7 @@ wire_error_name(int code)
 
 static const char *const state_names[] = {
 	"unspecified", "creating", "ready", "destroying", "destroyed", "failed",
+	"pooled",
 };
 
 const char *
