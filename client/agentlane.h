@@ -66,6 +66,7 @@ enum al_lane_state {
 	AL_LANE_DESTROYING = 3,
 	AL_LANE_DESTROYED = 4,
 	AL_LANE_FAILED = 5,
+	AL_LANE_POOLED = 6,	/* warm pool, not yet anyone's (ls --all) */
 };
 
 /* "creating", "ready", "destroying", "destroyed", "failed" */

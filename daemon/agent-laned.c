@@ -25,6 +25,7 @@
 #include "lima.h"
 #include "listener.h"
 #include "log.h"
+#include "pool.h"
 #include "proc.h"
 #include "reaper.h"
 #include "registry.h"
@@ -307,7 +308,10 @@ main(int argc, char **argv)
 	    AGENT_LANE_VERSION, d.cfg.state_dir, limactl, (long)d.uid);
 
 	reaper_init(&d);
+	pool_init(&d);
 	reaper_start(&d);
+	/* After recovery: pool lanes kept from the last run count. */
+	pool_start(&d);
 	if (event_base_dispatch(d.base) == -1)
 		fatalx("event_base_dispatch");
 
@@ -322,6 +326,7 @@ main(int argc, char **argv)
 	conn_close_all(&d);
 	proc_shutdown(&d.procs);
 	reaper_stop(&d);
+	pool_stop(&d);
 	/* Let deferred frees and the kills run once. */
 	(void)event_base_loop(d.base, EVLOOP_NONBLOCK);
 	registry_close(d.reg);

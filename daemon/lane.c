@@ -45,6 +45,9 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	str_copy(l->name, rec->name, sizeof l->name);
 	l->state = (enum lane_state)rec->state;
 	l->step = LANE_STEP_NONE;
+	l->cpus = rec->cpus;
+	l->memory_mib = rec->memory_mib;
+	l->disk_gib = rec->disk_gib;
 	l->created_at_ms = rec->created_at_ms;
 	l->deadline_ms = rec->deadline_ms;
 	l->idle_timeout_ms = rec->idle_timeout_ms;
@@ -121,6 +124,8 @@ lane_changed(struct laned *d)
 {
 	if (d->lanes_changed != NULL)
 		d->lanes_changed(d);
+	if (d->pool_changed != NULL)
+		d->pool_changed(d);
 }
 
 bool
@@ -274,7 +279,11 @@ lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (l->state != LANE_CREATING)
+	/*
+	 * A warm-pool lane fails while it boots like any creation (a booted
+	 * one never comes here: lane_destroy treats it as ready).
+	 */
+	if (l->state != LANE_CREATING && l->state != LANE_POOLED)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(l->fail_msg, sizeof l->fail_msg, fmt, ap);
@@ -407,7 +416,11 @@ lane_destroy(struct lane *l, int code, const char *reason)
 	struct lane_activity *a;
 	char msg[128];
 
+	/* A pool lane still booting is a creation; a booted one is ready. */
+	if (l->state == LANE_POOLED && l->step == LANE_STEP_NONE)
+		goto ready;
 	switch (l->state) {
+	case LANE_POOLED:
 	case LANE_CREATING:
 		if (l->destroy_pending)
 			return;
@@ -433,6 +446,7 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		}
 		break;
 	case LANE_READY:
+	ready:
 		str_copy(l->destroy_reason, reason, sizeof l->destroy_reason);
 		snprintf(msg, sizeof msg, "lane %s is being destroyed (%s)",
 		    l->name, reason);
@@ -471,6 +485,20 @@ lane_recover(struct lane *l)
 			lane_destroy(l,
 			    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 			    "deadline passed while agent-laned was down");
+		break;
+	case LANE_POOLED:
+		/*
+		 * A booted pool lane is kept (reconcile checks that its VM
+		 * runs, the pool trims what the configuration no longer
+		 * wants); one whose boot was interrupted is destroyed.
+		 */
+		if (l->workspace[0] == '\0')
+			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "pool boot interrupted by an agent-laned restart");
+		else if (l->deadline_ms <= time_now_ms())
+			lane_destroy(l,
+			    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+			    "pool max age passed while agent-laned was down");
 		break;
 	default:
 		break;

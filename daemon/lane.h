@@ -58,6 +58,7 @@ struct lane {
 	char name[LANE_NAME_SIZE];
 	enum lane_state state;
 	enum lane_step step;
+	uint32_t cpus, memory_mib, disk_gib;	/* its shape (warm pool) */
 	int64_t created_at_ms;
 	int64_t deadline_ms;
 	uint64_t idle_timeout_ms;

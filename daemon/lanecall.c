@@ -9,6 +9,7 @@
 #include "lanecreate.h"
 #include "lima.h"
 #include "log.h"
+#include "pool.h"
 #include "registry.h"
 #include "util.h"
 
@@ -101,6 +102,8 @@ lane_handle_create(struct laned *d, struct conn *c,
 		    "%s", err);
 		return;
 	}
+	if (pool_take(d, c, &plan))
+		return;
 	lane_create_start(d, c, &plan);
 }
 
@@ -126,6 +129,15 @@ lane_handle_list(struct laned *d, struct conn *c, bool all)
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: %s", registry_errmsg(d->reg));
 		return;
+	}
+	/* Warm-pool lanes are nobody's yet: only --all lists them. */
+	if (!all) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < n; i++)
+			if (recs[i].state != LANE_POOLED)
+				recs[k++] = recs[i];
+		n = k;
 	}
 	/* One frame holds the most recent lanes when the history is long. */
 	if (n > LANE_LIST_MAX) {

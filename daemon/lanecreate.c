@@ -193,6 +193,45 @@ lane_create_start(struct laned *d, struct conn *c,
 	lane_step_create(l);
 }
 
+int
+lane_create_pooled(struct laned *d, uint32_t cpus, uint32_t memory_mib,
+    uint32_t disk_gib, uint64_t max_age_ms, char *name, size_t namelen)
+{
+	struct lane_record rec;
+	struct lane *l;
+	int rc = REG_EXISTS;
+
+	memset(&rec, 0, sizeof rec);
+	rec.cpus = cpus;
+	rec.memory_mib = memory_mib;
+	rec.disk_gib = disk_gib;
+	rec.created_at_ms = time_now_ms();
+	/* The reaper recycles it at this deadline if nobody took it. */
+	rec.deadline_ms = rec.created_at_ms + (int64_t)max_age_ms;
+	rec.owner_uid = (uint32_t)d->uid;
+	rec.state = LANE_CREATING;
+	rec.pooled = true;
+	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
+		if (lima_name_generate(rec.name, sizeof rec.name) == -1)
+			return -1;
+		if (lima_instance_exists(d->lima, rec.name))
+			continue;
+		rc = registry_lane_insert(d->reg, &rec, NULL, 0);
+	}
+	if (rc != REG_OK) {
+		log_warnx("warm pool: cannot register a lane");
+		return -1;
+	}
+	log_info("lane %s: registered for the warm pool (cpus %u, memory %u "
+	    "MiB, disk %u GiB)", rec.name, cpus, memory_mib, disk_gib);
+	str_copy(name, rec.name, namelen);
+	l = lane_new(d, &rec);
+	l->state = LANE_POOLED;
+	lane_changed(d);
+	lane_step_create(l);
+	return 0;
+}
+
 /* ---- Guest setup ---- */
 
 static void
@@ -283,6 +322,16 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		log_warnx("lane %s: cannot record the workspace", l->name);
 	str_copy(l->workspace, ws, sizeof l->workspace);
 	snprintf(detail, sizeof detail, "workspace=%s", ws);
+	if (l->state == LANE_POOLED) {
+		/* Booted for the pool: the row is ready and stays pooled. */
+		if (registry_lane_transition(l->d->reg, l->name, LANE_READY,
+		    "pooled", detail) != REG_OK)
+			log_warnx("lane %s: registry transition failed; the next "
+			    "reconcile will repair it", l->name);
+		log_info("lane %s: booted for the warm pool", l->name);
+		lane_changed(l->d);
+		return;
+	}
 	lane_transition(l, LANE_READY, "ready", detail);
 	l->last_activity_ms = time_now_ms();
 	(void)registry_lane_touch(l->d->reg, l->name, l->last_activity_ms);

@@ -43,6 +43,14 @@ int lane_create_check(const struct config *, const Agentlane__V1__CreateLane *,
 void lane_create_start(struct laned *, struct conn *,
     const struct lane_create_plan *);
 
+/*
+ * Registers a warm-pool lane of that shape (pooled, recycled after
+ * max_age_ms) and starts booting it with nobody waiting; its name in name.
+ * -1 if it could not be registered (logged).
+ */
+int lane_create_pooled(struct laned *, uint32_t cpus, uint32_t memory_mib,
+    uint32_t disk_gib, uint64_t max_age_ms, char *name, size_t namelen);
+
 /* Stops the guest setup step without a callback (destroy, daemon exit). */
 void lane_setup_abort(struct lane *);
 

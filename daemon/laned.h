@@ -22,6 +22,7 @@ struct lima;
 struct proc;
 struct conn;
 struct lane;
+struct pool;
 
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(lane_list, lane);
@@ -54,6 +55,10 @@ struct laned {
 	 */
 	void (*dispatch)(struct laned *, struct conn *, const AlRequest *);
 	void (*lanes_changed)(struct laned *);
+	/* The same news for the warm pool (pool_refill); NULL when off. */
+	void (*pool_changed)(struct laned *);
+
+	struct pool *pool;	/* warm pool; NULL when not configured */
 
 	struct event *deadline_timer;
 	struct event *tick_timer;

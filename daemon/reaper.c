@@ -92,10 +92,12 @@ reaper_check(struct laned *d)
 
 	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
 		next = TAILQ_NEXT(l, entry);
-		if (l->state != LANE_CREATING && l->state != LANE_READY)
+		if (l->state != LANE_CREATING && l->state != LANE_READY &&
+		    l->state != LANE_POOLED)
 			continue;
 		if (l->deadline_ms <= now)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+			    l->state == LANE_POOLED ? "pool max age reached" :
 			    "deadline reached");
 		else if (lane_expiry(l) <= now)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,

@@ -467,7 +467,7 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	struct paths p;
 	char file[PATH_MAX], target[128];
 	const char *svc;
-	size_t n = 0, count[6] = { 0 };
+	size_t n = 0, live = 0, pool_booted = 0, count[7] = { 0 };
 	bool installed, answering, listed = false;
 	int loaded = -1;	/* -1: not asked (--no-load) */
 
@@ -492,11 +492,19 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	}
 	installed = access(file, F_OK) == 0;
 	answering = al_hello(ctl->client, &info, &err) == 0;
-	if (answering && al_list(ctl->client, false, &lanes, &n, &lerr) == 0) {
+	/* --all: the warm pool's lanes are listed only there. */
+	if (answering && al_list(ctl->client, true, &lanes, &n, &lerr) == 0) {
 		listed = true;
-		for (size_t i = 0; i < n; i++)
-			if (lanes[i].state > 0 && lanes[i].state < 6)
+		for (size_t i = 0; i < n; i++) {
+			if (lanes[i].state > 0 && lanes[i].state < 7)
 				count[lanes[i].state]++;
+			/* A booted pool lane has its workspace. */
+			if (lanes[i].state == AL_LANE_POOLED &&
+			    lanes[i].workspace[0] != '\0')
+				pool_booted++;
+		}
+		live = count[AL_LANE_CREATING] + count[AL_LANE_READY] +
+		    count[AL_LANE_DESTROYING];
 		free(lanes);
 	}
 	if (ctl->json) {
@@ -522,9 +530,11 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 		}
 		if (listed)
 			printf(",\"lanes\":{\"live\":%zu,\"creating\":%zu,"
-			    "\"ready\":%zu,\"destroying\":%zu}}\n", n,
-			    count[AL_LANE_CREATING], count[AL_LANE_READY],
-			    count[AL_LANE_DESTROYING]);
+			    "\"ready\":%zu,\"destroying\":%zu},"
+			    "\"pool\":{\"booted\":%zu,\"booting\":%zu}}\n",
+			    live, count[AL_LANE_CREATING], count[AL_LANE_READY],
+			    count[AL_LANE_DESTROYING], pool_booted,
+			    count[AL_LANE_POOLED] - pool_booted);
 		else
 			printf(",\"lanes\":null}\n");
 		return answering ? 0 : 3;
@@ -547,9 +557,12 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	    info.protocol_version);
 	if (listed)
 		printf("lanes:       %zu live of at most %u (%zu creating, %zu "
-		    "ready, %zu destroying)\n", n, info.max_lanes,
+		    "ready, %zu destroying)\n", live, info.max_lanes,
 		    count[AL_LANE_CREATING], count[AL_LANE_READY],
 		    count[AL_LANE_DESTROYING]);
+	if (listed && count[AL_LANE_POOLED] > 0)
+		printf("warm pool:   %zu booted, %zu booting\n", pool_booted,
+		    count[AL_LANE_POOLED] - pool_booted);
 	return 0;
 }
 

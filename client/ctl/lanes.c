@@ -129,7 +129,7 @@ struct filter {
 
 static const int states[] = {
 	AL_LANE_CREATING, AL_LANE_READY, AL_LANE_DESTROYING, AL_LANE_DESTROYED,
-	AL_LANE_FAILED,
+	AL_LANE_FAILED, AL_LANE_POOLED,
 };
 
 static int
@@ -154,7 +154,7 @@ parse_filter(const char *v, struct filter *f)
 				return 0;
 			}
 		return ctl_usage("--filter %s: the states are creating, ready, "
-		    "destroying, destroyed and failed", v);
+		    "destroying, destroyed, failed and pooled", v);
 	}
 	if (strncmp(v, "name=", 5) == 0) {
 		f->kind = F_NAME;
@@ -232,10 +232,14 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 				free(filters);
 				return rc;
 			}
-			/* Asking for ended lanes by state implies --all. */
+			/*
+			 * Asking for ended or warm-pool lanes by state
+			 * implies --all.
+			 */
 			if (filters[nfilters].kind == F_STATE &&
 			    (filters[nfilters].state == AL_LANE_DESTROYED ||
-			    filters[nfilters].state == AL_LANE_FAILED))
+			    filters[nfilters].state == AL_LANE_FAILED ||
+			    filters[nfilters].state == AL_LANE_POOLED))
 				all = true;
 			nfilters++;
 		}

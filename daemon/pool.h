@@ -1,0 +1,41 @@
+/*
+ * The warm pool: booted, never-used lanes kept per configured shape
+ * (pool_size lanes of the default shape, plus pool_shape lines), handed to
+ * a create of the same shape at once.
+ *
+ * A pool lane is an ordinary lane row with pooled = 1, read as state
+ * "pooled": it boots through the create pipeline with nobody waiting,
+ * accepts no exec or copy, and its deadline is pool_max_age, after which
+ * the reaper recycles it. A create takes it in one registry transaction
+ * (pooled = 0, deadline, idle timeout and labels from the request, its
+ * life starting then); a lane never goes back. Refills run in the
+ * background, at most pool_max_boots at once, with a back-off after
+ * failed boots. At start-up, booted pool lanes whose VM still runs are
+ * kept and the rest destroyed (lane_recover, reconcile).
+ */
+#ifndef LANED_POOL_H
+#define LANED_POOL_H
+
+#include <stdbool.h>
+
+struct laned;
+struct conn;
+struct lane_create_plan;
+
+/* Sets up the pool (off when nothing is configured) and its hook. */
+void pool_init(struct laned *);
+/* Starts the first refill (after start-up recovery). */
+void pool_start(struct laned *);
+void pool_stop(struct laned *);
+
+/*
+ * A checked create: if a booted pool lane of the plan's shape exists it
+ * becomes the caller's lane, c is answered and true returned. False: boot
+ * one cold.
+ */
+bool pool_take(struct laned *, struct conn *, const struct lane_create_plan *);
+
+/* Boots pool lanes up to the configured counts, within the boot cap. */
+void pool_refill(struct laned *);
+
+#endif

@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# The warm pool: a matching create takes a booted pool lane and a other
+# shape boots cold; refills reach the pool size and never pass the cap on
+# concurrent boots; pooled lanes past their age are recycled; a SIGKILLed
+# daemon leaks none; a pool lane runs nothing; rm never returns a lane.
+. "$(dirname "$0")/lib.sh"
+
+export LIMA_SIM_LOG=$T/sim.log
+export LIMA_SIM_BOOT_MS=400
+
+# Pool lanes as "name booted|booting", from ls --all.
+pool_lanes() {
+	ctl ls --all --json | python3 -c '
+import json, sys
+for l in json.load(sys.stdin):
+    if l["state"] == "pooled":
+        print(l["name"], "booted" if l["workspace"] else "booting")'
+}
+count_booted() { pool_lanes | grep -c ' booted$'; }
+count_booting() { pool_lanes | grep -c ' booting$'; }
+pool_full() { [ "$(count_booted)" = "$1" ] && [ "$(count_booting)" = 0 ]; }
+shells_of() { grep -c "shell.* $1 " "$LIMA_SIM_LOG"; }
+
+start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
+
+# Sample while the pool fills: never two boots at once.
+maxb=0
+end=$(( $(date +%s) + 30 ))
+while [ "$(date +%s)" -lt "$end" ]; do
+	b=$(count_booting)
+	[ "$b" -gt "$maxb" ] && maxb=$b
+	pool_full 2 && break
+done
+check "the pool fills to its size" pool_full 2
+check_eq "never more pool boots at once than pool_max_boots" 1 "$maxb"
+sleep 1
+check_eq "and never past its size" 2 "$(pool_lanes | wc -l)"
+check_eq "plain ls does not list pool lanes" "" "$(ctl ls -q)"
+check_match "daemon status shows the pool" 'warm pool: +2 booted, 0 booting' \
+    "$(ctl daemon status --no-load 2>/dev/null || ctl daemon status)"
+
+POOLED=$(pool_lanes | cut -d' ' -f1)
+P1=$(echo "$POOLED" | head -1)
+out=$(ctl exec "$P1" -- true 2>&1)
+check_match "exec in a pool lane is refused" 'pooled, not ready' "$out"
+check_eq "a pool lane's VM ran only the guest setup" 1 "$(shells_of "$P1")"
+
+# A create of the default shape takes the oldest pool lane.
+L=$(ctl create --timeout 10m --label who=test)
+check_match "a matching create takes a pooled lane" "^($(echo $POOLED | tr ' ' '|'))\$" "$L"
+check_eq "it is ready" ready "$(lane_state "$L")"
+check_eq "it ran nothing before it was taken" 1 "$(shells_of "$L")"
+check_match "its labels are set" '"who"' "$(ctl show --json "$L")"
+check_match "the audit trail says so" 'taken-from-pool' "$(ctl events "$L")"
+json=$(ctl show --json "$L")
+life=$(python3 -c 'import json,sys; l=json.loads(sys.argv[1]); print((l["deadline_ms"] - l["created_at_ms"]) // 1000)' "$json")
+check_eq "its lifetime starts when taken" 600 "$life"
+age=$(python3 -c 'import json,sys,time; l=json.loads(sys.argv[1]); print(int(time.time()*1000 - l["created_at_ms"]) < 5000)' "$json")
+check_eq "its creation time is the take" True "$age"
+check_eq "exec works in it" hi "$(ctl exec "$L" -- echo hi)"
+
+# Another shape boots cold.
+C=$(ctl create --cpus 1 --timeout 10m)
+check_nomatch "a create of another shape boots cold" "^($(echo $POOLED | tr ' ' '|'))\$" "$C"
+check_nomatch "and takes nothing from the pool" 'taken-from-pool' "$(ctl events "$C")"
+
+wait_for 20 pool_full 2
+check "the pool refills after a take" pool_full 2
+
+# rm never returns a lane to the pool.
+ctl rm "$L" >/dev/null
+check_eq "a removed lane ends destroyed" destroyed "$(lane_state "$L")"
+sleep 1
+check_nomatch "a removed lane is not pooled again" "$L" "$(pool_lanes)"
+check "the pool stays at its size" pool_full 2
+check "no VM of the removed lane remains" test ! -d "$(instance_dir "$L")"
+ctl rm "$C" >/dev/null
+
+# Max age: a short one recycles the pool (after a restart, the new age
+# applies to the lanes kept, too).
+stop_daemon
+OLD=$(sqlite3 "$STATE/registry.db" \
+    "SELECT name FROM lanes WHERE pooled = 1 AND state = 'ready'")
+start_daemon --pool-size 2 --pool-max-boots 1 --pool-max-age 2s || exit 1
+recycled() {
+	local n s k=0
+	for n in $OLD; do
+		s=$(lane_state "$n")
+		[ "$s" = destroyed ] && k=$((k + 1))
+	done
+	[ "$k" = 2 ]
+}
+wait_for 20 recycled
+check "pool lanes past their max age are recycled" recycled
+check_match "the recycling is in their audit trail" 'pool max age reached' \
+    "$(ctl events "$(echo "$OLD" | head -1)")"
+wait_for 20 sh -c "ctl ls --all --json | grep -q '\"pooled\"'"
+NEW=$(pool_lanes | cut -d' ' -f1 | head -1)
+wait_for 20 sh -c "ctl show --json $NEW | grep -q '\"destroyed\"'"
+check_match "and so are the lanes booted since" '"destroyed"' \
+    "$(ctl show --json "$NEW")"
+check_nomatch "a recycled lane ran nothing" 'exec|copy' "$(ctl events "$NEW")"
+stop_daemon
+
+# SIGKILL while one pool lane is booted and another boots.
+start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
+wait_for 20 sh -c '[ "$(ctl ls --all --json | grep -c "\"pooled\"")" = 2 ]'
+wait_for 20 sh -c "[ \"\$(sqlite3 '$STATE/registry.db' \"SELECT count(*) FROM lanes WHERE pooled = 1 AND state = 'creating'\")\" = 1 ]"
+BEFORE=$(sqlite3 "$STATE/registry.db" "SELECT name FROM lanes WHERE pooled = 1 AND state IN ('creating','ready')")
+kill9_daemon
+kill_stray_limactl
+start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
+wait_for 30 pool_full 2
+check "after SIGKILL the pool is back at its size" pool_full 2
+leaked=0
+for n in $BEFORE; do
+	s=$(lane_state "$n")
+	case $s in
+	pooled) ;;
+	destroyed|failed) [ -d "$(instance_dir "$n")" ] && leaked=$((leaked + 1)) ;;
+	*) wait_for 20 sh -c "[ \"\$(ctl show --json $n | grep -c '\"destroyed\"\\|\"failed\"\\|\"pooled\"')\" -gt 0 ]" || leaked=$((leaked + 1)) ;;
+	esac
+done
+check_eq "every pool lane of the killed daemon is recovered or destroyed" 0 "$leaked"
+check_eq "no orphaned VM is left" "" \
+    "$(ctl reap --json | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin).get("orphans", [])))')"
+insts=$(ls "$STATE/lima" | grep -c '^al-')
+live=$(sqlite3 "$STATE/registry.db" "SELECT count(*) FROM lanes WHERE state IN ('creating','ready','destroying')")
+check_eq "every VM belongs to a live row" "$live" "$insts"
+check_eq "the pool holds no more than its size" 2 "$(pool_lanes | wc -l)"
+
+# Off by default: a daemon without pool_size destroys the pool it finds.
+stop_daemon
+start_daemon || exit 1
+wait_for 20 sh -c '[ -z "$(ctl ls --all --json | grep "\"pooled\"")" ]'
+check_eq "without pool_size, no pool lane is kept or booted" "" "$(pool_lanes)"
