@@ -25,7 +25,11 @@ compat_set_nonblock(int fd)
 {
 	int flags = fcntl(fd, F_GETFL);
 
-	if (flags == -1 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
+	if (flags == -1)
+		return -1;
+	/* Accepted sockets already are (compat_accept_cloexec): one call. */
+	if ((flags & O_NONBLOCK) == 0 &&
+	    fcntl(fd, F_SETFL, flags | O_NONBLOCK) == -1)
 		return -1;
 	return 0;
 }
@@ -75,7 +79,8 @@ int
 compat_accept_cloexec(int lfd, struct sockaddr *sa, socklen_t *len)
 {
 #if defined(__linux__)
-	return accept4(lfd, sa, len, SOCK_CLOEXEC);
+	/* Non-blocking from the start: every connection is made so anyway. */
+	return accept4(lfd, sa, len, SOCK_CLOEXEC | SOCK_NONBLOCK);
 #else
 	int fd = accept(lfd, sa, len);
 
