@@ -14,6 +14,8 @@
 
 struct registry {
 	sqlite3 *db;
+	/* Prepared once (prepare_cached): the reads of every GetLane. */
+	sqlite3_stmt *st_lane_get, *st_labels_get;
 };
 
 /*
@@ -188,6 +190,8 @@ registry_close(struct registry *r)
 {
 	if (r == NULL)
 		return;
+	sqlite3_finalize(r->st_lane_get);
+	sqlite3_finalize(r->st_labels_get);
 	if (sqlite3_close(r->db) != SQLITE_OK)
 		log_warnx("registry: close: %s", sqlite3_errmsg(r->db));
 	free(r);
@@ -228,6 +232,30 @@ prepare(struct registry *r, const char *sql)
 		return NULL;
 	}
 	return st;
+}
+
+/*
+ * The reads behind every GetLane and every listed lane, prepared once and
+ * reset after each use: compiling their SQL was about a third of the
+ * daemon's CPU time per small call.
+ */
+static sqlite3_stmt *
+prepare_cached(struct registry *r, sqlite3_stmt **slot, const char *sql)
+{
+	if (*slot == NULL && sqlite3_prepare_v3(r->db, sql, -1,
+	    SQLITE_PREPARE_PERSISTENT, slot, NULL) != SQLITE_OK) {
+		log_warnx("registry: prepare: %s", sqlite3_errmsg(r->db));
+		*slot = NULL;
+	}
+	return *slot;
+}
+
+/* Ends a use of a cached statement: no read stays open, no name kept. */
+static void
+release_cached(sqlite3_stmt *st)
+{
+	(void)sqlite3_reset(st);
+	(void)sqlite3_clear_bindings(st);
 }
 
 /* Runs a statement that returns no rows and finalizes it. */
@@ -376,8 +404,8 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 int
 registry_lane_get(struct registry *r, const char *name, struct lane_record *rec)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT " LANE_COLUMNS
-	    " FROM lanes WHERE name = ?1");
+	sqlite3_stmt *st = prepare_cached(r, &r->st_lane_get, "SELECT "
+	    LANE_COLUMNS " FROM lanes WHERE name = ?1");
 	int rc;
 
 	if (st == NULL)
@@ -393,7 +421,7 @@ registry_lane_get(struct registry *r, const char *name, struct lane_record *rec)
 		log_warnx("registry: %s", sqlite3_errmsg(r->db));
 		rc = REG_ERROR;
 	}
-	sqlite3_finalize(st);
+	release_cached(st);
 	return rc;
 }
 
@@ -556,8 +584,8 @@ int
 registry_labels_get(struct registry *r, const char *name,
     struct lane_label *labels, size_t max, size_t *n)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT key, value FROM lane_labels "
-	    "WHERE lane = ?1 ORDER BY key");
+	sqlite3_stmt *st = prepare_cached(r, &r->st_labels_get, "SELECT key, "
+	    "value FROM lane_labels WHERE lane = ?1 ORDER BY key");
 	size_t len = 0;
 	int rc;
 
@@ -574,7 +602,7 @@ registry_labels_get(struct registry *r, const char *name,
 		    sizeof labels[len].value);
 		len++;
 	}
-	sqlite3_finalize(st);
+	release_cached(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return REG_ERROR;
 	*n = len;
