@@ -37,6 +37,7 @@ struct reconcile {
 	int error_code;
 	char error[300];
 	int64_t started_ms;	/* for the log: what a reconcile costs */
+	int64_t listed_ms;	/* limactl list returned */
 };
 
 static const struct conn_handler reconcile_handler;
@@ -190,8 +191,9 @@ reconcile_maybe_done(struct reconcile *r)
 		return;
 	if (r->background)
 		r->d->reconciling = false;
-	log_info("reconcile: done in %lld ms", (long long)(time_now_ms() -
-	    r->started_ms));
+	log_info("reconcile: done in %lld ms (limactl list %lld ms)",
+	    (long long)(time_now_ms() - r->started_ms),
+	    (long long)(r->listed_ms != 0 ? r->listed_ms - r->started_ms : 0));
 	reconcile_reply(r);
 	reconcile_free(r);
 }
@@ -284,6 +286,7 @@ list_done(struct proc *p, int status, void *arg)
 	size_t len, n = 0;
 	char err[256], msg[256];
 
+	r->listed_ms = time_now_ms();
 	if (d->shutting_down) {
 		reconcile_reply(r);
 		reconcile_free(r);

@@ -57,7 +57,9 @@ export type LaneState =
   | "READY"
   | "DESTROYING"
   | "DESTROYED"
-  | "FAILED";
+  | "FAILED"
+  /** Warm pool: booted, not yet anyone's (only listed with all). */
+  | "POOLED";
 
 export interface Label {
   key: string;
