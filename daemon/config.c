@@ -260,8 +260,11 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 			if (units_parse_size(eq, &v) != 0)
 				goto bad;
 			/* As memory keys: a plain number is GiB. */
-			if (eq[strspn(eq, "0123456789")] == '\0')
+			if (eq[strspn(eq, "0123456789")] == '\0') {
+				if (v > (1u << 22) / 1024)
+					goto bad;
 				v <<= 30;
+			}
 			if (v % (1u << 20) != 0 || (v >> 20) < 256 ||
 			    (v >> 20) > (1u << 22))
 				goto bad;

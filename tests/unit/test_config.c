@@ -492,6 +492,70 @@ test_print_loads_back(void **state)
 	config_free(&back);
 }
 
+/* The warm pool keys; pool_shape appends a shape per line. */
+static void
+test_pool(void **state)
+{
+	struct fixture *f = *state;
+	struct config *c = &f->c;
+	struct config back;
+	char err[256] = "", *text = NULL, path[128];
+	size_t len = 0;
+	FILE *mem;
+
+	assert_int_equal(c->pool_size, 0);
+	assert_int_equal(c->npool_shapes, 0);
+	set_ok(c, "pool_size", "2");
+	set_ok(c, "pool-max-boots", "3");
+	set_ok(c, "pool_max_age", "90s");
+	assert_int_equal(c->pool_max_age_ms, 90000);
+	set_ok(c, "pool_shape", "1 cpus=4 memory=8GiB disk=50");
+	set_ok(c, "pool_shape", "3 memory=6");
+	assert_int_equal(c->npool_shapes, 2);
+	assert_int_equal(c->pool_shape[0].count, 1);
+	assert_int_equal(c->pool_shape[0].cpus, 4);
+	assert_int_equal(c->pool_shape[0].memory_mib, 8192);
+	assert_int_equal(c->pool_shape[0].disk_gib, 50);
+	assert_int_equal(c->pool_shape[1].count, 3);
+	assert_int_equal(c->pool_shape[1].cpus, 0);	/* the default */
+	assert_int_equal(c->pool_shape[1].memory_mib, 6144);
+	set_bad(c, "pool_size", "65", "out of range");
+	set_bad(c, "pool_max_boots", "0", "out of range");
+	set_bad(c, "pool_shape", "", "COUNT");
+	set_bad(c, "pool_shape", "0", "COUNT");
+	set_bad(c, "pool_shape", "cpus=2", "COUNT");
+	set_bad(c, "pool_shape", "1 cpus=2 gpus=1", "COUNT");
+	set_bad(c, "pool_shape", "1 memory=100MiB", "COUNT");
+	set_bad(c, "pool_shape", "1 1", "COUNT");
+	/* A plain GiB count that wraps when made bytes is refused. */
+	set_bad(c, "pool_shape", "1 memory=18014398509481985", "COUNT");
+	assert_int_equal(c->npool_shapes, 2);
+
+	/* Printed shapes load back. */
+	assert_non_null(mem = open_memstream(&text, &len));
+	config_print(c, mem);
+	assert_int_equal(fclose(mem), 0);
+	free(write_file(f->dir, "pool.conf", text));
+	free(text);
+	snprintf(path, sizeof path, "%s/pool.conf", f->dir);
+	config_defaults(&back);
+	assert_int_equal(config_load_file(&back, path, true, err, sizeof err), 0);
+	assert_int_equal(back.npool_shapes, 2);
+	assert_int_equal(back.pool_shape[1].memory_mib, 6144);
+	assert_int_equal(back.pool_size, 2);
+	config_free(&back);
+
+	/* Caps: the whole pool, and shapes above the max_* keys. */
+	assert_int_equal(config_finalize(c, err, sizeof err), 0);
+	set_ok(c, "pool_size", "61");
+	assert_int_equal(config_finalize(c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "warm pool"));
+	set_ok(c, "pool_size", "1");
+	set_ok(c, "max_cpus", "2");
+	assert_int_equal(config_finalize(c, err, sizeof err), -1);
+	assert_non_null(strstr(err, "pool_shape 1"));
+}
+
 int
 main(void)
 {
@@ -512,6 +576,7 @@ main(void)
 		T(test_load_file_missing),
 		T(test_finalize),
 		T(test_print_loads_back),
+		T(test_pool),
 	};
 #undef T
 	int rc;

@@ -291,6 +291,8 @@ test_transition_matrix(void **state)
 		{ LANE_READY, LANE_DESTROYING },
 		{ LANE_DESTROYING, LANE_DESTROYED },
 		{ LANE_DESTROYING, LANE_FAILED },
+		{ LANE_POOLED, LANE_READY },		/* booted (row stays pooled) */
+		{ LANE_POOLED, LANE_DESTROYING },	/* recycled */
 	};
 
 	for (int from = -1; from <= 7; from++) {

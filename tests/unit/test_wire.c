@@ -356,6 +356,7 @@ test_state_names(void **state)
 		{ AGENTLANE__V1__LANE_STATE__DESTROYING, "destroying" },
 		{ AGENTLANE__V1__LANE_STATE__DESTROYED, "destroyed" },
 		{ AGENTLANE__V1__LANE_STATE__FAILED, "failed" },
+		{ AGENTLANE__V1__LANE_STATE__POOLED, "pooled" },
 	};
 
 	for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
@@ -364,7 +365,7 @@ test_state_names(void **state)
 		    t[i].state);
 	}
 	assert_string_equal(wire_lane_state_name(0), "unspecified");
-	assert_string_equal(wire_lane_state_name(6), "unknown");
+	assert_string_equal(wire_lane_state_name(7), "unknown");
 	assert_string_equal(wire_lane_state_name(-1), "unknown");
 
 	/* Unknown names map to 0, including "unspecified" itself. */
