@@ -19,6 +19,13 @@
 #define WIRE_MAX_FRAME (1024u * 1024u)
 /* Largest data payload a sender puts in one ExecOutput/ExecInput/DataChunk. */
 #define WIRE_CHUNK (64u * 1024u)
+/*
+ * Bytes a Request or Response adds around a chunk's data (oneof tag and
+ * length, the data field's tag and length, flags), with room to spare:
+ * a sender under a smaller frame cap sends cap - this per frame. The
+ * smallest configurable cap (4096) leaves 4032 bytes of data.
+ */
+#define WIRE_CHUNK_OVERHEAD 64u
 
 typedef Agentlane__V1__Request AlRequest;
 typedef Agentlane__V1__Response AlResponse;

@@ -2,10 +2,13 @@
  * agent-lanectl: the command-line client of agent-laned. A thin layer over
  * libagentlane; see agent-lanectl(1).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "wire.h"
@@ -43,6 +46,32 @@ catch_interrupts(void)
 	(void)sigaction(SIGINT, &sa, NULL);
 	(void)sigaction(SIGTERM, &sa, NULL);
 	(void)sigaction(SIGHUP, &sa, NULL);
+}
+
+/*
+ * A descriptor 0, 1 or 2 that our caller closed (`2>&-`) would be the next
+ * one open(2) or socket(2) returns: the control socket would land there and
+ * the guest's output would be written into it. Hold them on /dev/null, as
+ * the daemon does. 0 or -1 (and we cannot run safely).
+ */
+static int
+reserve_stdio(void)
+{
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+		int nfd;
+
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		if ((nfd = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY :
+		    O_WRONLY)) == -1)
+			return -1;
+		if (nfd != fd) {
+			/* Lower descriptors were all open: cannot happen. */
+			close(nfd);
+			return -1;
+		}
+	}
+	return 0;
 }
 
 static const struct {
@@ -120,6 +149,8 @@ main(int argc, char **argv)
 	const char *socket = NULL;
 	int i = 1, rc;
 
+	if (reserve_stdio() == -1)
+		return CTL_EXIT_FAILURE;
 	/* A closed output pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_interrupts();

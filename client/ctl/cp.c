@@ -74,14 +74,16 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 	const char *lane, *gpath, *v;
 	size_t nargs = 0;
 	uint64_t bytes = 0;
+	bool max_bytes_set = false;
 	int r;
 
 	for (int i = 1; i < argc; i++) {
 		if ((r = ctl_opt(argc, argv, &i, "--max-bytes", &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, UINT64_MAX, &oo.max_bytes) ||
-			    oo.max_bytes == 0)
+			/* 0 is the protocol's "the daemon's cap". */
+			if (r < 0 || !ctl_uint(v, UINT64_MAX, &oo.max_bytes))
 				return ctl_usage("--max-bytes needs a size: "
-				    "1048576, 512K, 64M, 1G");
+				    "1048576, 512K, 64M, 1G (0: the daemon's cap)");
+			max_bytes_set = true;
 		} else if ((r = ctl_opt(argc, argv, &i, "--max-entries",
 		    &v)) != 0) {
 			if (r < 0 || !ctl_uint(v, UINT64_MAX, &oo.max_entries) ||
@@ -108,7 +110,7 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		    NULL, &err) == -1)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	} else if (split_remote(args[1], &lane, &gpath)) {
-		if (oo.max_bytes != 0 || oo.max_entries != 0)
+		if (max_bytes_set || oo.max_entries != 0)
 			return ctl_usage("cp: --max-bytes and --max-entries "
 			    "bound copies out of a lane");
 		if (al_copy_in(ctl->client, lane, args[0], gpath, progress_cb,

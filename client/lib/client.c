@@ -201,6 +201,49 @@ io_all(int fd, void *buf, size_t len, enum io_op op)
 	return 0;
 }
 
+/*
+ * A host program that closed 0, 1 or 2 would otherwise get our socket (or
+ * file) there, and its next write to "stderr" would go into the control
+ * stream. Moves fd to the lowest free descriptor above 2, close-on-exec.
+ */
+int
+al_fd_above_stdio(int fd)
+{
+	int nfd;
+
+	if (fd > STDERR_FILENO) {
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
+			int saved = errno;
+
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		return fd;
+	}
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (nfd == -1) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	return nfd;
+}
+
+size_t
+al_conn_chunk(const struct al_conn *conn)
+{
+	size_t chunk = WIRE_CHUNK;
+
+	if (conn->max_frame < chunk + WIRE_CHUNK_OVERHEAD)
+		chunk = conn->max_frame > 2 * WIRE_CHUNK_OVERHEAD ?
+		    conn->max_frame - WIRE_CHUNK_OVERHEAD : WIRE_CHUNK_OVERHEAD;
+	return chunk;
+}
+
 int
 al_write_all(int fd, const void *buf, size_t len)
 {
@@ -309,7 +352,10 @@ conn_connect(struct al_client *c, struct al_error *err)
 		al_set_errno(err, AL_CONNECT, "socket");
 		return -1;
 	}
-	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if ((fd = al_fd_above_stdio(fd)) == -1) {
+		al_set_errno(err, AL_CONNECT, "socket");
+		return -1;
+	}
 #if defined(SO_NOSIGPIPE)
 	{
 		int on = 1;

@@ -219,7 +219,9 @@ al_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 				goto out;
 		}
 		if (npfd == 2 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t n = read(o->stdin_fd, buf, WIRE_CHUNK);
+			/* Sized from the daemon's hello: its frame cap may
+			 * be as low as 4096 bytes. */
+			ssize_t n = read(o->stdin_fd, buf, al_conn_chunk(&conn));
 
 			if (n == -1 && (errno == EINTR || errno == EAGAIN))
 				continue;

@@ -61,6 +61,15 @@ void al_lane_from_proto(struct al_lane *, const Agentlane__V1__Lane *);
  */
 bool al_interrupted(void);
 
+/*
+ * Returns fd moved above 2 (closing the original) with FD_CLOEXEC set, or
+ * -1 with errno (fd closed).
+ */
+int al_fd_above_stdio(int fd);
+
+/* Largest data payload per frame under the cap the daemon announced. */
+size_t al_conn_chunk(const struct al_conn *);
+
 /* Whole-buffer write to a file descriptor, retrying on EINTR. */
 int al_write_all(int fd, const void *buf, size_t len);
 
