@@ -4,6 +4,8 @@
  * client/client.c with blocking I/O); this file only turns messages into
  * bytes and back.
  */
+/* macOS declares memset_s only on request. */
+#define __STDC_WANT_LIB_EXT1__ 1
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,6 +69,18 @@ AlResponse *
 wire_unpack_response(const uint8_t *buf, size_t len)
 {
 	return agentlane__v1__response__unpack(NULL, len, buf);
+}
+
+void
+wire_wipe(void *p, size_t len)
+{
+	if (p == NULL || len == 0)
+		return;
+#if defined(__APPLE__)
+	(void)memset_s(p, len, 0, len);
+#else
+	explicit_bzero(p, len);
+#endif
 }
 
 static const char *const error_names[] = {

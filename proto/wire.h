@@ -52,6 +52,13 @@ int wire_pack_response(const AlResponse *resp, uint8_t **out, size_t *outlen);
 AlRequest *wire_unpack_request(const uint8_t *buf, size_t len);
 AlResponse *wire_unpack_response(const uint8_t *buf, size_t len);
 
+/*
+ * Zeroes memory that held a secret (an exec's environment, its input)
+ * before it is freed: explicit_bzero (memset_s on macOS), which the
+ * compiler may not drop as it may a memset before free.
+ */
+void wire_wipe(void *p, size_t len);
+
 /* "INVALID_ARGUMENT", ... ; "UNKNOWN" for values outside the enum. */
 const char *wire_error_name(int code);
 /* "creating", "ready", ... as used in the registry, logs and the CLI. */

@@ -135,7 +135,7 @@ cmd_version(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("version takes no arguments");
 	printf("agent-lanectl %s (protocol %u)\n", AGENT_LANE_VERSION,
 	    WIRE_PROTOCOL_VERSION);
-	if (al_hello(ctl->client, &info, &err) == -1)
+	if (al_hello(ctl->client, &info, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	printf("agent-laned %s (protocol %u)\n", info.version,
 	    info.protocol_version);

@@ -67,7 +67,7 @@ split_remote(char *arg, const char **lane, const char **path)
 int
 cmd_cp(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_copy_out_opts oo = { 0 };
+	struct al_copy_out_opts oo = AL_COPY_OUT_OPTS_INIT;
 	struct progress p = { .tty = isatty(STDERR_FILENO) };
 	struct al_error err;
 	char *args[2];
@@ -107,14 +107,14 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		oo.progress = progress_cb;
 		oo.arg = &p;
 		if (al_copy_out(ctl->client, lane, gpath, args[1], &oo, &bytes,
-		    NULL, &err) == -1)
+		    NULL, &err) != AL_OK)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	} else if (split_remote(args[1], &lane, &gpath)) {
 		if (max_bytes_set || oo.max_entries != 0)
 			return ctl_usage("cp: --max-bytes and --max-entries "
 			    "bound copies out of a lane");
 		if (al_copy_in(ctl->client, lane, args[0], gpath, progress_cb,
-		    &p, &bytes, &err) == -1)
+		    &p, &bytes, &err) != AL_OK)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	} else
 		return ctl_usage("cp: one side must be LANE:PATH");

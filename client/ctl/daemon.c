@@ -450,7 +450,7 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 			    "is-active", "--quiet", "agent-laned.service", NULL },
 			    true) == 0 ? "active" : "not active");
 	}
-	if (al_hello(ctl->client, &info, &err) == -1) {
+	if (al_hello(ctl->client, &info, &err) != AL_OK) {
 		printf("agent-laned: not answering on %s (%s)\n", p.socket,
 		    err.message);
 		return 3;

@@ -8,16 +8,14 @@
 
 #include "ctl.h"
 #include "units.h"
+#include "wire.h"
 
 #define EXEC_MAX_ENV 1024
 
 int
 cmd_exec(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_exec_opts o = {
-		.stdin_fd = STDIN_FILENO, .stdout_fd = STDOUT_FILENO,
-		.stderr_fd = STDERR_FILENO,
-	};
+	struct al_exec_opts o = AL_EXEC_OPTS_INIT;
 	struct al_exec_result res;
 	struct al_error err;
 	const char *env[EXEC_MAX_ENV + 1], *lane = NULL, *v;
@@ -25,6 +23,10 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	size_t nenv = 0, nowned = 0;
 	uint64_t ms;
 	int i, r;
+
+	o.stdin_fd = STDIN_FILENO;
+	o.stdout_fd = STDOUT_FILENO;
+	o.stderr_fd = STDERR_FILENO;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--") == 0) {
@@ -85,10 +87,14 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	env[nenv] = NULL;
 	o.env = env;
 	o.argv = (const char *const *)(argv + i);
-	r = al_exec(ctl->client, lane, &o, &res, &err);
+	r = al_exec(ctl->client, lane, &o, &res, &err) == AL_OK ? 0 : -1;
 out:
-	while (nowned > 0)
-		free(owned[--nowned]);
+	/* NAME=VALUE from our environment: secrets, wiped before free. */
+	while (nowned > 0) {
+		nowned--;
+		wire_wipe(owned[nowned], strlen(owned[nowned]));
+		free(owned[nowned]);
+	}
 	/* Our reader went away (`| head`): end quietly, as SIGPIPE would. */
 	if (r == -1 && err.code == AL_IO && err.os_errno == EPIPE)
 		return 128 + SIGPIPE;

@@ -19,7 +19,7 @@ progress_cb(const char *phase, const char *message, void *arg)
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_create_opts o = { .progress = progress_cb };
+	struct al_create_opts o = AL_CREATE_OPTS_INIT;
 	struct al_label labels[AL_LABELS_MAX];
 	struct al_lane lane;
 	struct al_error err;
@@ -27,6 +27,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	uint64_t n;
 	int r;
 
+	o.progress = progress_cb;
 	for (int i = 1; i < argc; i++) {
 		if ((r = ctl_opt(argc, argv, &i, "--cpus", &v)) != 0) {
 			if (r < 0 || !ctl_uint(v, 1024, &n) || n == 0)
@@ -74,7 +75,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 			return ctl_usage("create: unexpected argument %s", argv[i]);
 	}
 	o.labels = labels;
-	if (al_create(ctl->client, &o, &lane, &err) == -1)
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	printf("%s\n", lane.name);
 	return 0;
@@ -112,7 +113,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		else
 			return ctl_usage("ls: unexpected argument %s", argv[i]);
 	}
-	if (al_list(ctl->client, all, &lanes, &n, &err) == -1)
+	if (al_list(ctl->client, all, &lanes, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (json) {
 		fputc('[', stdout);
@@ -142,7 +143,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 			    deadline);
 		}
 	}
-	free(lanes);
+	al_lanes_free(lanes);
 	return 0;
 }
 
@@ -165,7 +166,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	}
 	if (name == NULL)
 		return ctl_usage("usage: agent-lanectl show LANE [--json]");
-	if (al_get(ctl->client, name, &l, &err) == -1)
+	if (al_get(ctl->client, name, &l, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (json) {
 		ctl_lane_json(stdout, &l);
@@ -206,7 +207,7 @@ cmd_rm(struct ctl *ctl, int argc, char **argv)
 	if (argc < 2)
 		return ctl_usage("usage: agent-lanectl rm LANE...");
 	for (int i = 1; i < argc; i++) {
-		if (al_destroy(ctl->client, argv[i], &l, &err) == -1) {
+		if (al_destroy(ctl->client, argv[i], &l, &err) != AL_OK) {
 			fprintf(stderr, "agent-lanectl: %s: %s: %s\n", argv[i],
 			    al_code_name(err.code), err.message);
 			rc = CTL_EXIT_FAILURE;
@@ -228,7 +229,7 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("usage: agent-lanectl extend LANE DURATION");
 	if (!ctl_duration(argv[2], UNITS_MS_PER_MIN, &ms) || ms < 1000)
 		return ctl_usage("extend: bad duration \"%s\"", argv[2]);
-	if (al_extend(ctl->client, argv[1], ms / 1000, &l, &capped, &err) == -1)
+	if (al_extend(ctl->client, argv[1], ms / 1000, &l, &capped, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	ctl_time(l.deadline_ms, t, sizeof t);
 	printf("%s deadline %s%s\n", l.name, t,
@@ -256,7 +257,7 @@ cmd_events(struct ctl *ctl, int argc, char **argv)
 	}
 	if (name == NULL)
 		return ctl_usage("usage: agent-lanectl events LANE [--json]");
-	if (al_events(ctl->client, name, &ev, &n, &err) == -1)
+	if (al_events(ctl->client, name, &ev, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (json)
 		fputc('[', stdout);
@@ -278,7 +279,7 @@ cmd_events(struct ctl *ctl, int argc, char **argv)
 	}
 	if (json)
 		fputs("]\n", stdout);
-	free(ev);
+	al_events_free(ev);
 	return 0;
 }
 
@@ -302,7 +303,7 @@ cmd_reap(struct ctl *ctl, int argc, char **argv)
 		else
 			return ctl_usage("reap: unexpected argument %s", argv[i]);
 	}
-	if (al_reap(ctl->client, orphans, &rep, &err) == -1)
+	if (al_reap(ctl->client, orphans, &rep, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	print_names("destroyed", rep.destroyed, rep.ndestroyed);
 	print_names("pending", rep.pending, rep.npending);

@@ -88,24 +88,20 @@ in_answer(struct al_conn *conn, uint64_t *bytes, struct al_error *err)
 	return 0;
 }
 
-int
-al_copy_in(struct al_client *c, const char *lane, const char *host_path,
+static int
+do_copy_in(struct al_client *c, const char *lane, const char *host_path,
     const char *guest_path, al_progress_fn progress, void *arg,
     uint64_t *bytes, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__CopyIn ci = AGENTLANE__V1__COPY_IN__INIT;
 	struct in_ctx ctx = { .progress = progress, .arg = arg };
-	struct al_error local = { 0 };
 	struct al_conn conn;
 	struct stat sb;
 	char gp[PATH_MAX], dest[PATH_MAX], member[PATH_MAX];
 	size_t n;
 	int rc;
 
-	if (err == NULL)
-		err = &local;
-	err->code = AL_OK;
 	if (guest_path == NULL || guest_path[0] == '\0' ||
 	    strlen(guest_path) >= sizeof gp) {
 		al_set_error(err, AL_INVALID_ARGUMENT, "a guest path is needed");
@@ -157,6 +153,18 @@ al_copy_in(struct al_client *c, const char *lane, const char *host_path,
 	}
 	al_conn_close(&conn);
 	return rc;
+}
+
+AL_API enum al_code
+al_copy_in(struct al_client *c, const char *lane, const char *host_path,
+    const char *guest_path, al_progress_fn progress, void *arg,
+    uint64_t *bytes, struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_copy_in(c, lane, host_path, guest_path, progress,
+	    arg, bytes, err), err);
 }
 
 /* ---- Copy out ---- */
@@ -458,8 +466,8 @@ out_directory(struct out_ctx *ctx, const struct al_copy_out_opts *o,
 	return 0;
 }
 
-int
-al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
+static int
+do_copy_out(struct al_client *c, const char *lane, const char *guest_path,
     const char *host_path, const struct al_copy_out_opts *o, uint64_t *bytes,
     int *kind, struct al_error *err)
 {
@@ -521,4 +529,22 @@ al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 out:
 	al_conn_close(&conn);
 	return rc;
+}
+
+AL_API enum al_code
+al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
+    const char *host_path, const struct al_copy_out_opts *o, uint64_t *bytes,
+    int *kind, struct al_error *err)
+{
+	struct al_copy_out_opts opts;
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	if (o != NULL) {
+		if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+			return al_result(-1, err);
+		o = &opts;
+	}
+	return al_result(do_copy_out(c, lane, guest_path, host_path, o, bytes,
+	    kind, err), err);
 }

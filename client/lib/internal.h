@@ -26,6 +26,20 @@ struct al_conn {
 	struct al_daemon_info info;
 };
 
+/*
+ * Public entry points call their implementation (0 or -1 with err set)
+ * through these: err is never NULL inside, and the call returns err's code.
+ */
+struct al_error *al_error_begin(struct al_error *err, struct al_error *local);
+enum al_code al_result(int rc, const struct al_error *err);
+/*
+ * Copies a caller's option struct, whose first member is its size, into a
+ * zeroed current one: fields the caller's (older) header did not have stay
+ * zero. -1 (AL_INVALID_ARGUMENT) when size was not set.
+ */
+int al_opts_copy(void *dst, size_t dstsize, const void *src,
+    struct al_error *err);
+
 void al_set_error(struct al_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void al_set_errno(struct al_error *, int code, const char *what);
