@@ -17,8 +17,9 @@
  *
  * ABI and soname. Only the functions declared here are exported (the
  * protobuf code inside the library is hidden). The shared library is
- * libagentlane.so.0 (libagentlane.dylib with compatibility version 0 on
- * macOS); the number after ".so." is bumped on any incompatible change: a
+ * libagentlane.so.0 (on macOS libagentlane.dylib, compatibility version 1);
+ * the number after ".so." (and the dylib's compatibility version) is bumped
+ * on any incompatible change: a
  * function removed or its signature changed, an enum value renumbered, or
  * an output struct (al_lane, al_event, al_daemon_info, al_reap_report,
  * al_exec_result, al_error) changing size or layout. Option structs grow

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "proc.h"
 #include "util.h"
+#include "wire.h"
 
 struct proc {
 	struct laned *d;
@@ -49,12 +50,7 @@ struct proc {
 void
 proc_status_string(int status, char *buf, size_t len)
 {
-	if (WIFEXITED(status))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, len, "signal %d", WTERMSIG(status));
-	else
-		snprintf(buf, len, "status %#x", status);
+	wire_wait_string(buf, len, status);
 }
 
 static void

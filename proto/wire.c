@@ -6,8 +6,10 @@
  */
 /* macOS declares memset_s only on request. */
 #define __STDC_WANT_LIB_EXT1__ 1
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "wire.h"
 
@@ -81,6 +83,23 @@ wire_wipe(void *p, size_t len)
 #else
 	explicit_bzero(p, len);
 #endif
+}
+
+void
+wire_exit_string(char *buf, size_t len, bool signaled, int value)
+{
+	snprintf(buf, len, "%s %d", signaled ? "signal" : "exit", value);
+}
+
+void
+wire_wait_string(char *buf, size_t len, int status)
+{
+	if (WIFEXITED(status))
+		wire_exit_string(buf, len, false, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		wire_exit_string(buf, len, true, WTERMSIG(status));
+	else
+		snprintf(buf, len, "status %#x", status);
 }
 
 static const char *const error_names[] = {

@@ -8,6 +8,7 @@
 #ifndef AGENTLANE_WIRE_H
 #define AGENTLANE_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,22 @@ AlResponse *wire_unpack_response(const uint8_t *buf, size_t len);
  * compiler may not drop as it may a memset before free.
  */
 void wire_wipe(void *p, size_t len);
+
+/*
+ * The control socket when none is given: $AGENT_LANE_SOCKET, else this
+ * path under the user's home directory. The daemon, libagentlane and the
+ * TypeScript provider (client/sandcastle/src/client.ts) all use it; a node
+ * test checks that the provider and agent-lanectl agree.
+ */
+#define WIRE_SOCKET_ENV "AGENT_LANE_SOCKET"
+#define WIRE_DEFAULT_SOCKET_REL ".agent-lane/run/agent-laned.sock"
+
+/*
+ * How a process ended, as every log line and error message says it:
+ * "exit 3" or "signal 9". wire_wait_string takes a wait(2) status.
+ */
+void wire_exit_string(char *buf, size_t len, bool signaled, int value);
+void wire_wait_string(char *buf, size_t len, int status);
 
 /* "INVALID_ARGUMENT", ... ; "UNKNOWN" for values outside the enum. */
 const char *wire_error_name(int code);

@@ -16,13 +16,6 @@
 #define MSG_NOSIGNAL 0		/* macOS: SO_NOSIGPIPE is set on the socket */
 #endif
 
-static const char *const code_names[] = {
-	"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION", "TOO_LARGE", "DEADLINE_EXCEEDED",
-	"PERMISSION_DENIED", "UNAVAILABLE", "INTERNAL", "VERSION_MISMATCH",
-	"LIMA_FAILED", "CANCELLED",
-};
-
 static volatile sig_atomic_t interrupted;
 
 AL_API unsigned
@@ -95,11 +88,11 @@ al_code_name(int code)
 		return "IO";
 	case AL_UNSAFE:
 		return "UNSAFE";
+	case AL_OK:
+		return "OK";
 	default:
-		if (code >= 0 && (size_t)code < sizeof code_names /
-		    sizeof *code_names)
-			return code_names[code];
-		return "UNKNOWN";
+		/* The daemon's codes: the protocol's one table. */
+		return wire_error_name(code);
 	}
 }
 
@@ -164,7 +157,7 @@ al_client_new(const char *socket_path, const char *name)
 		return NULL;
 	if (socket_path != NULL && socket_path[0] != '\0')
 		c->socket_path = strdup(socket_path);
-	else if ((env = getenv("AGENT_LANE_SOCKET")) != NULL && env[0] != '\0')
+	else if ((env = getenv(WIRE_SOCKET_ENV)) != NULL && env[0] != '\0')
 		c->socket_path = strdup(env);
 	else {
 		home = getenv("HOME");
@@ -173,8 +166,8 @@ al_client_new(const char *socket_path, const char *name)
 			home = pw->pw_dir;
 		if (home == NULL)
 			home = "/";
-		if (asprintf(&c->socket_path,
-		    "%s/.agent-lane/run/agent-laned.sock", home) == -1)
+		if (asprintf(&c->socket_path, "%s/" WIRE_DEFAULT_SOCKET_REL,
+		    home) == -1)
 			c->socket_path = NULL;
 	}
 	c->name = strdup(name != NULL ? name : "libagentlane");
