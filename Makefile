@@ -147,13 +147,15 @@ $(GEN_TEMPLATES): $(TEMPLATES)
 	    echo ';'; \
 	  done; } > $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_H)
+# Objects depend on the Makefile too: a flag change (visibility, say) must
+# not leave stale objects behind.
+$(BUILD)/obj/%.o: %.c $(GEN_H) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # The generated file lives under $(BUILD); it is not ours to lint.
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<

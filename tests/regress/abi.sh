@@ -5,7 +5,7 @@
 set -u
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 LANECTL=${AGENT_LANECTL:-$REPO/build/agent-lanectl}
-LIB=$(dirname "$LANECTL")/libagentlane.so
+LIB=$(cd "$(dirname "$LANECTL")" && pwd)/libagentlane.so
 H=$REPO/client/agentlane.h
 T=$(mktemp -d /tmp/alabi.XXXXXX)
 trap 'rm -rf "$T"' EXIT
@@ -52,7 +52,12 @@ int main(void) {
 	return 0;
 }
 C
-if cc -std=c11 -Wall -Werror -I"$REPO/client" -o "$T/v" "$T/v.c" -L"$(dirname "$LIB")" \
+# The sanitizer build's library needs its runtime in the program too.
+CC_TEST="cc -std=c11"
+if nm -D "$LIB" | grep -q __asan_; then
+	CC_TEST="clang -std=c11 -fsanitize=address,undefined"
+fi
+if $CC_TEST -Wall -Werror -I"$REPO/client" -o "$T/v" "$T/v.c" -L"$(dirname "$LIB")" \
     -lagentlane 2>"$T/cc.err"; then
 	ln -s "$LIB" "$T/libagentlane.so.0"
 	OUT=$(LD_LIBRARY_PATH=$T "$T/v")

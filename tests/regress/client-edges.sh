@@ -125,10 +125,12 @@ KB=$(g du -k "$WS/sparse.img" | cut -f1)
 check "and it allocates almost nothing in the guest (${KB:-?} KiB)" test "${KB:-999999}" -lt 1024
 check_eq "the byte at the end arrived" x "$(g tail -c 1 "$WS/sparse.img")"
 mkdir -p "$T/sparsedir"; truncate -s 1G "$T/sparsedir/hole"; echo data > "$T/sparsedir/plain"
-check "a sparse file inside a tree copies in" ctl cp "$T/sparsedir" "$L:$WS/sparsedir"
+printf 'y' | dd of="$T/sparsedir/hole" bs=1 seek=$((1024 * 1024 * 1024 - 1)) conv=notrunc 2>/dev/null
+check "a sparse file inside a tree copies in" timeout 60 "$LANECTL" --socket "$SOCK" cp "$T/sparsedir" "$L:$WS/sparsedir"
 KB=$(g du -k "$WS/sparsedir/hole" | cut -f1)
 check "and stays sparse (${KB:-?} KiB)" test "${KB:-999999}" -lt 1024
 check_eq "beside a plain file" data "$(g cat "$WS/sparsedir/plain")"
+check_eq "with its last byte" y "$(g tail -c 1 "$WS/sparsedir/hole")"
 g rm -f "$WS/sparse.img" "$WS/sparsedir/hole"
 
 # ---- D6: a daemon announcing a 4 KiB frame cap ----

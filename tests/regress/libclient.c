@@ -3,6 +3,7 @@
  * and pkg-config): hello, create, exec with captured output, copy in and
  * out, list, destroy. Prints one TAP line per step.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,21 @@ check(int ok, const char *what, const struct al_error *err)
 		printf(" (%s: %s)", al_code_name(err->code), err->message);
 	printf("\n");
 	failed += !ok;
+}
+
+/* Set when, during a call, descriptor 0 or 2 (closed by us) was in use:
+ * the library's socket would then be where our "stderr" writes go. */
+static int stdio_taken;
+
+static void
+progress_cb(const char *phase, const char *message, void *arg)
+{
+	(void)phase;
+	(void)message;
+	(void)arg;
+	if (fcntl(STDIN_FILENO, F_GETFD) != -1 ||
+	    fcntl(STDERR_FILENO, F_GETFD) != -1)
+		stdio_taken = 1;
 }
 
 int
@@ -44,10 +60,19 @@ main(int argc, char **argv)
 	co.timeout_s = 600;
 	co.labels = &label;
 	co.nlabels = 1;
+	co.progress = progress_cb;
 	check(al_hello(c, &info, &err) == AL_OK && info.protocol_version ==
 	    AL_PROTOCOL_VERSION, "hello reports the protocol version", &err);
+	/* A host program running with 0 and 2 closed. */
+	close(STDIN_FILENO);
+	close(STDERR_FILENO);
 	check(al_create(c, &co, &lane, &err) == AL_OK && lane.state ==
 	    AL_LANE_READY, "create returns a ready lane", &err);
+	check(!stdio_taken, "with 0 and 2 closed, the socket stays above 2",
+	    NULL);
+	if (open("/dev/null", O_RDONLY) != STDIN_FILENO ||
+	    open("/dev/null", O_WRONLY) != STDERR_FILENO)
+		return 2;
 	check(lane.nlabels == 1 && strcmp(lane.labels[0].value, "libclient") == 0,
 	    "labels round-trip", NULL);
 
