@@ -151,6 +151,11 @@ main(int argc, char **argv)
 
 	if (reserve_stdio() == -1)
 		return CTL_EXIT_FAILURE;
+	/*
+	 * No setlocale(3): file names are copied as bytes (libagentlane
+	 * writes pax with hdrcharset=BINARY), so the locale could only make
+	 * the copy depend on the environment it ran in.
+	 */
 	/* A closed output pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_interrupts();
