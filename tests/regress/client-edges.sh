@@ -101,6 +101,10 @@ echo mine > "$T/sweep/.other.agent-lane-99999999-AbCdEf"
 touch -d '-10 minutes' "$T/sweep/.other.agent-lane-99999999-AbCdEf"
 echo live > "$T/sweep/.huge.agent-lane-$$-LiVe01"
 touch -d '-10 minutes' "$T/sweep/.huge.agent-lane-$$-LiVe01"
+mkdir -p "$T/sweep/.huge.agent-lane-99999999-DiRaaa/sub"
+echo part > "$T/sweep/.huge.agent-lane-99999999-DiRaaa/sub/f"
+touch -d '-10 minutes' "$T/sweep/.huge.agent-lane-99999999-DiRaaa"
+echo fresh > "$T/sweep/.huge.agent-lane-99999999-FrEsh1"
 ln -s /etc/hostname "$T/sweep/.huge.agent-lane-99999999-SyMl01"
 touch -h -d '-10 minutes' "$T/sweep/.huge.agent-lane-99999999-SyMl01"
 g sh -c 'echo small > /tmp/small'
@@ -111,6 +115,10 @@ check "but not a file whose name is not ours" test -e "$T/sweep/.huge.agent-lane
 check "nor one for another destination" test -e "$T/sweep/.other.agent-lane-99999999-AbCdEf"
 check "nor one whose creator is alive" test -e "$T/sweep/.huge.agent-lane-$$-LiVe01"
 check "nor a symbolic link" test -L "$T/sweep/.huge.agent-lane-99999999-SyMl01"
+check "a stale temporary directory of a dead copy goes too" \
+    test ! -e "$T/sweep/.huge.agent-lane-99999999-DiRaaa"
+check "but not a dead copy's file touched in the last minute" \
+    test -e "$T/sweep/.huge.agent-lane-99999999-FrEsh1"
 g rm -f /tmp/huge
 
 # ---- Sparse files stay sparse on copy-in ----
