@@ -9,7 +9,8 @@
 #   make BUILD=build/asan SANITIZE=address,undefined CC=clang
 #   make fuzz            libFuzzer targets in build/fuzz/ (clang)
 
-VERSION    := 0.1.0
+# One version: the library header's (AL_VERSION_STRING).
+VERSION    := $(shell sed -n 's/^\#define AL_VERSION_STRING "\(.*\)"/\1/p' client/agentlane.h)
 PREFIX     ?= /usr/local
 BUILD      ?= build
 PKG_CONFIG ?= pkg-config
@@ -31,7 +32,8 @@ ifeq ($(UNAME_S),Darwin)
 PLATFORM_CFLAGS := -D_DARWIN_C_SOURCE
 SHLIB_EXT := dylib
 # The install name is set for the real prefix by `make install`.
-SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT)
+SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT) \
+	-compatibility_version 1 -current_version 1
 # libarchive and sqlite are keg-only in Homebrew.
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
 export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(PKG_CONFIG_PATH)
@@ -65,7 +67,10 @@ endif
 CPPFLAGS += -I$(BUILD)/gen -Iproto -Idaemon -Iclient -DAGENT_LANE_VERSION='"$(VERSION)"' \
 	$(PLATFORM_CFLAGS)
 CFLAGS   ?=
-CFLAGS   += -std=c11 $(WARNINGS) $(OPTFLAGS) $(SANFLAGS) -fPIC $(PKG_CFLAGS)
+# Hidden by default: libagentlane exports only what agentlane.h marks AL_API
+# (its protobuf-c code would clash with a host program's own copy).
+CFLAGS   += -std=c11 $(WARNINGS) $(OPTFLAGS) $(SANFLAGS) -fPIC -fvisibility=hidden \
+	$(PKG_CFLAGS)
 LDFLAGS  += $(SANFLAGS)
 LDLIBS   += $(PKG_LIBS) -lm
 
@@ -142,13 +147,15 @@ $(GEN_TEMPLATES): $(TEMPLATES)
 	    echo ';'; \
 	  done; } > $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_H)
+# Objects depend on the Makefile too: a flag change (visibility, say) must
+# not leave stale objects behind.
+$(BUILD)/obj/%.o: %.c $(GEN_H) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # The generated file lives under $(BUILD); it is not ours to lint.
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
