@@ -1,9 +1,11 @@
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -30,6 +32,8 @@
  * event backend cannot report it (EV_FEATURE_EARLY_CLOSE: epoll has it).
  */
 #define CONN_HUP_POLL_MS 100
+/* At shutdown, how long the final answers may take to go out, in all. */
+#define CONN_SHUTDOWN_FLUSH_MS 1000
 
 enum conn_state {
 	CONN_HELLO,	/* waiting for Hello */
@@ -505,11 +509,64 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_kill(c);
 }
 
+static uint64_t
+conn_mono_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		fatal("clock_gettime");
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Writes what is queued for the client, waiting for it to read until the
+ * shared deadline at most: the daemon is exiting, so this blocks.
+ */
+static void
+conn_flush_now(struct conn *c, uint64_t deadline_ms)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	int fd = bufferevent_getfd(c->bev);
+	uint64_t now;
+
+	/* The bufferevent freezes its output's start for its own writer. */
+	evbuffer_unfreeze(out, 1);
+	while (evbuffer_get_length(out) > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+		if (evbuffer_write(out, fd) >= 0)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		if ((now = conn_mono_ms()) >= deadline_ms)
+			break;
+		if (poll(&pfd, 1, (int)(deadline_ms - now)) == -1 &&
+		    errno != EINTR)
+			break;
+	}
+	evbuffer_freeze(out, 1);
+}
+
 void
 conn_close_all(struct laned *d)
 {
+	uint64_t deadline = conn_mono_ms() + CONN_SHUTDOWN_FLUSH_MS;
 	struct conn *c;
 
-	TAILQ_FOREACH(c, &d->conns, entry)
+	/*
+	 * A call still in flight is told why it ends, as docs/protocol.md
+	 * promises, rather than seeing a bare close; answers already queued
+	 * (calls cancelled by the lanes going away) go out too, for as long
+	 * as the clients read within the deadline.
+	 */
+	TAILQ_FOREACH(c, &d->conns, entry) {
+		if (c->state == CONN_HELLO || c->state == CONN_REQUEST ||
+		    c->state == CONN_CALL)
+			conn_fail(c, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "agent-laned is shutting down");
+		if (c->state != CONN_DEAD)
+			conn_flush_now(c, deadline);
 		conn_kill(c);
+	}
 }

@@ -3,7 +3,8 @@
 # with its connection: even while it has stopped reading the client's
 # stdin (backpressure), the guest process group is killed and every slot
 # the call held (exec slot, connection, descriptors, limactl shell) is
-# given back.
+# given back. And when the daemon itself stops, calls in flight get a
+# typed UNAVAILABLE, not a bare close.
 . "$(dirname "$0")/lib.sh"
 
 # One exec slot: a leaked one makes the next exec fail.
@@ -60,3 +61,14 @@ kill -KILL "$CLI"
 wait "$CLI" 2>/dev/null
 check "killed with SIGKILL, its guest command goes too" wait_for 2 no_guest
 check "and its descriptors" wait_for 2 fds_back
+
+# SIGTERM to the daemon: an exec in flight is told why it ended.
+"$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep 1001 >"$T/term.out" 2>"$T/term.err" &
+CLI=$!
+check "an exec runs when the daemon is stopped" wait_for 5 guest_sleep
+stop_daemon
+wait "$CLI"; RC=$?
+check_eq "the interrupted exec exits 125" 125 "$RC"
+check_match "with UNAVAILABLE" 'UNAVAILABLE' "$(cat "$T/term.err")"
+check_match "saying the daemon is shutting down" 'shutting down' "$(cat "$T/term.err")"
+check "and its guest command is killed" wait_for 3 no_guest
