@@ -83,7 +83,7 @@ parse_failed(struct guest_frame *f)
 		return false;
 	memcpy(f->what, a, (size_t)(b - 1 - a));
 	f->what[b - 1 - a] = '\0';
-	str_sanitize(f->what);
+	str_sanitize_ascii(f->what);
 	f->err_no = (int)v;
 	c++;
 	{
