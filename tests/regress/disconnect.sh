@@ -62,6 +62,24 @@ wait "$CLI" 2>/dev/null
 check "killed with SIGKILL, its guest command goes too" wait_for 2 no_guest
 check "and its descriptors" wait_for 2 fds_back
 
+# Where the event backend cannot report a close early (libevent's kqueue
+# and select backends), the daemon polls a paused socket instead: the same
+# again on select (epoll and poll both have EV_FEATURE_EARLY_CLOSE).
+stop_daemon
+EVENT_NOEPOLL=1 EVENT_NOPOLL=1 start_daemon --max-execs-per-lane 1 || exit 1
+FDS0=$(daemon_nfds)
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep 1001 \
+    >/dev/null 2>&1 &
+CLI=$!
+check "on select: the stuck exec runs" wait_for 5 guest_sleep
+sleep 1
+kill -INT "$CLI"
+wait "$CLI" 2>/dev/null
+check "on select: the guest command is killed at once" wait_for 2 no_guest
+check "on select: the descriptors are released" wait_for 2 fds_back
+check_eq "on select: the exec slot is free again" ok \
+    "$(ctl exec -n "$L" -- echo ok 2>&1)"
+
 # SIGTERM to the daemon: an exec in flight is told why it ended.
 "$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep 1001 >"$T/term.out" 2>"$T/term.err" &
 CLI=$!
