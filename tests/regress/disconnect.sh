@@ -11,7 +11,10 @@
 start_daemon --max-execs-per-lane 1 || exit 1
 L=$(ctl create --timeout 10m)
 
-guest_sleep() { pgrep -fx 'sleep 1001' >/dev/null; }
+# A duration no other test (or concurrent run) uses: how the guest command
+# is found from the host.
+NAP=$((200000 + RANDOM))
+guest_sleep() { pgrep -fx "sleep $NAP" >/dev/null; }
 lima_shell() {
 	local p
 	for p in $(pgrep -f 'limactl --tty=false shell' 2>/dev/null); do
@@ -31,7 +34,7 @@ FDS0=$(daemon_nfds)
 # 100 MB of stdin to a command that never reads it: the guest's pipe and
 # the daemon's buffer fill, the daemon pauses reading the client, and the
 # client blocks writing. Then Ctrl-C.
-head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep 1001 \
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
     >/dev/null 2>&1 &
 CLI=$!
 check "the guest command runs" wait_for 5 guest_sleep
@@ -52,7 +55,7 @@ check_eq "the exec slot is free again" ok "$OUT"
 check_eq "the lane stays ready" ready "$(lane_state "$L")"
 
 # The same with the client half-way through a frame: no difference.
-head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep 1001 \
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
     >/dev/null 2>&1 &
 CLI=$!
 check "a second stuck exec runs" wait_for 5 guest_sleep
@@ -68,7 +71,7 @@ check "and its descriptors" wait_for 2 fds_back
 stop_daemon
 EVENT_NOEPOLL=1 EVENT_NOPOLL=1 start_daemon --max-execs-per-lane 1 || exit 1
 FDS0=$(daemon_nfds)
-head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep 1001 \
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
     >/dev/null 2>&1 &
 CLI=$!
 check "on select: the stuck exec runs" wait_for 5 guest_sleep
@@ -81,7 +84,7 @@ check_eq "on select: the exec slot is free again" ok \
     "$(ctl exec -n "$L" -- echo ok 2>&1)"
 
 # SIGTERM to the daemon: an exec in flight is told why it ended.
-"$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep 1001 >"$T/term.out" 2>"$T/term.err" &
+"$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep "$NAP" >"$T/term.out" 2>"$T/term.err" &
 CLI=$!
 check "an exec runs when the daemon is stopped" wait_for 5 guest_sleep
 stop_daemon
