@@ -182,6 +182,7 @@ compat_peer_closed(int fd)
 	struct timespec zero = { 0, 0 };
 	int kq, n, saved;
 
+	/* A kqueue is not inherited across fork: no close-on-exec needed. */
 	if ((kq = kqueue()) == -1)
 		return -1;
 	EV_SET(&kev, fd, EVFILT_READ, EV_ADD, 0, 0, NULL);
