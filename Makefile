@@ -119,18 +119,25 @@ $(GEN_C) $(GEN_H) &: proto/agentlane.proto
 	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/agentlane.proto
 
 # The guest helper travels as `perl -e`: embed it without comments or
-# indentation to keep the limactl command line short. `use strict` is
-# checked here, at build time, and left out of the embedded copy: loading
-# strict.pm in the guest would cost every exec time for nothing.
-$(GEN_HELPER): daemon/guest-helper.pl
+# indentation to keep the limactl command line short. `use strict` is left
+# out of the embedded copy (loading strict.pm in the guest would cost every
+# exec time for nothing) and checked here instead, at build time, on the
+# stripped program itself: what is checked is what runs.
+GEN_HELPER_PL := $(BUILD)/gen/guest-helper.min.pl
+$(GEN_HELPER_PL): daemon/guest-helper.pl
 	@mkdir -p $(BUILD)/gen
 	$(call say,GEN,$@)
-	$(Q)perl -c $< 2>/dev/null || { perl -c $<; exit 1; }
+	$(Q)sed -e '/^[[:space:]]*#/d' -e '/^use strict;$$/d' -e 's/^[[:space:]]*//' \
+	    -e '/^$$/d' $< > $@.tmp
+	$(Q)perl -Mstrict -c $@.tmp 2>/dev/null || { perl -Mstrict -c $@.tmp; rm -f $@.tmp; exit 1; }
+	$(Q)mv -f $@.tmp $@
+
+$(GEN_HELPER): $(GEN_HELPER_PL)
+	$(call say,GEN,$@)
 	$(Q){ echo '/* Generated from daemon/guest-helper.pl. */'; \
 	  echo 'extern const char guest_helper_source[];'; \
 	  echo 'const char guest_helper_source[] ='; \
-	  sed -e '/^[[:space:]]*#/d' -e '/^use strict;$$/d' -e 's/^[[:space:]]*//' -e '/^$$/d' \
-	      -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@
 
 # The service files agent-lanectl installs, compiled in so that `daemon
