@@ -86,8 +86,11 @@ cp_fail(struct ctl *ctl, const char *lane, const char *gpath,
 {
 	if (ctl_interrupted())
 		return CTL_EXIT_FAILURE;
-	fprintf(stderr, "agent-lanectl: cp: %s:%s: %s: %s\n", lane, gpath,
-	    al_code_name(err->code), err->message);
+	fputs("agent-lanectl: cp: ", stderr);
+	ctl_put_safe(stderr, lane);
+	fputc(':', stderr);
+	ctl_put_safe(stderr, gpath);
+	fprintf(stderr, ": %s: %s\n", al_code_name(err->code), err->message);
 	ctl_hint(ctl, err);
 	return CTL_EXIT_FAILURE;
 }
