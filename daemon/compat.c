@@ -3,7 +3,13 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <poll.h>
+#else
+#include <sys/event.h>
+#endif
 #if defined(__APPLE__)
 #include <sys/random.h>
 #endif
@@ -159,4 +165,39 @@ compat_cloexec_from(int lowfd)
 	for (long fd = lowfd, max = sysconf(_SC_OPEN_MAX); fd < max && fd < 65536;
 	    fd++)
 		(void)compat_set_cloexec((int)fd);
+}
+
+/*
+ * Whether the peer of a stream socket has closed (or shut down its writing
+ * side), even with unread data still queued: the data comes first in the
+ * stream, so a read would not tell. Linux says so with POLLRDHUP; on the
+ * BSDs and macOS a kqueue read filter raises EV_EOF. 1, 0 or -1.
+ */
+int
+compat_peer_closed(int fd)
+{
+#if defined(__linux__)
+	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLRDHUP };
+
+	if (poll(&pfd, 1, 0) == -1)
+		return -1;
+	return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+#else
+	struct kevent kev, out;
+	struct timespec zero = { 0, 0 };
+	int kq, n, saved;
+
+	/* A kqueue is not inherited across fork: no close-on-exec needed. */
+	if ((kq = kqueue()) == -1)
+		return -1;
+	EV_SET(&kev, fd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	n = kevent(kq, &kev, 1, &out, 1, &zero);
+	saved = errno;
+	(void)close(kq);
+	if (n == -1) {
+		errno = saved;
+		return -1;
+	}
+	return n == 1 && (out.flags & (EV_EOF | EV_ERROR)) != 0;
+#endif
 }

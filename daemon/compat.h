@@ -29,5 +29,10 @@ int compat_random(void *buf, size_t len);
 void compat_cloexec_from(int lowfd);
 /* Disables SIGPIPE on a socket where the platform supports it per socket. */
 void compat_nosigpipe(int fd);
+/*
+ * 1 when the peer of a stream socket has closed or shut down its writing
+ * side, even if unread data is still queued; 0 if not; -1 on error.
+ */
+int compat_peer_closed(int fd);
 
 #endif

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "units.h"
 #include "util.h"
+#include "wire.h"
 
 enum config_type {
 	CT_STRING,	/* free text */
@@ -89,12 +90,12 @@ config_home(void)
 char *
 config_default_socket(void)
 {
-	const char *env = getenv("AGENT_LANE_SOCKET");
+	const char *env = getenv(WIRE_SOCKET_ENV);
 	char *path;
 
 	if (env != NULL && env[0] != '\0')
 		return xstrdup(env);
-	xasprintf(&path, "%s/.agent-lane/run/agent-laned.sock", config_home());
+	xasprintf(&path, "%s/" WIRE_DEFAULT_SOCKET_REL, config_home());
 	return path;
 }
 

@@ -476,8 +476,8 @@ lima_list_parse(struct lima *l, const char *buf, size_t len,
 		str_copy(v[count].name, name, sizeof v[count].name);
 		if (stype != NULL && strcmp(stype, "text") == 0 && status != NULL)
 			str_copy(v[count].status, status, sizeof v[count].status);
-		str_sanitize(v[count].name);
-		str_sanitize(v[count].status);
+		str_sanitize_ascii(v[count].name);
+		str_sanitize_ascii(v[count].status);
 		count++;
 		p = lend + 1;
 	}

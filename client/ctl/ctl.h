@@ -102,6 +102,7 @@ bool ctl_client_open(struct ctl *);
 bool ctl_interrupted(void);
 /* Prints "agent-lanectl: CODE: message" (unless interrupted), returns status. */
 int ctl_fail(const struct ctl *, const struct al_error *, int status);
+void ctl_put_safe(FILE *, const char *);
 /* For CONNECT: how to start the daemon or point at another socket. */
 void ctl_hint(const struct ctl *, const struct al_error *);
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

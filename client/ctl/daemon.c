@@ -491,9 +491,10 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 			    true) == 0;
 	}
 	installed = access(file, F_OK) == 0;
-	answering = al_hello(ctl->client, &info, &err) == 0;
+	answering = al_hello(ctl->client, &info, &err) == AL_OK;
 	/* --all: the warm pool's lanes are listed only there. */
-	if (answering && al_list(ctl->client, true, &lanes, &n, &lerr) == 0) {
+	if (answering && al_list(ctl->client, true, &lanes, &n, &lerr) ==
+	    AL_OK) {
 		listed = true;
 		for (size_t i = 0; i < n; i++) {
 			if (lanes[i].state > 0 && lanes[i].state < 7)
@@ -505,7 +506,7 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 		}
 		live = count[AL_LANE_CREATING] + count[AL_LANE_READY] +
 		    count[AL_LANE_DESTROYING];
-		free(lanes);
+		al_lanes_free(lanes);
 	}
 	if (ctl->json) {
 		printf("{\"service\":{");

@@ -8,16 +8,14 @@
 
 #include "ctl.h"
 #include "units.h"
+#include "wire.h"
 
 #define EXEC_MAX_ENV 1024
 
 int
 cmd_exec(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_exec_opts o = {
-		.stdin_fd = STDIN_FILENO, .stdout_fd = STDOUT_FILENO,
-		.stderr_fd = STDERR_FILENO,
-	};
+	struct al_exec_opts o = AL_EXEC_OPTS_INIT;
 	struct ctl_parsed p;
 	struct al_exec_result res;
 	struct al_error err;
@@ -28,6 +26,9 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	uint64_t ms;
 	int r;
 
+	o.stdin_fd = STDIN_FILENO;
+	o.stdout_fd = STDOUT_FILENO;
+	o.stderr_fd = STDERR_FILENO;
 	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return r;
 	for (size_t i = 0; i < p.nopts; i++) {
@@ -63,7 +64,7 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	 * it against the workspace the daemon reports for the lane.
 	 */
 	if (workdir != NULL && workdir[0] != '/') {
-		if (al_get(ctl->client, lane, &l, &err) == -1) {
+		if (al_get(ctl->client, lane, &l, &err) != AL_OK) {
 			r = -1;
 			goto out;
 		}
@@ -100,10 +101,14 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	env[nenv] = NULL;
 	o.env = env;
 	o.argv = (const char *const *)p.command;
-	r = al_exec(ctl->client, lane, &o, &res, &err);
+	r = al_exec(ctl->client, lane, &o, &res, &err) == AL_OK ? 0 : -1;
 out:
-	while (nowned > 0)
-		free(owned[--nowned]);
+	/* NAME=VALUE from our environment: secrets, wiped before free. */
+	while (nowned > 0) {
+		nowned--;
+		wire_wipe(owned[nowned], strlen(owned[nowned]));
+		free(owned[nowned]);
+	}
 	/* Our reader went away (`| head`): end quietly, as SIGPIPE would. */
 	if (r == -1 && err.code == AL_IO && err.os_errno == EPIPE)
 		return 128 + SIGPIPE;

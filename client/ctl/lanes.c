@@ -45,7 +45,7 @@ parse_label(const char *v, struct al_label *labels, size_t *n)
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_create_opts o = { .progress = progress_cb };
+	struct al_create_opts o = AL_CREATE_OPTS_INIT;
 	struct al_label labels[AL_LABELS_MAX];
 	struct ctl_parsed p;
 	struct al_lane lane;
@@ -54,6 +54,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	uint64_t n;
 	int rc;
 
+	o.progress = progress_cb;
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
 	if (p.noperands > 0)
@@ -93,7 +94,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		}
 	}
 	o.labels = labels;
-	if (al_create(ctl->client, &o, &lane, &err) == -1)
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		ctl_lane_json(stdout, &lane);
@@ -248,7 +249,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_usage("ls: -q and --json are alternatives");
 	}
-	if (al_list(ctl->client, all, &lanes, &n, &err) == -1) {
+	if (al_list(ctl->client, all, &lanes, &n, &err) != AL_OK) {
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
@@ -291,7 +292,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl->json)
 		fputs("]\n", stdout);
-	free(lanes);
+	al_lanes_free(lanes);
 	free(filters);
 	return 0;
 }
@@ -309,7 +310,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	if (p.noperands != 1)
 		return ctl_usage("usage: agent-lanectl show [--json] LANE");
-	if (al_get(ctl->client, p.operands[0], &l, &err) == -1)
+	if (al_get(ctl->client, p.operands[0], &l, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		ctl_lane_json(stdout, &l);
@@ -366,19 +367,19 @@ cmd_rm(struct ctl *ctl, int argc, char **argv)
 	if (!all && p.noperands == 0 && !force)
 		return ctl_usage("usage: agent-lanectl rm [-f] LANE... | "
 		    "rm --all");
-	if (all && al_list(ctl->client, false, &lanes, &n, &err) == -1)
+	if (all && al_list(ctl->client, false, &lanes, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (!all)
 		n = p.noperands;
 	if ((names = calloc(n + 1, sizeof *names)) == NULL) {
-		free(lanes);
+		al_lanes_free(lanes);
 		ctl_errx("out of memory");
 		return CTL_EXIT_FAILURE;
 	}
 	for (size_t i = 0; i < n && !ctl_interrupted(); i++) {
 		const char *name = all ? lanes[i].name : p.operands[i];
 
-		if (al_destroy(ctl->client, name, &l, &err) == -1) {
+		if (al_destroy(ctl->client, name, &l, &err) != AL_OK) {
 			/* -f: gone already, or never was, is what was asked. */
 			if (force && err.code == AL_NOT_FOUND)
 				continue;
@@ -406,7 +407,7 @@ cmd_rm(struct ctl *ctl, int argc, char **argv)
 		fputc('\n', stdout);
 	}
 	free(names);
-	free(lanes);
+	al_lanes_free(lanes);
 	return rc;
 }
 
@@ -429,7 +430,7 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("extend: bad duration \"%s\": at least 1s, e.g. "
 		    "30m, 1h30m, 1.5h, 600 (seconds)", p.operands[1]);
 	if (al_extend(ctl->client, p.operands[0], ms / 1000, &l, &capped,
-	    &err) == -1)
+	    &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		fputs("{\"lane\":", stdout);
@@ -459,7 +460,7 @@ cmd_events(struct ctl *ctl, int argc, char **argv)
 	json = ctl->json;
 	if (p.noperands != 1)
 		return ctl_usage("usage: agent-lanectl events [--json] LANE");
-	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) == -1)
+	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (json)
 		fputc('[', stdout);
@@ -481,7 +482,7 @@ cmd_events(struct ctl *ctl, int argc, char **argv)
 	}
 	if (json)
 		fputs("]\n", stdout);
-	free(ev);
+	al_events_free(ev);
 	return 0;
 }
 
@@ -508,7 +509,7 @@ cmd_reap(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < p.nopts; i++)
 		if (ctl_is(&p.opts[i], "orphans"))
 			orphans = true;
-	if (al_reap(ctl->client, orphans, &rep, &err) == -1)
+	if (al_reap(ctl->client, orphans, &rep, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		fputs("{\"destroyed\":", stdout);

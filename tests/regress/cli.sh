@@ -168,7 +168,7 @@ check_match "that says it is not a lane name" '"al-12ab:x": not a lane name' "$O
 OUT=$(ctl cp "$T/src/a.txt" "al-0000000000000000:x" 2>&1); RC=$?
 check_match "a lane that does not exist is named" 'al-0000000000000000:x: NOT_FOUND: no lane al-0000000000000000' "$OUT"
 OUT=$(ctl cp "$L4:nosuch" "$T/" 2>&1); RC=$?
-check_match "a missing guest path is named" "$L4:nosuch: NOT_FOUND: no such file or directory" "$OUT"
+check_match "a missing guest path is named" "$L4:nosuch: NOT_FOUND: .*nosuch: No such file or directory" "$OUT"
 
 # ---- rm --all and rm $(ls -q) ----------------------------------------------
 OUT=$(ctl rm $(ctl ls -q --filter label=run=units))

@@ -20,6 +20,13 @@ export const PROTOCOL_VERSION = 1;
 export const MAX_FRAME_BYTES = 1024 * 1024;
 /** Senders keep data payloads at or below this. */
 export const MAX_DATA_CHUNK = 64 * 1024;
+/** Bytes a frame adds around a data payload, with room to spare (proto/wire.h). */
+const CHUNK_OVERHEAD = 64;
+/** Most lanes / events a paged answer is collected to, as in libagentlane. */
+export const LIST_MAX = 10000;
+export const EVENTS_MAX = 100000;
+/** Under $HOME when $AGENT_LANE_SOCKET is unset: WIRE_DEFAULT_SOCKET_REL in proto/wire.h. */
+export const DEFAULT_SOCKET_REL = ".agent-lane/run/agent-laned.sock";
 const CLIENT_NAME = "@agent-lane/provider-lima/0.1.0";
 /** Stop reading the socket once this much decoded data waits for the consumer. */
 const QUEUE_HIGH_WATER = 1024 * 1024;
@@ -177,7 +184,7 @@ export interface AgentLaneClientOptions {
 export function defaultSocketPath(): string {
   const fromEnv = process.env.AGENT_LANE_SOCKET;
   if (fromEnv) return fromEnv;
-  return path.join(os.homedir(), ".agent-lane", "run", "agent-laned.sock");
+  return path.join(os.homedir(), DEFAULT_SOCKET_REL);
 }
 
 // ---------------------------------------------------------------------------
@@ -281,6 +288,11 @@ class Connection {
   private ended = false;
   private closed = false;
   maxFrameBytes = MAX_FRAME_BYTES;
+
+  /** Data bytes per frame under the cap the daemon announced (as low as 4096). */
+  dataChunk(): number {
+    return Math.max(CHUNK_OVERHEAD, Math.min(MAX_DATA_CHUNK, this.maxFrameBytes - CHUNK_OVERHEAD));
+  }
   /** The daemon stopped reading (a direct write failed with EPIPE); its answer may still be readable. */
   private peerGone = false;
   /** Kinds of Response body received so far (queued or consumed). */
@@ -615,8 +627,37 @@ export class AgentLaneClient {
   }
 
   async listLanes(all = false): Promise<Lane[]> {
-    const list = await this.unary({ listLanes: { all } }, "laneList");
-    return (list.lanes ?? []).map(toLane);
+    const lanes = await this.paged((pageToken) => ({ listLanes: { all, pageToken } }), "laneList", "lanes", LIST_MAX);
+    return lanes.map(toLane);
+  }
+
+  /**
+   * A paged answer: the call is repeated, each time on a new connection, with
+   * the daemon's nextPageToken until it comes back empty. More than `max`
+   * items is TOO_LARGE, never a silent cut.
+   */
+  private async paged(
+    build: (pageToken: string) => Record<string, unknown>,
+    want: string,
+    items: string,
+    max: number,
+  ): Promise<any[]> {
+    const out: any[] = [];
+    let token = "";
+    for (;;) {
+      const list = await this.unary(build(token), want);
+      const got: any[] = list[items] ?? [];
+      if (got.length > max - out.length) {
+        throw new AgentLaneError("TOO_LARGE", `more than ${max} ${items}: the answer is not collected in part`);
+      }
+      out.push(...got);
+      const next: string = list.nextPageToken ?? "";
+      if (next === "") return out;
+      if (got.length === 0) {
+        throw new AgentLaneError("UNAVAILABLE", `agent-laned sent an empty page of ${items} with a continuation token`);
+      }
+      token = next;
+    }
   }
 
   /** Destroy a lane; resolves with its final state once the VM is gone. Idempotent on the daemon side. */
@@ -630,8 +671,8 @@ export class AgentLaneClient {
   }
 
   async getEvents(lane: string): Promise<LaneEvent[]> {
-    const list = await this.unary({ getEvents: { lane } }, "eventList");
-    return (list.events ?? []).map((e: any) => ({ timeMs: e.timeMs, lane: e.lane, event: e.event, detail: e.detail }));
+    const events = await this.paged((pageToken) => ({ getEvents: { lane, pageToken } }), "eventList", "events", EVENTS_MAX);
+    return events.map((e: any) => ({ timeMs: e.timeMs, lane: e.lane, event: e.event, detail: e.detail }));
   }
 
   /**
@@ -683,9 +724,10 @@ export class AgentLaneClient {
       try {
         outer: for await (const piece of tarStream) {
           const buf = typeof piece === "string" ? Buffer.from(piece) : asBuffer(piece);
-          for (let off = 0; off < buf.length; off += MAX_DATA_CHUNK) {
+          const chunk = conn.dataChunk();
+          for (let off = 0; off < buf.length; off += chunk) {
             if (await answered()) break outer;
-            if (!(await conn.sendStreamed({ data: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } }))) break outer;
+            if (!(await conn.sendStreamed({ data: { data: buf.subarray(off, off + chunk) } }))) break outer;
           }
         }
         if (!(await answered())) await conn.sendStreamed({ data: { eof: true } });
@@ -897,9 +939,10 @@ async function pumpStdin(
   };
   let gone = false;
   const sendBuf = async (buf: Buffer) => {
-    for (let off = 0; off < buf.length && !gone; off += MAX_DATA_CHUNK) {
+    const chunk = conn.dataChunk();
+    for (let off = 0; off < buf.length && !gone; off += chunk) {
       if (await stop()) return (gone = true);
-      gone = !(await conn.sendStreamed({ execInput: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } }));
+      gone = !(await conn.sendStreamed({ execInput: { data: buf.subarray(off, off + chunk) } }));
     }
     return gone;
   };
