@@ -14,6 +14,8 @@
 
 struct registry {
 	sqlite3 *db;
+	/* Why the last statement failed, kept past the rollback. */
+	char last_error[256];
 };
 
 /*
@@ -69,7 +71,17 @@ registry_schema_version(void)
 const char *
 registry_errmsg(struct registry *r)
 {
-	return sqlite3_errmsg(r->db);
+	return r->last_error[0] != '\0' ? r->last_error :
+	    sqlite3_errmsg(r->db);
+}
+
+/* Logs a failure and keeps its message for registry_errmsg. */
+static void
+reg_failed(struct registry *r, const char *msg)
+{
+	str_copy(r->last_error, msg != NULL ? msg : "error",
+	    sizeof r->last_error);
+	log_warnx("registry: %s", r->last_error);
 }
 
 static int
@@ -78,7 +90,7 @@ exec_sql(struct registry *r, const char *sql)
 	char *msg = NULL;
 
 	if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		log_warnx("registry: %s", msg != NULL ? msg : "error");
+		reg_failed(r, msg != NULL ? msg : sqlite3_errmsg(r->db));
 		sqlite3_free(msg);
 		return REG_ERROR;
 	}
@@ -160,7 +172,12 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 		free(r);
 		return REG_ERROR;
 	}
-	sqlite3_busy_timeout(r->db, 5000);
+	/*
+	 * The loop waits while another process holds the write lock; not for
+	 * long, since every lane and client waits with it. A write that still
+	 * finds the lock fails, and the lane's change is retried (lane.c).
+	 */
+	sqlite3_busy_timeout(r->db, REGISTRY_BUSY_MS);
 	sqlite3_extended_result_codes(r->db, 1);
 	/*
 	 * FULL: the "creating" row must be on disk before limactl create runs,
@@ -219,7 +236,7 @@ prepare(struct registry *r, const char *sql)
 	sqlite3_stmt *st;
 
 	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		log_warnx("registry: prepare: %s", sqlite3_errmsg(r->db));
+		reg_failed(r, sqlite3_errmsg(r->db));
 		return NULL;
 	}
 	return st;
@@ -234,9 +251,10 @@ step_done(struct registry *r, sqlite3_stmt *st)
 	if (st == NULL)
 		return REG_ERROR;
 	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		reg_failed(r, sqlite3_errmsg(r->db));
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
-		log_warnx("registry: %s", sqlite3_errmsg(r->db));
 		/* Only a taken name is "exists"; a failed CHECK is an error. */
 		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
 			return REG_EXISTS;
@@ -272,7 +290,14 @@ tx_end(struct registry *r, int rc)
 {
 	if (rc == REG_OK && exec_sql(r, "COMMIT") == REG_OK)
 		return REG_OK;
-	(void)exec_sql(r, "ROLLBACK");
+	/*
+	 * A failed COMMIT may have rolled back already (SQLITE_FULL) or left
+	 * the transaction open (SQLITE_BUSY); the error that matters is the
+	 * one kept above, not the rollback's.
+	 */
+	if (!sqlite3_get_autocommit(r->db) &&
+	    sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+		log_warnx("registry: rollback: %s", sqlite3_errmsg(r->db));
 	return rc == REG_OK ? REG_ERROR : rc;
 }
 
@@ -380,7 +405,7 @@ registry_lane_get(struct registry *r, const char *name, struct lane_record *rec)
 	} else if (rc == SQLITE_DONE)
 		rc = REG_NOT_FOUND;
 	else {
-		log_warnx("registry: %s", sqlite3_errmsg(r->db));
+		reg_failed(r, sqlite3_errmsg(r->db));
 		rc = REG_ERROR;
 	}
 	sqlite3_finalize(st);
@@ -391,6 +416,17 @@ int
 registry_lane_transition(struct registry *r, const char *name, int to,
     const char *event, const char *detail)
 {
+	struct registry_change ch = {
+		.to = to, .event = event, .detail = detail,
+	};
+
+	return registry_lane_apply(r, name, &ch);
+}
+
+int
+registry_lane_apply(struct registry *r, const char *name,
+    const struct registry_change *ch)
+{
 	struct lane_record rec;
 	sqlite3_stmt *st;
 	int64_t now = time_now_ms();
@@ -399,23 +435,36 @@ registry_lane_transition(struct registry *r, const char *name, int to,
 	if (tx_begin(r) != REG_OK)
 		return REG_ERROR;
 	rc = registry_lane_get(r, name, &rec);
-	if (rc == REG_OK && !registry_transition_allowed(rec.state, to))
+	if (rc == REG_OK && !registry_transition_allowed(rec.state, ch->to))
 		rc = REG_BAD_TRANSITION;
 	if (rc == REG_OK) {
 		st = prepare(r, "UPDATE lanes SET state = ?2, "
-		    "ended_at_ms = CASE WHEN ?3 THEN ?4 ELSE ended_at_ms END "
+		    "ended_at_ms = CASE WHEN ?3 THEN ?4 ELSE ended_at_ms END, "
+		    "workspace = coalesce(?5, workspace), "
+		    "error = coalesce(?6, error), "
+		    "create_failed = CASE WHEN ?7 THEN 1 ELSE create_failed END, "
+		    "last_activity_ms = max(last_activity_ms, ?8) "
 		    "WHERE name = ?1");
 		if (st != NULL) {
 			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 2, wire_lane_state_name(to), -1,
-			    SQLITE_STATIC);
-			sqlite3_bind_int(st, 3, !registry_state_is_live(to));
+			sqlite3_bind_text(st, 2, wire_lane_state_name(ch->to),
+			    -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 3, !registry_state_is_live(ch->to));
 			sqlite3_bind_int64(st, 4, now);
+			if (ch->workspace != NULL)
+				sqlite3_bind_text(st, 5, ch->workspace, -1,
+				    SQLITE_STATIC);
+			if (ch->error != NULL)
+				sqlite3_bind_text(st, 6, ch->error, -1,
+				    SQLITE_STATIC);
+			sqlite3_bind_int(st, 7, ch->error != NULL &&
+			    ch->create_failed);
+			sqlite3_bind_int64(st, 8, ch->last_activity_ms);
 		}
 		rc = step_done(r, st);
 	}
 	if (rc == REG_OK)
-		rc = event_insert(r, now, name, event, detail);
+		rc = event_insert(r, now, name, ch->event, ch->detail);
 	return tx_end(r, rc);
 }
 

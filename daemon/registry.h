@@ -18,6 +18,8 @@
 #define LANE_LABELS_MAX 16
 #define LANE_LABEL_KEY_MAX 63
 #define LANE_LABEL_VALUE_MAX 255
+/* How long a write waits for another process's lock before failing. */
+#define REGISTRY_BUSY_MS 1000
 
 /* Same numbering as agentlane.v1.LaneState. */
 enum lane_state {
@@ -84,6 +86,25 @@ int registry_lane_get(struct registry *, const char *name, struct lane_record *)
  */
 int registry_lane_transition(struct registry *, const char *name, int to,
     const char *event, const char *detail);
+
+/* A transition with the fields that must change with it, atomically. */
+struct registry_change {
+	int to;
+	const char *event;
+	const char *detail;
+	const char *workspace;		/* NULL: unchanged */
+	const char *error;		/* NULL: unchanged */
+	bool create_failed;		/* with error: the lane ends "failed" */
+	int64_t last_activity_ms;	/* 0: unchanged */
+};
+
+/*
+ * One transaction: the transition, its event and the fields of ch. REG_OK
+ * only once committed; REG_ERROR when the database could not write (busy,
+ * full, I/O): then nothing changed and the same call may be retried.
+ */
+int registry_lane_apply(struct registry *, const char *name,
+    const struct registry_change *);
 int registry_lane_set_workspace(struct registry *, const char *name,
     const char *workspace);
 /* Why a lane is stuck (e.g. a delete being retried); shown to users. */
