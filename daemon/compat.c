@@ -10,6 +10,21 @@
 
 #include "compat.h"
 
+const char *
+compat_sqlite_pragmas(void)
+{
+#if defined(__APPLE__)
+	/*
+	 * fsync() on macOS does not reach the platter; without F_FULLFSYNC,
+	 * synchronous=FULL is not power-safe there, for commits or for WAL
+	 * checkpoints.
+	 */
+	return "PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON;";
+#else
+	return "";
+#endif
+}
+
 int
 compat_set_cloexec(int fd)
 {

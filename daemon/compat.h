@@ -1,6 +1,6 @@
 /*
- * The descriptor and randomness calls whose spelling differs between Linux
- * and macOS. Every descriptor the daemon owns is close-on-exec from birth
+ * The descriptor, randomness and durability calls whose
+ * spelling differs between Linux and macOS. Every descriptor the daemon owns is close-on-exec from birth
  * where the platform allows it (Lima's hostagent outlives `limactl start` and
  * would otherwise inherit the registry, the socket or a client connection).
  */
@@ -29,5 +29,7 @@ int compat_random(void *buf, size_t len);
 void compat_cloexec_from(int lowfd);
 /* Disables SIGPIPE on a socket where the platform supports it per socket. */
 void compat_nosigpipe(int fd);
+/* SQLite pragmas the platform needs for durable commits ("" for none). */
+const char *compat_sqlite_pragmas(void);
 
 #endif

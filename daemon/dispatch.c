@@ -23,7 +23,7 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		lane_handle_get(d, c, req->get_lane->name);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_LIST_LANES:
-		lane_handle_list(d, c, req->list_lanes->all);
+		lane_handle_list(d, c, req->list_lanes);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_DESTROY_LANE:
 		lane_handle_destroy(d, c, req->destroy_lane->name);
@@ -32,7 +32,7 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		lane_handle_extend(d, c, req->extend_lane);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_GET_EVENTS:
-		lane_handle_events(d, c, req->get_events->lane);
+		lane_handle_events(d, c, req->get_events);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_EXEC:
 		exec_handle(d, c, req->exec);

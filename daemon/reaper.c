@@ -424,6 +424,7 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	reaper_check(d);
 	lane_persist_activity(d);
+	registry_maintain(d->reg, time_now_ms());
 	if (!d->reconciled && !d->reconciling)
 		reconcile_start(d, NULL, false);
 	if (d->cfg.retention_ms > 0 && registry_prune(d->reg,

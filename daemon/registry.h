@@ -69,7 +69,10 @@ struct registry;
 
 int registry_open(const char *path, struct registry **out, char *err,
     size_t errlen);
+/* Runs PRAGMA optimize before closing. */
 void registry_close(struct registry *);
+/* Periodic upkeep (the tick): PRAGMA optimize about once an hour. */
+void registry_maintain(struct registry *, int64_t now_ms);
 /* The schema version this build writes. */
 int registry_schema_version(void);
 
@@ -120,6 +123,32 @@ int registry_lane_touch(struct registry *, const char *name, int64_t when_ms);
 int registry_lane_list(struct registry *, bool all, struct lane_record **out,
     size_t *n);
 int registry_count_live(struct registry *, size_t *n);
+
+/* A position in the lane order (created_at_ms, name), for keyset paging. */
+struct lane_cursor {
+	int64_t created_at_ms;
+	char name[LANE_NAME_SIZE];
+};
+
+/* One lane of a page with its labels (in the page's label array). */
+struct lane_page_row {
+	struct lane_record rec;
+	size_t label_off, nlabels;
+};
+
+/*
+ * Up to `limit` lanes (live only unless `all`) strictly after `after`
+ * (NULL: from the first), oldest first, and their labels, in two queries.
+ * The caller frees *rows and *labels.
+ */
+int registry_lane_page(struct registry *, bool all,
+    const struct lane_cursor *after, size_t limit,
+    struct lane_page_row **rows, size_t *n, struct lane_label **labels);
+/* Up to `limit` events of a lane with an id above after_id, oldest first;
+ * ids[i] is the position of out[i]. The caller frees *out and *ids. */
+int registry_events_page(struct registry *, const char *lane,
+    int64_t after_id, size_t limit, struct registry_event **out,
+    int64_t **ids, size_t *n);
 int registry_labels_get(struct registry *, const char *name,
     struct lane_label *labels, size_t max, size_t *n);
 int registry_event_append(struct registry *, const char *lane,
