@@ -1,7 +1,12 @@
+/* memset_s (C11 Annex K) is declared only when asked for, before any header. */
+#if defined(__APPLE__)
+#define __STDC_WANT_LIB_EXT1__ 1
+#endif
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #if defined(__APPLE__)
@@ -9,6 +14,18 @@
 #endif
 
 #include "compat.h"
+
+void
+compat_wipe(void *p, size_t len)
+{
+	if (p == NULL || len == 0)
+		return;
+#if defined(__APPLE__)
+	(void)memset_s(p, len, 0, len);
+#else
+	explicit_bzero(p, len);
+#endif
+}
 
 const char *
 compat_sqlite_pragmas(void)

@@ -1,5 +1,5 @@
 /*
- * The descriptor, randomness and durability calls whose
+ * The descriptor, randomness, memory-wiping and durability calls whose
  * spelling differs between Linux and macOS. Every descriptor the daemon owns is close-on-exec from birth
  * where the platform allows it (Lima's hostagent outlives `limactl start` and
  * would otherwise inherit the registry, the socket or a client connection).
@@ -29,6 +29,12 @@ int compat_random(void *buf, size_t len);
 void compat_cloexec_from(int lowfd);
 /* Disables SIGPIPE on a socket where the platform supports it per socket. */
 void compat_nosigpipe(int fd);
+/*
+ * Zeroes memory holding a secret (exec environment values) in a way the
+ * compiler may not drop as a dead store before free(): explicit_bzero, or
+ * memset_s on macOS.
+ */
+void compat_wipe(void *, size_t);
 /* SQLite pragmas the platform needs for durable commits ("" for none). */
 const char *compat_sqlite_pragmas(void);
 

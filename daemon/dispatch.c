@@ -13,7 +13,7 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 	if (d->shutting_down) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 		    "agent-laned is shutting down");
-		return;
+		goto out;
 	}
 	switch (req->body_case) {
 	case AGENTLANE__V1__REQUEST__BODY_CREATE_LANE:
@@ -51,4 +51,8 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		    "this frame cannot start a call");
 		break;
 	}
+out:
+	/* The caller frees the request next: not with the values in it. */
+	if (req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC)
+		exec_wipe_request((Agentlane__V1__Exec *)req->exec);
 }
