@@ -239,8 +239,10 @@ lane_handle_list(struct laned *d, struct conn *c,
 	for (i = 0; i < n; i++) {
 		size_t off = i * LANE_LABELS_MAX, cost;
 
+		/* src is NULL when the page has no label at all. */
 		lane_record_to_proto(&rows[i].rec, &lanes[i], labelv + off,
-		    labels + off, src + rows[i].label_off, rows[i].nlabels);
+		    labels + off, rows[i].nlabels > 0 ?
+		    src + rows[i].label_off : NULL, rows[i].nlabels);
 		cost = entry_cost(protobuf_c_message_get_packed_size(
 		    &lanes[i].base));
 		if (used + cost > budget)
