@@ -10,8 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #if defined(__APPLE__)
+#include <malloc/malloc.h>
 #include <sys/random.h>
+#else
+#include <malloc.h>
 #endif
+
+#include <event2/event.h>
 
 #include "compat.h"
 
@@ -25,6 +30,54 @@ compat_wipe(void *p, size_t len)
 #else
 	explicit_bzero(p, len);
 #endif
+}
+
+static size_t
+usable_size(void *p)
+{
+#if defined(__APPLE__)
+	return malloc_size(p);
+#else
+	return malloc_usable_size(p);
+#endif
+}
+
+static void *
+wipe_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void
+wipe_free(void *p)
+{
+	if (p == NULL)
+		return;
+	compat_wipe(p, usable_size(p));
+	free(p);
+}
+
+/* Never realloc in place: the old block is wiped before it is let go. */
+static void *
+wipe_realloc(void *p, size_t n)
+{
+	size_t old;
+	void *q;
+
+	if (p == NULL)
+		return malloc(n);
+	if ((q = malloc(n != 0 ? n : 1)) == NULL)
+		return NULL;
+	old = usable_size(p);
+	memcpy(q, p, old < n ? old : n);
+	wipe_free(p);
+	return q;
+}
+
+void
+compat_libevent_wipe_on_free(void)
+{
+	event_set_mem_functions(wipe_malloc, wipe_realloc, wipe_free);
 }
 
 const char *

@@ -35,6 +35,13 @@ void compat_nosigpipe(int fd);
  * memset_s on macOS.
  */
 void compat_wipe(void *, size_t);
+/*
+ * Makes libevent wipe every block it frees (call before any libevent
+ * allocation): its buffers held client frames and guest-bound frames, and
+ * reading a frame across buffer chains leaves copies in chains freed
+ * inside libevent.
+ */
+void compat_libevent_wipe_on_free(void);
 /* SQLite pragmas the platform needs for durable commits ("" for none). */
 const char *compat_sqlite_pragmas(void);
 
