@@ -283,6 +283,8 @@ main(int argc, char **argv)
 	if (registry_open(path, &d.reg, err, sizeof err) != REG_OK)
 		fatalx("registry: %s", err);
 
+	/* Before libevent allocates anything: buffers held secrets. */
+	compat_libevent_wipe_on_free();
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	d.sig_chld = evsignal_new(d.base, SIGCHLD, signal_cb, &d);

@@ -240,12 +240,21 @@ setup_output(struct gexec *g, int stream, const uint8_t *data, size_t len,
 	s->out[s->len] = '\0';
 }
 
+/* The row says ready: only now may the creator hear of it. */
+static void
+create_ready(struct lane *l)
+{
+	lane_waiters_progress(l, "ready", "");
+	lane_waiters_finish(l, LANE_WAIT_CREATE, 0, NULL);
+	lane_changed(l->d);
+}
+
 static void
 setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 {
 	struct lane_setup *s = arg;
 	struct lane *l = s->lane;
-	char detail[LANE_WORKSPACE_MAX + 32];
+	struct lane_change ch;
 	char ws[SETUP_OUTPUT_MAX + 1];
 	bool overflow = s->overflow;
 	size_t n = s->len;
@@ -279,16 +288,16 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		    "guest setup printed an unusable workspace path");
 		return;
 	}
-	if (registry_lane_set_workspace(l->d->reg, l->name, ws) != REG_OK)
-		log_warnx("lane %s: cannot record the workspace", l->name);
-	str_copy(l->workspace, ws, sizeof l->workspace);
-	snprintf(detail, sizeof detail, "workspace=%s", ws);
-	lane_transition(l, LANE_READY, "ready", detail);
-	l->last_activity_ms = time_now_ms();
-	(void)registry_lane_touch(l->d->reg, l->name, l->last_activity_ms);
-	lane_waiters_progress(l, "ready", "");
-	lane_waiters_finish(l, LANE_WAIT_CREATE, 0, NULL);
-	lane_changed(l->d);
+	/* State, workspace and idle clock in one transaction. */
+	memset(&ch, 0, sizeof ch);
+	ch.to = LANE_READY;
+	str_copy(ch.event, "ready", sizeof ch.event);
+	snprintf(ch.detail, sizeof ch.detail, "workspace=%s", ws);
+	ch.set_workspace = true;
+	str_copy(ch.workspace, ws, sizeof ch.workspace);
+	ch.last_activity_ms = time_now_ms();
+	ch.then = create_ready;
+	(void)lane_transition(l, &ch);
 }
 
 static void

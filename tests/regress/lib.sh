@@ -177,6 +177,10 @@ finish() {
 		echo "# agent-laned log:"
 		sed 's/^/#   /' "$LOG" | tail -n 60
 	fi
+	# A test's own teardown (e.g. unmounting what it mounted under $T).
+	if [ -n "${FINISH_HOOK:-}" ]; then
+		$FINISH_HOOK
+	fi
 	rm -rf "$T"
 	if [ "$_failed" -gt 0 ]; then
 		exit 1
