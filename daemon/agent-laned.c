@@ -19,6 +19,7 @@
 
 #include "compat.h"
 #include "conn.h"
+#include "dispatch.h"
 #include "laned.h"
 #include "lane.h"
 #include "lima.h"
@@ -189,7 +190,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 
 	switch (sig) {
 	case SIGCHLD:
-		proc_reap(d);
+		proc_reap(&d->procs);
 		break;
 	case SIGHUP:
 		log_info("SIGHUP ignored: restart agent-laned to change its "
@@ -234,6 +235,7 @@ main(int argc, char **argv)
 	TAILQ_INIT(&d.procs);
 	TAILQ_INIT(&d.conns);
 	TAILQ_INIT(&d.lanes);
+	d.dispatch = dispatch_request;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
 	if (!lima_template_acceptable(d.cfg.lima_template)) {
@@ -318,7 +320,7 @@ main(int argc, char **argv)
 	lane_persist_activity(&d);
 	lane_free_all(&d);
 	conn_close_all(&d);
-	proc_shutdown(&d);
+	proc_shutdown(&d.procs);
 	reaper_stop(&d);
 	/* Let deferred frees and the kills run once. */
 	(void)event_base_loop(d.base, EVLOOP_NONBLOCK);

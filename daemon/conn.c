@@ -12,7 +12,6 @@
 
 #include "compat.h"
 #include "conn.h"
-#include "dispatch.h"
 #include "iobuf.h"
 #include "laned.h"
 #include "log.h"
@@ -175,8 +174,7 @@ conn_accept(struct laned *d, int fd, uid_t uid)
 		fatalx("bufferevent_set_max_single_*");
 	if (bufferevent_enable(c->bev, EV_READ | EV_WRITE) != 0)
 		fatalx("bufferevent_enable");
-	tv.tv_sec = (time_t)(d->cfg.request_timeout_ms / 1000);
-	tv.tv_usec = (suseconds_t)(d->cfg.request_timeout_ms % 1000) * 1000;
+	tv = tv_from_ms(d->cfg.request_timeout_ms);
 	if (evtimer_add(c->timer, &tv) != 0)
 		fatalx("evtimer_add");
 	log_debug("conn %llu: accepted (uid %ld)", (unsigned long long)c->id,
@@ -350,7 +348,7 @@ conn_frame(struct conn *c, const AlRequest *req)
 	case CONN_REQUEST:
 		evtimer_del(c->timer);
 		c->state = CONN_CALL;
-		dispatch_request(c->d, c, req);
+		c->d->dispatch(c->d, c, req);
 		break;
 	case CONN_CALL:
 		if (c->handler == NULL || c->handler->input == NULL) {

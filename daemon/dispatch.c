@@ -3,7 +3,7 @@
 #include "dispatch.h"
 #include "exec.h"
 #include "laned.h"
-#include "lane.h"
+#include "lanecall.h"
 #include "log.h"
 #include "reaper.h"
 

@@ -13,7 +13,6 @@
 #include "gexec.h"
 #include "guestproto.h"
 #include "iobuf.h"
-#include "laned.h"
 #include "lima.h"
 #include "log.h"
 #include "proc.h"
@@ -25,7 +24,8 @@
 #define GEXEC_INBUF_MAX (GUEST_MAX_PAYLOAD + GUEST_HEADER + 64u * 1024u)
 
 struct gexec {
-	struct laned *d;
+	struct event_base *base;
+	struct lima *lima;
 	char *what;
 	const struct gexec_ops *ops;	/* NULL once reported or aborted */
 	void *arg;
@@ -110,7 +110,7 @@ gexec_report(struct gexec *g, struct gexec_result *r)
 	g->ops = NULL;
 	gexec_close_channel(g);
 	if (!g->proc_exited) {
-		g->linger = evtimer_new(g->d->base, linger_cb, g);
+		g->linger = evtimer_new(g->base, linger_cb, g);
 		if (g->linger == NULL || evtimer_add(g->linger, &tv) != 0)
 			fatalx("evtimer_add");
 	}
@@ -144,7 +144,7 @@ gexec_fail_transport(struct gexec *g)
 {
 	char msg[256], st[32];
 
-	lima_error_message(g->d->lima, g->proc_stderr, msg, sizeof msg);
+	lima_error_message(g->lima, g->proc_stderr, msg, sizeof msg);
 	proc_status_string(g->proc_status, st, sizeof st);
 	if (WIFEXITED(g->proc_status) && WEXITSTATUS(g->proc_status) == 1)
 		gexec_fail(g, AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
@@ -251,9 +251,7 @@ gexec_parse(struct gexec *g)
 			if (evbuffer_copyout(g->inbuf, hdr, sizeof hdr) !=
 			    (ssize_t)sizeof hdr)
 				fatalx("evbuffer_copyout");
-			want = GUEST_HEADER + (((size_t)hdr[1] << 24) |
-			    ((size_t)hdr[2] << 16) | ((size_t)hdr[3] << 8) |
-			    hdr[4]);
+			want = GUEST_HEADER + (size_t)guest_header_len(hdr);
 			if (want > len)
 				want = len;
 		}
@@ -418,7 +416,8 @@ gexec_put(struct gexec *g, char type, const void *data, size_t len)
 }
 
 struct gexec *
-gexec_start(struct laned *d, const struct gexec_spec *spec,
+gexec_start(struct event_base *base, struct proc_list *procs,
+    struct lima *lima, const struct gexec_spec *spec,
     const struct gexec_ops *ops, void *arg, char *err, size_t errlen)
 {
 	const char *helper[] = { "perl", "-e", guest_helper_source, NULL };
@@ -427,12 +426,13 @@ gexec_start(struct laned *d, const struct gexec_spec *spec,
 	char **argv;
 	int fd;
 
-	if ((argv = lima_argv_shell(d->lima, spec->lane, helper)) == NULL) {
+	if ((argv = lima_argv_shell(lima, spec->lane, helper)) == NULL) {
 		snprintf(err, errlen, "invalid lane name");
 		return NULL;
 	}
 	g = xcalloc(1, sizeof *g);
-	g->d = d;
+	g->base = base;
+	g->lima = lima;
 	g->ops = ops;
 	g->arg = arg;
 	g->out_fd = -1;
@@ -443,11 +443,11 @@ gexec_start(struct laned *d, const struct gexec_spec *spec,
 
 	memset(&ps, 0, sizeof ps);
 	ps.argv = argv;
-	ps.envp = lima_envp(d->lima);
+	ps.envp = lima_envp(lima);
 	ps.in = PROC_IN_PIPE;
 	ps.out = PROC_OUT_PIPE;
 	ps.what = g->what;
-	g->proc = proc_spawn(d, &ps, gexec_proc_done, g, err, errlen);
+	g->proc = proc_spawn(base, procs, &ps, gexec_proc_done, g, err, errlen);
 	lima_argv_free(argv);
 	if (g->proc == NULL) {
 		evbuffer_free(g->inbuf);
@@ -457,7 +457,7 @@ gexec_start(struct laned *d, const struct gexec_spec *spec,
 	}
 
 	fd = proc_take_stdin(g->proc);
-	g->in = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	g->in = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
 	if (g->in == NULL)
 		fatalx("bufferevent_socket_new");
 	bufferevent_setcb(g->in, NULL, gexec_in_write_cb, gexec_in_event_cb, g);
@@ -468,7 +468,7 @@ gexec_start(struct laned *d, const struct gexec_spec *spec,
 		fatalx("bufferevent_enable");
 
 	g->out_fd = proc_take_stdout(g->proc);
-	g->out_ev = event_new(d->base, g->out_fd, EV_READ | EV_PERSIST,
+	g->out_ev = event_new(base, g->out_fd, EV_READ | EV_PERSIST,
 	    gexec_out_cb, g);
 	if (g->out_ev == NULL || event_add(g->out_ev, NULL) != 0)
 		fatalx("event_add");

@@ -16,8 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct laned;
+struct event_base;
 struct gexec;
+struct lima;
+struct proc_list;
 
 struct gexec_bytes {
 	const uint8_t *data;
@@ -68,8 +70,10 @@ struct gexec_ops {
 #define GEXEC_STDIN_HIGH (1024u * 1024u)
 #define GEXEC_STDIN_LOW (256u * 1024u)
 
-struct gexec *gexec_start(struct laned *, const struct gexec_spec *,
-    const struct gexec_ops *, void *arg, char *err, size_t errlen);
+/* Children go on procs (reaped by proc_reap); events run on base. */
+struct gexec *gexec_start(struct event_base *, struct proc_list *,
+    struct lima *, const struct gexec_spec *, const struct gexec_ops *,
+    void *arg, char *err, size_t errlen);
 /* Queues command input; -1 once the command's stdin is gone. */
 int gexec_stdin(struct gexec *, const void *, size_t);
 void gexec_stdin_close(struct gexec *);

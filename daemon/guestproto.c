@@ -9,6 +9,13 @@ guest_parser_init(struct guest_parser *p)
 	memset(p, 0, sizeof *p);
 }
 
+uint32_t
+guest_header_len(const uint8_t hdr[GUEST_HEADER])
+{
+	return ((uint32_t)hdr[1] << 24) | ((uint32_t)hdr[2] << 16) |
+	    ((uint32_t)hdr[3] << 8) | hdr[4];
+}
+
 void
 guest_header(uint8_t hdr[GUEST_HEADER], char type, uint32_t len)
 {
@@ -134,8 +141,7 @@ guest_parse(struct guest_parser *p, const uint8_t *buf, size_t len,
 	}
 	memset(out, 0, sizeof *out);
 	out->type = (char)buf[off];
-	plen = ((uint32_t)buf[off + 1] << 24) | ((uint32_t)buf[off + 2] << 16) |
-	    ((uint32_t)buf[off + 3] << 8) | buf[off + 4];
+	plen = guest_header_len(buf + off);
 	switch (out->type) {
 	case GUEST_STARTED:
 	case GUEST_STDOUT:

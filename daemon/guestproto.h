@@ -59,6 +59,9 @@ void guest_parser_init(struct guest_parser *);
 enum guest_rc guest_parse(struct guest_parser *, const uint8_t *buf,
     size_t len, struct guest_frame *out, size_t *used);
 
+/* The payload length a frame header announces (not checked here). */
+uint32_t guest_header_len(const uint8_t hdr[GUEST_HEADER]);
+
 /* Writes a 5-byte frame header for the helper's input. */
 void guest_header(uint8_t hdr[GUEST_HEADER], char type, uint32_t len);
 

@@ -3,6 +3,11 @@
  * lane, the clients waiting on a lane's create or destroy, and the execs and
  * copies running in it. The registry holds the durable state; a struct lane
  * exists for every live row (creating, ready, destroying).
+ *
+ * The lane module is three files, one job each: lane.c is the state machine
+ * (transitions, destroy and its retries, recovery, activities), lanecreate.c
+ * the create pipeline (request check, limactl create/start, guest setup) and
+ * lanecall.c the client calls with their protobuf conversion.
  */
 #ifndef LANED_LANE_H
 #define LANED_LANE_H
@@ -19,6 +24,7 @@ struct conn;
 struct proc;
 struct gexec;
 struct lane_waiter;
+struct lane_setup;
 
 /* An exec or a copy running in a lane; cancelled when the lane goes. */
 struct lane_activity {
@@ -31,10 +37,27 @@ struct lane_activity {
 TAILQ_HEAD(lane_waiters, lane_waiter);
 TAILQ_HEAD(lane_activities, lane_activity);
 
+/*
+ * What the daemon is doing for a lane right now. The registry state says
+ * where the lane is in its life; the step says which operation is in
+ * flight, and so which handle (proc or setup) is valid.
+ */
+enum lane_step {
+	LANE_STEP_NONE,		/* nothing in flight */
+	LANE_STEP_CREATE,	/* limactl create (proc) */
+	LANE_STEP_START,	/* limactl start (proc) */
+	LANE_STEP_SETUP,	/* guest workspace preparation (setup) */
+	LANE_STEP_DELETE,	/* limactl delete (proc) */
+	LANE_STEP_DELETE_WAIT,	/* a failed delete waits for retry_timer */
+};
+
+enum lane_waiter_kind { LANE_WAIT_CREATE, LANE_WAIT_DESTROY };
+
 struct lane {
 	struct laned *d;
 	char name[LANE_NAME_SIZE];
-	int state;
+	enum lane_state state;
+	enum lane_step step;
 	int64_t created_at_ms;
 	int64_t deadline_ms;
 	uint64_t idle_timeout_ms;
@@ -42,8 +65,8 @@ struct lane {
 	int64_t persisted_activity_ms;	/* what the registry holds */
 	char workspace[LANE_WORKSPACE_MAX];	/* default cwd of execs */
 
-	struct proc *op;		/* limactl create/start/delete */
-	struct gexec *setup;		/* workspace preparation */
+	struct proc *proc;		/* CREATE, START, DELETE */
+	struct lane_setup *setup;	/* SETUP */
 	struct lane_waiters waiters;
 	struct lane_activities activities;
 	size_t nactivities;
@@ -62,6 +85,8 @@ struct lane {
 };
 
 struct lane *lane_find(struct laned *, const char *name);
+/* A runtime entry for a row (a new one, or a live one at start-up). */
+struct lane *lane_new(struct laned *, const struct lane_record *);
 /* Rebuilds the runtime entry of a live registry row (start-up). */
 struct lane *lane_adopt(struct laned *, const struct lane_record *);
 /*
@@ -70,16 +95,6 @@ struct lane *lane_adopt(struct laned *, const struct lane_record *);
  * destroyed; a live one just gets its timers back.
  */
 void lane_recover(struct lane *);
-
-/* Request handlers: each owns the connection until it replies. */
-void lane_handle_create(struct laned *, struct conn *,
-    const Agentlane__V1__CreateLane *);
-void lane_handle_get(struct laned *, struct conn *, const char *name);
-void lane_handle_list(struct laned *, struct conn *, bool all);
-void lane_handle_destroy(struct laned *, struct conn *, const char *name);
-void lane_handle_extend(struct laned *, struct conn *,
-    const Agentlane__V1__ExtendLane *);
-void lane_handle_events(struct laned *, struct conn *, const char *name);
 
 /*
  * Starts destroying a lane (idempotent). reason goes to the audit trail;
@@ -101,12 +116,48 @@ void lane_touch(struct lane *);
 /* Writes changed last-activity times to the registry (tick, shutdown). */
 void lane_persist_activity(struct laned *);
 
-/* Fills a protobuf Lane from a record; strings point into rec/labels. */
-void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,
-    Agentlane__V1__Label **labelv, Agentlane__V1__Label *labels,
-    const struct lane_label *src, size_t nlabels);
-
 /* Frees every runtime entry (daemon exit); VMs keep running. */
 void lane_free_all(struct laned *);
+
+/* ---- Within the lane module ---- */
+
+/* Client-supplied names are checked for shape first; false: answered. */
+bool lane_check_name(struct conn *, const char *name);
+
+/* Clients blocked on a lane's create or destroy. */
+void lane_waiter_add(struct lane *, struct conn *, enum lane_waiter_kind);
+void lane_waiters_progress(struct lane *, const char *phase,
+    const char *message);
+/* Answers every waiter of a kind with the lane (code 0), or an error. */
+void lane_waiters_finish(struct lane *, enum lane_waiter_kind, int code,
+    const char *msg);
+
+/* Moves the lane to another state, in the registry and in memory. */
+void lane_transition(struct lane *, enum lane_state to, const char *event,
+    const char *detail);
+/* Appends to the lane's audit trail (best effort). */
+void lane_event(struct lane *, const char *event, const char *detail);
+/* The lane's expiries changed: re-arm the reaper through its hook. */
+void lane_changed(struct laned *);
+
+/*
+ * Runs `limactl VERB NAME` for the lane (argv is consumed); NULL if it
+ * could not be spawned (logged).
+ */
+struct proc *lane_spawn(struct lane *, char **argv, uint64_t timeout_ms,
+    const char *verb, void (*done)(struct proc *, int, void *));
+/* The message of a failed limactl call: its error line, or its status. */
+void lane_limactl_failure(struct laned *, struct proc *, int status,
+    char *buf, size_t len);
+
+/*
+ * Creation went wrong (or was cancelled): remember why, then delete the VM.
+ * Creators hear the reason once the delete has been tried.
+ */
+void lane_fail_creation(struct lane *, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Sends the lane's row on c and finishes the call; false if it could not. */
+bool lane_send(struct laned *, struct conn *, const char *name);
 
 #endif

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "proc.h"
+#include "wire.h"
 
 struct event_base;
 struct event;
@@ -21,7 +23,6 @@ struct proc;
 struct conn;
 struct lane;
 
-TAILQ_HEAD(proc_list, proc);
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(lane_list, lane);
 
@@ -44,6 +45,15 @@ struct laned {
 	uint64_t next_conn_id;
 
 	struct lane_list lanes;	/* runtime state of live lanes */
+
+	/*
+	 * Hooks that keep the modules acyclic: conn.c hands a call to
+	 * dispatch (dispatch_request) without knowing the handlers, and the
+	 * lane state machine tells the reaper that expiries changed
+	 * (reaper_rearm) without calling into it.
+	 */
+	void (*dispatch)(struct laned *, struct conn *, const AlRequest *);
+	void (*lanes_changed)(struct laned *);
 
 	struct event *deadline_timer;
 	struct event *tick_timer;

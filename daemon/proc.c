@@ -12,13 +12,12 @@
 #include <event2/event.h>
 
 #include "compat.h"
-#include "laned.h"
 #include "log.h"
 #include "proc.h"
 #include "util.h"
 
 struct proc {
-	struct laned *d;
+	struct proc_list *list;
 	pid_t pid;
 	char *what;
 	proc_done_cb done;
@@ -73,7 +72,7 @@ close_event_fd(struct event **ev, int *fd)
 static void
 proc_free(struct proc *p)
 {
-	TAILQ_REMOVE(&p->d->procs, p, entry);
+	TAILQ_REMOVE(p->list, p, entry);
 	close_event_fd(&p->out_ev, &p->out_fd);
 	close_event_fd(&p->err_ev, &p->err_fd);
 	if (p->in_fd != -1)
@@ -91,19 +90,7 @@ proc_free(struct proc *p)
 static void
 err_append(struct proc *p, const char *data, size_t n)
 {
-	if (n >= PROC_STDERR_TAIL) {
-		memcpy(p->err_tail, data + n - PROC_STDERR_TAIL, PROC_STDERR_TAIL);
-		p->err_len = PROC_STDERR_TAIL;
-	} else {
-		if (p->err_len + n > PROC_STDERR_TAIL) {
-			size_t drop = p->err_len + n - PROC_STDERR_TAIL;
-			memmove(p->err_tail, p->err_tail + drop, p->err_len - drop);
-			p->err_len -= drop;
-		}
-		memcpy(p->err_tail + p->err_len, data, n);
-		p->err_len += n;
-	}
-	p->err_tail[p->err_len] = '\0';
+	tail_append(p->err_tail, PROC_STDERR_TAIL, &p->err_len, data, n);
 }
 
 /* Reads what is available; returns false at EOF or error. */
@@ -194,8 +181,9 @@ timeout_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 struct proc *
-proc_spawn(struct laned *d, const struct proc_spec *spec, proc_done_cb done,
-    void *arg, char *err, size_t errlen)
+proc_spawn(struct event_base *base, struct proc_list *list,
+    const struct proc_spec *spec, proc_done_cb done, void *arg, char *err,
+    size_t errlen)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
@@ -206,7 +194,7 @@ proc_spawn(struct laned *d, const struct proc_spec *spec, proc_done_cb done,
 	int rc;
 
 	p = xcalloc(1, sizeof *p);
-	p->d = d;
+	p->list = list;
 	p->in_fd = p->out_fd = p->err_fd = -1;
 	p->what = xstrdup(spec->what != NULL ? spec->what : spec->argv[0]);
 	p->done = done;
@@ -298,7 +286,7 @@ proc_spawn(struct laned *d, const struct proc_spec *spec, proc_done_cb done,
 	    compat_set_nonblock(p->err_fd) == -1)
 		fatal("fcntl(O_NONBLOCK)");
 
-	p->err_ev = event_new(d->base, p->err_fd, EV_READ | EV_PERSIST,
+	p->err_ev = event_new(base, p->err_fd, EV_READ | EV_PERSIST,
 	    pipe_cb, p);
 	if (p->err_ev == NULL || event_add(p->err_ev, NULL) != 0)
 		fatalx("event_add");
@@ -307,21 +295,19 @@ proc_spawn(struct laned *d, const struct proc_spec *spec, proc_done_cb done,
 		p->out_cap = spec->out_cap;
 		if ((p->out_buf = evbuffer_new()) == NULL)
 			fatalx("evbuffer_new");
-		p->out_ev = event_new(d->base, p->out_fd, EV_READ | EV_PERSIST,
+		p->out_ev = event_new(base, p->out_fd, EV_READ | EV_PERSIST,
 		    pipe_cb, p);
 		if (p->out_ev == NULL || event_add(p->out_ev, NULL) != 0)
 			fatalx("event_add");
 	}
 	if (spec->timeout_ms > 0) {
-		struct timeval tv = {
-			.tv_sec = (time_t)(spec->timeout_ms / 1000),
-			.tv_usec = (suseconds_t)(spec->timeout_ms % 1000) * 1000,
-		};
-		if ((p->timer = evtimer_new(d->base, timeout_cb, p)) == NULL ||
+		struct timeval tv = tv_from_ms(spec->timeout_ms);
+
+		if ((p->timer = evtimer_new(base, timeout_cb, p)) == NULL ||
 		    evtimer_add(p->timer, &tv) != 0)
 			fatalx("evtimer_add");
 	}
-	TAILQ_INSERT_TAIL(&d->procs, p, entry);
+	TAILQ_INSERT_TAIL(list, p, entry);
 	return p;
 
 fail:
@@ -417,7 +403,7 @@ proc_stderr(const struct proc *p)
 }
 
 void
-proc_reap(struct laned *d)
+proc_reap(struct proc_list *list)
 {
 	struct proc *p;
 	pid_t pid;
@@ -429,7 +415,7 @@ proc_reap(struct laned *d)
 			continue;
 		if (pid <= 0)
 			break;
-		TAILQ_FOREACH(p, &d->procs, entry)
+		TAILQ_FOREACH(p, list, entry)
 			if (p->pid == pid && !p->exited)
 				break;
 		if (p == NULL)
@@ -448,32 +434,32 @@ proc_reap(struct laned *d)
 }
 
 void
-proc_shutdown(struct laned *d)
+proc_shutdown(struct proc_list *list)
 {
 	struct proc *p;
 	int waited_ms = 0;
 
-	TAILQ_FOREACH(p, &d->procs, entry)
+	TAILQ_FOREACH(p, list, entry)
 		proc_kill(p);
-	while (!TAILQ_EMPTY(&d->procs) && waited_ms < 3000) {
-		proc_reap(d);
-		if (TAILQ_EMPTY(&d->procs))
+	while (!TAILQ_EMPTY(list) && waited_ms < 3000) {
+		proc_reap(list);
+		if (TAILQ_EMPTY(list))
 			break;
 		usleep(10000);
 		waited_ms += 10;
 	}
-	if (!TAILQ_EMPTY(&d->procs))
+	if (!TAILQ_EMPTY(list))
 		log_warnx("%zu children did not exit after SIGKILL",
-		    proc_count(d));
+		    proc_count(list));
 }
 
 size_t
-proc_count(struct laned *d)
+proc_count(const struct proc_list *list)
 {
 	struct proc *p;
 	size_t n = 0;
 
-	TAILQ_FOREACH(p, &d->procs, entry)
+	TAILQ_FOREACH(p, list, entry)
 		n++;
 	return n;
 }

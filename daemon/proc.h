@@ -11,10 +11,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 #include <sys/types.h>
 
-struct laned;
+struct event_base;
 struct proc;
+
+/* The children of one owner (the daemon), for reaping and shutdown. */
+TAILQ_HEAD(proc_list, proc);
 
 enum proc_in { PROC_IN_NULL, PROC_IN_PIPE };
 enum proc_out { PROC_OUT_NULL, PROC_OUT_CAPTURE, PROC_OUT_PIPE };
@@ -37,8 +41,10 @@ struct proc_spec {
  */
 typedef void (*proc_done_cb)(struct proc *, int status, void *arg);
 
-struct proc *proc_spawn(struct laned *, const struct proc_spec *,
-    proc_done_cb, void *arg, char *err, size_t errlen);
+/* The child joins list; its pipes and timer run on base. */
+struct proc *proc_spawn(struct event_base *, struct proc_list *,
+    const struct proc_spec *, proc_done_cb, void *arg, char *err,
+    size_t errlen);
 /* SIGKILL to the child's whole process group. */
 void proc_kill(struct proc *);
 /* The owner is going away: no callback; the child is killed and reaped. */
@@ -55,13 +61,13 @@ const char *proc_stdout(const struct proc *, size_t *len);
 const char *proc_stderr(const struct proc *);
 
 /* SIGCHLD handler body: reaps every exited child. */
-void proc_reap(struct laned *);
+void proc_reap(struct proc_list *);
 /*
  * Daemon exit: kills every child and reaps them (bounded wait), running
  * their callbacks so that owners can free themselves.
  */
-void proc_shutdown(struct laned *);
-size_t proc_count(struct laned *);
+void proc_shutdown(struct proc_list *);
+size_t proc_count(const struct proc_list *);
 
 /* "exit 3", "signal 9", for messages. */
 void proc_status_string(int status, char *buf, size_t len);

@@ -75,8 +75,7 @@ reaper_rearm(struct laned *d)
 		return;
 	now = time_now_ms();
 	delta = next > now ? next - now : 0;
-	tv.tv_sec = (time_t)(delta / 1000);
-	tv.tv_usec = (suseconds_t)(delta % 1000) * 1000;
+	tv = tv_from_ms((uint64_t)delta);
 	if (evtimer_add(d->deadline_timer, &tv) != 0)
 		fatalx("evtimer_add");
 }
@@ -239,7 +238,7 @@ reconcile_delete_orphans(struct reconcile *r)
 		ps.envp = lima_envp(r->d->lima);
 		ps.timeout_ms = r->d->cfg.command_timeout_ms;
 		ps.what = what;
-		if (proc_spawn(r->d, &ps, orphan_delete_done, od, err,
+		if (proc_spawn(r->d->base, &r->d->procs, &ps, orphan_delete_done, od, err,
 		    sizeof err) == NULL) {
 			log_warnx("orphan %s: %s", od->name, err);
 			free(od);
@@ -377,7 +376,7 @@ reconcile_start(struct laned *d, struct conn *c, bool delete_orphans)
 	ps.out_cap = LIST_OUTPUT_MAX;
 	ps.timeout_ms = d->cfg.command_timeout_ms;
 	ps.what = "limactl list";
-	if (proc_spawn(d, &ps, list_done, r, err, sizeof err) == NULL) {
+	if (proc_spawn(d->base, &d->procs, &ps, list_done, r, err, sizeof err) == NULL) {
 		r->error_code = AGENTLANE__V1__ERROR_CODE__INTERNAL;
 		snprintf(r->error, sizeof r->error, "%s", err);
 		log_warnx("reconcile: %s", err);
@@ -416,6 +415,7 @@ reaper_init(struct laned *d)
 {
 	d->deadline_timer = evtimer_new(d->base, deadline_cb, d);
 	d->tick_timer = event_new(d->base, -1, EV_PERSIST, tick_cb, d);
+	d->lanes_changed = reaper_rearm;
 	if (d->deadline_timer == NULL || d->tick_timer == NULL)
 		fatalx("reaper: event_new");
 }
@@ -425,10 +425,7 @@ reaper_start(struct laned *d)
 {
 	struct lane_record *recs;
 	struct lane *l, *next;
-	struct timeval tv = {
-		.tv_sec = (time_t)(d->cfg.tick_ms / 1000),
-		.tv_usec = (suseconds_t)(d->cfg.tick_ms % 1000) * 1000,
-	};
+	struct timeval tv = tv_from_ms(d->cfg.tick_ms);
 	size_t n;
 
 	if (registry_lane_list(d->reg, false, &recs, &n) != REG_OK)

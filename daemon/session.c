@@ -97,21 +97,8 @@ session_stdin_close(struct session *s)
 void
 session_stderr_keep(struct session *s, const uint8_t *data, size_t len)
 {
-	if (len >= SESSION_STDERR_TAIL) {
-		memcpy(s->stderr_tail, data + len - SESSION_STDERR_TAIL,
-		    SESSION_STDERR_TAIL);
-		s->stderr_len = SESSION_STDERR_TAIL;
-	} else {
-		if (s->stderr_len + len > SESSION_STDERR_TAIL) {
-			size_t drop = s->stderr_len + len - SESSION_STDERR_TAIL;
-			memmove(s->stderr_tail, s->stderr_tail + drop,
-			    s->stderr_len - drop);
-			s->stderr_len -= drop;
-		}
-		memcpy(s->stderr_tail + s->stderr_len, data, len);
-		s->stderr_len += len;
-	}
-	s->stderr_tail[s->stderr_len] = '\0';
+	tail_append(s->stderr_tail, SESSION_STDERR_TAIL, &s->stderr_len, data,
+	    len);
 }
 
 /* ---- gexec callbacks ---- */
@@ -240,16 +227,13 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 	/* Default: the lane's workspace. */
 	if (spec->cwd == NULL)
 		spec->cwd = s->act.lane->workspace;
-	s->g = gexec_start(d, spec, &session_gexec_ops, s, err, sizeof err);
+	s->g = gexec_start(d->base, &d->procs, d->lima, spec, &session_gexec_ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s", err);
 		return NULL;
 	}
 	if (timeout_ms > 0) {
-		struct timeval tv = {
-			.tv_sec = (time_t)(timeout_ms / 1000),
-			.tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000,
-		};
+		struct timeval tv = tv_from_ms(timeout_ms);
 
 		if ((s->timer = evtimer_new(d->base, session_timeout_cb, s)) ==
 		    NULL || evtimer_add(s->timer, &tv) != 0)

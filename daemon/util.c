@@ -115,3 +115,34 @@ str_sanitize(char *s)
 		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
 			*s = '?';
 }
+
+struct timeval
+tv_from_ms(uint64_t ms)
+{
+	struct timeval tv;
+
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	return tv;
+}
+
+void
+tail_append(char *buf, size_t cap, size_t *len, const void *data, size_t n)
+{
+	const char *src = data;
+
+	if (n >= cap) {
+		memcpy(buf, src + n - cap, cap);
+		*len = cap;
+	} else {
+		if (*len + n > cap) {
+			size_t drop = *len + n - cap;
+
+			memmove(buf, buf + drop, *len - drop);
+			*len -= drop;
+		}
+		memcpy(buf + *len, src, n);
+		*len += n;
+	}
+	buf[*len] = '\0';
+}

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 
 void *xmalloc(size_t);
 void *xcalloc(size_t, size_t);
@@ -23,6 +24,18 @@ size_t str_copy(char *dst, const char *src, size_t size);
 
 /* Wall-clock milliseconds since the epoch (deadlines are wall-clock). */
 int64_t time_now_ms(void);
+
+/* A libevent timer interval for a duration in milliseconds. */
+struct timeval tv_from_ms(uint64_t ms);
+
+/*
+ * The last bytes of a stream (a child's stderr), for error messages: buf
+ * holds cap + 1 bytes and stays NUL-terminated; *len is its length. Older
+ * bytes are dropped once cap is reached, so the memory is fixed whatever a
+ * peer writes.
+ */
+void tail_append(char *buf, size_t cap, size_t *len, const void *data,
+    size_t n);
 
 /* Replaces every byte that is not printable ASCII with '?', in place. */
 void str_sanitize(char *s);

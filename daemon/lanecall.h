@@ -1,0 +1,32 @@
+/*
+ * The lane calls of the protocol (create, get, list, destroy, extend,
+ * events) and the protobuf views of registry rows. Each handler owns the
+ * connection until it replies.
+ */
+#ifndef LANED_LANECALL_H
+#define LANED_LANECALL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "registry.h"
+#include "wire.h"
+
+struct conn;
+struct laned;
+
+void lane_handle_create(struct laned *, struct conn *,
+    const Agentlane__V1__CreateLane *);
+void lane_handle_get(struct laned *, struct conn *, const char *name);
+void lane_handle_list(struct laned *, struct conn *, bool all);
+void lane_handle_destroy(struct laned *, struct conn *, const char *name);
+void lane_handle_extend(struct laned *, struct conn *,
+    const Agentlane__V1__ExtendLane *);
+void lane_handle_events(struct laned *, struct conn *, const char *name);
+
+/* Fills a protobuf Lane from a record; strings point into rec/labels. */
+void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,
+    Agentlane__V1__Label **labelv, Agentlane__V1__Label *labels,
+    const struct lane_label *src, size_t nlabels);
+
+#endif

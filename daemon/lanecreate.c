@@ -1,0 +1,475 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "conn.h"
+#include "gexec.h"
+#include "laned.h"
+#include "lane.h"
+#include "lanecreate.h"
+#include "lima.h"
+#include "log.h"
+#include "proc.h"
+#include "registry.h"
+#include "units.h"
+#include "util.h"
+
+#define SETUP_OUTPUT_MAX 4096
+
+/*
+ * Prepares the lane's writable workspace and proves the guest can run the
+ * helper. The path is printed by the guest, so it is validated like any
+ * other guest output.
+ */
+static const char setup_script[] =
+    "mkdir -p \"$HOME/workspace\" && cd \"$HOME/workspace\" && pwd -P";
+
+struct lane_setup {
+	struct lane *lane;
+	struct gexec *g;
+	char out[SETUP_OUTPUT_MAX + 1];
+	size_t len;
+	bool overflow;
+	struct event *timer;
+};
+
+static void lane_step_create(struct lane *);
+
+/* ---- The request check ---- */
+
+/* Lane names in keys, printable values: labels end up in logs and JSON. */
+static bool
+label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
+{
+	size_t kl = lb->key != NULL ? strlen(lb->key) : 0;
+	size_t vl = lb->value != NULL ? strlen(lb->value) : 0;
+
+	if (kl == 0 || kl > LANE_LABEL_KEY_MAX ||
+	    strspn(lb->key, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789._/-") != kl) {
+		snprintf(err, errlen, "label keys are 1-%d characters of "
+		    "[A-Za-z0-9._/-]", LANE_LABEL_KEY_MAX);
+		return false;
+	}
+	if (vl > LANE_LABEL_VALUE_MAX) {
+		snprintf(err, errlen, "label values are at most %d bytes",
+		    LANE_LABEL_VALUE_MAX);
+		return false;
+	}
+	for (size_t i = 0; i < vl; i++)
+		if ((unsigned char)lb->value[i] < 0x20 ||
+		    (unsigned char)lb->value[i] == 0x7f) {
+			snprintf(err, errlen, "label values must be printable");
+			return false;
+		}
+	return true;
+}
+
+int
+lane_create_check(const struct config *cfg,
+    const Agentlane__V1__CreateLane *req, size_t live,
+    struct lane_create_plan *plan, char *err, size_t errlen)
+{
+	memset(plan, 0, sizeof *plan);
+	plan->cpus = req->cpus != 0 ? req->cpus : cfg->default_cpus;
+	plan->memory_mib = req->memory_mib != 0 ? req->memory_mib :
+	    cfg->default_memory_mib;
+	plan->disk_gib = req->disk_gib != 0 ? req->disk_gib :
+	    cfg->default_disk_gib;
+	if (plan->cpus > cfg->max_cpus) {
+		snprintf(err, errlen, "cpus %u is above the cap of %u "
+		    "(max_cpus)", plan->cpus, cfg->max_cpus);
+		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+	}
+	if (plan->memory_mib > cfg->max_memory_mib || plan->memory_mib < 256) {
+		snprintf(err, errlen, "memory %u MiB is outside 256..%u MiB "
+		    "(max_memory)", plan->memory_mib, cfg->max_memory_mib);
+		return plan->memory_mib < 256 ?
+		    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT :
+		    AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+	}
+	if (plan->disk_gib > cfg->max_disk_gib) {
+		snprintf(err, errlen, "disk %u GiB is above the cap of %u GiB "
+		    "(max_disk)", plan->disk_gib, cfg->max_disk_gib);
+		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+	}
+	plan->lifetime_ms = req->timeout_s != 0 ? req->timeout_s * 1000 :
+	    cfg->default_lifetime_ms;
+	if (req->timeout_s > cfg->max_lifetime_ms / 1000 ||
+	    plan->lifetime_ms > cfg->max_lifetime_ms) {
+		snprintf(err, errlen, "lifetime of %llu s is above the cap of "
+		    "%llu s (max_lifetime)", (unsigned long long)req->timeout_s,
+		    (unsigned long long)(cfg->max_lifetime_ms / 1000));
+		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+	}
+	plan->idle_timeout_ms = req->idle_timeout_s != 0 ?
+	    req->idle_timeout_s * 1000 : cfg->default_idle_timeout_ms;
+	if (req->idle_timeout_s > cfg->max_lifetime_ms / 1000) {
+		snprintf(err, errlen, "idle timeout of %llu s is longer than "
+		    "the maximum lifetime",
+		    (unsigned long long)req->idle_timeout_s);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (req->n_labels > LANE_LABELS_MAX) {
+		snprintf(err, errlen, "at most %d labels", LANE_LABELS_MAX);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	for (size_t i = 0; i < req->n_labels; i++) {
+		struct lane_label *lb = &plan->labels[i];
+
+		if (!label_ok(req->labels[i], err, errlen))
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(req->labels[i]->key, plan->labels[j].key) ==
+			    0) {
+				snprintf(err, errlen, "duplicate label %s",
+				    plan->labels[j].key);
+				return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+			}
+		str_copy(lb->key, req->labels[i]->key, sizeof lb->key);
+		str_copy(lb->value, req->labels[i]->value != NULL ?
+		    req->labels[i]->value : "", sizeof lb->value);
+	}
+	plan->nlabels = req->n_labels;
+	if (live >= cfg->max_lanes) {
+		snprintf(err, errlen, "%zu lanes are live; the cap is %u "
+		    "(max_lanes)", live, cfg->max_lanes);
+		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+	}
+	return 0;
+}
+
+/* ---- Registration ---- */
+
+void
+lane_create_start(struct laned *d, struct conn *c,
+    const struct lane_create_plan *plan)
+{
+	struct lane_record rec;
+	struct lane *l;
+	int rc = REG_EXISTS;
+
+	memset(&rec, 0, sizeof rec);
+	rec.cpus = plan->cpus;
+	rec.memory_mib = plan->memory_mib;
+	rec.disk_gib = plan->disk_gib;
+	rec.created_at_ms = time_now_ms();
+	rec.deadline_ms = rec.created_at_ms + (int64_t)plan->lifetime_ms;
+	rec.idle_timeout_ms = plan->idle_timeout_ms;
+	rec.owner_uid = (uint32_t)d->uid;
+	rec.state = LANE_CREATING;
+	/* Invariant 1: the row is durable before limactl hears the name. */
+	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
+		if (lima_name_generate(rec.name, sizeof rec.name) == -1) {
+			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "cannot read the OS random source");
+			return;
+		}
+		if (lima_instance_exists(d->lima, rec.name))
+			continue;	/* an orphan holds it; never reuse */
+		rc = registry_lane_insert(d->reg, &rec, plan->labels,
+		    plan->nlabels);
+	}
+	if (rc != REG_OK) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "registry error: cannot register the lane");
+		return;
+	}
+	log_info("lane %s: registered (cpus %u, memory %u MiB, disk %u GiB, "
+	    "lifetime %llu s)", rec.name, rec.cpus, rec.memory_mib,
+	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
+	l = lane_new(d, &rec);
+	lane_waiter_add(l, c, LANE_WAIT_CREATE);
+	lane_waiters_progress(l, "registered", l->name);
+	lane_changed(d);
+	lane_step_create(l);
+}
+
+/* ---- Guest setup ---- */
+
+static void
+setup_free(struct lane_setup *s)
+{
+	if (s->timer != NULL)
+		event_free(s->timer);
+	free(s);
+}
+
+/* The setup step ends: the lane forgets it before anything else runs. */
+static void
+setup_end(struct lane *l)
+{
+	struct lane_setup *s = l->setup;
+
+	l->setup = NULL;
+	l->step = LANE_STEP_NONE;
+	setup_free(s);
+}
+
+void
+lane_setup_abort(struct lane *l)
+{
+	if (l->step != LANE_STEP_SETUP)
+		return;
+	gexec_abort(l->setup->g);
+	setup_end(l);
+}
+
+static void
+setup_output(struct gexec *g, int stream, const uint8_t *data, size_t len,
+    void *arg)
+{
+	struct lane_setup *s = arg;
+
+	if (stream != 1 || s->overflow)
+		return;
+	if (s->len + len > SETUP_OUTPUT_MAX) {
+		s->overflow = true;
+		return;
+	}
+	memcpy(s->out + s->len, data, len);
+	s->len += len;
+	s->out[s->len] = '\0';
+}
+
+static void
+setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
+{
+	struct lane_setup *s = arg;
+	struct lane *l = s->lane;
+	char detail[LANE_WORKSPACE_MAX + 32];
+	char ws[SETUP_OUTPUT_MAX + 1];
+	bool overflow = s->overflow;
+	size_t n = s->len;
+
+	memcpy(ws, s->out, n + 1);
+	setup_end(l);
+	if (l->destroy_pending) {
+		lane_fail_creation(l, l->destroy_code, "destroyed during "
+		    "creation: %s", l->destroy_reason);
+		return;
+	}
+	if (r->end != GEXEC_EXITED || r->code != 0) {
+		if (r->end == GEXEC_FAILED)
+			lane_fail_creation(l, r->error, "guest setup failed: %s",
+			    r->message);
+		else
+			lane_fail_creation(l,
+			    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
+			    "guest setup failed (%s %d)",
+			    r->end == GEXEC_EXITED ? "exit" : "signal",
+			    r->end == GEXEC_EXITED ? r->code : r->sig);
+		return;
+	}
+	while (n > 0 && (ws[n - 1] == '\n' || ws[n - 1] == '\r'))
+		ws[--n] = '\0';
+	/* An absolute, printable, single-line path or nothing. */
+	if (overflow || n == 0 || ws[0] != '/' || n >= LANE_WORKSPACE_MAX ||
+	    strspn(ws, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789/._-+@,") != n) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		    "guest setup printed an unusable workspace path");
+		return;
+	}
+	if (registry_lane_set_workspace(l->d->reg, l->name, ws) != REG_OK)
+		log_warnx("lane %s: cannot record the workspace", l->name);
+	str_copy(l->workspace, ws, sizeof l->workspace);
+	snprintf(detail, sizeof detail, "workspace=%s", ws);
+	lane_transition(l, LANE_READY, "ready", detail);
+	l->last_activity_ms = time_now_ms();
+	(void)registry_lane_touch(l->d->reg, l->name, l->last_activity_ms);
+	lane_waiters_progress(l, "ready", "");
+	lane_waiters_finish(l, LANE_WAIT_CREATE, 0, NULL);
+	lane_changed(l->d);
+}
+
+static void
+setup_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct lane_setup *s = arg;
+	struct lane *l = s->lane;
+
+	lane_setup_abort(l);
+	lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+	    "guest setup did not finish within %llu s",
+	    (unsigned long long)(l->d->cfg.command_timeout_ms / 1000));
+}
+
+static const struct gexec_ops setup_ops = {
+	.output = setup_output,
+	.done = setup_done,
+};
+
+static void
+lane_step_setup(struct lane *l)
+{
+	struct gexec_bytes argv[] = {
+		{ (const uint8_t *)"/bin/sh", 7 },
+		{ (const uint8_t *)"-c", 2 },
+		{ (const uint8_t *)setup_script, sizeof setup_script - 1 },
+	};
+	struct gexec_spec spec = {
+		.lane = l->name, .argv = argv, .argc = 3, .cwd = "",
+		.stdin = false, .what = "guest setup",
+	};
+	struct lane_setup *s = xcalloc(1, sizeof *s);
+	struct timeval tv = tv_from_ms(l->d->cfg.command_timeout_ms);
+	char err[256];
+
+	s->lane = l;
+	lane_waiters_progress(l, "setup", "preparing the guest workspace");
+	s->g = gexec_start(l->d->base, &l->d->procs, l->d->lima, &spec,
+	    &setup_ops, s, err, sizeof err);
+	if (s->g == NULL) {
+		free(s);
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "guest setup: %s", err);
+		return;
+	}
+	l->setup = s;
+	l->step = LANE_STEP_SETUP;
+	if ((s->timer = evtimer_new(l->d->base, setup_timeout_cb, s)) == NULL ||
+	    evtimer_add(s->timer, &tv) != 0)
+		fatalx("evtimer_add");
+}
+
+/* ---- limactl create and start ---- */
+
+/*
+ * A creation step's limactl call returned. False when creation stops here:
+ * the lane was destroyed meanwhile, or limactl failed (timeouts are
+ * DEADLINE_EXCEEDED, other failures LIMA_FAILED with limactl's message).
+ */
+static bool
+create_step_ok(struct lane *l, struct proc *p, int status, const char *verb)
+{
+	char msg[300];
+
+	l->proc = NULL;
+	l->step = LANE_STEP_NONE;
+	if (l->destroy_pending) {
+		lane_fail_creation(l, l->destroy_code, "destroyed during "
+		    "creation: %s", l->destroy_reason);
+		return false;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		lane_limactl_failure(l->d, p, status, msg, sizeof msg);
+		lane_fail_creation(l, proc_timed_out(p) ?
+		    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED :
+		    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
+		    "limactl %s failed: %s", verb, msg);
+		return false;
+	}
+	return true;
+}
+
+static void
+start_done(struct proc *p, int status, void *arg)
+{
+	struct lane *l = arg;
+
+	if (!create_step_ok(l, p, status, "start"))
+		return;
+	lane_event(l, "started", "");
+	lane_step_setup(l);
+}
+
+static void
+yaml_path(struct lane *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/lanes/%s.yaml", l->d->cfg.state_dir, l->name);
+}
+
+static void
+create_done(struct proc *p, int status, void *arg)
+{
+	struct lane *l = arg;
+	char path[PATH_MAX];
+
+	yaml_path(l, path, sizeof path);
+	(void)unlink(path);
+	if (!create_step_ok(l, p, status, "create"))
+		return;
+	lane_event(l, "vm-created", "");
+	lane_waiters_progress(l, "starting", "booting the VM");
+	l->proc = lane_spawn(l, lima_argv_start(l->d->lima, l->name,
+	    l->d->cfg.start_timeout_ms), l->d->cfg.start_timeout_ms +
+	    5 * UNITS_MS_PER_S, "start", start_done);
+	if (l->proc == NULL) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "cannot run limactl start");
+		return;
+	}
+	l->step = LANE_STEP_START;
+}
+
+static int
+write_yaml(struct lane *l, char *err, size_t errlen)
+{
+	struct lima_lane_spec spec;
+	struct lane_record rec;
+	char yaml[4096], path[PATH_MAX];
+	int fd, n;
+	ssize_t w;
+
+	if (registry_lane_get(l->d->reg, l->name, &rec) != REG_OK) {
+		snprintf(err, errlen, "registry read failed");
+		return -1;
+	}
+	spec.cpus = rec.cpus;
+	spec.memory_mib = rec.memory_mib;
+	spec.disk_gib = rec.disk_gib;
+	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, sizeof yaml)) < 0) {
+		snprintf(err, errlen, "lane YAML too large");
+		return -1;
+	}
+	yaml_path(l, path, sizeof path);
+	(void)unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	w = write(fd, yaml, (size_t)n);
+	if (w != n || fsync(fd) == -1) {
+		snprintf(err, errlen, "%s: %s", path,
+		    w == -1 ? strerror(errno) : "short write");
+		close(fd);
+		(void)unlink(path);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static void
+lane_step_create(struct lane *l)
+{
+	char path[PATH_MAX], err[256];
+
+	if (write_yaml(l, err, sizeof err) == -1) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "writing the lane YAML: %s", err);
+		return;
+	}
+	yaml_path(l, path, sizeof path);
+	lane_waiters_progress(l, "creating", "limactl create");
+	l->proc = lane_spawn(l, lima_argv_create(l->d->lima, l->name, path),
+	    l->d->cfg.command_timeout_ms, "create", create_done);
+	if (l->proc == NULL) {
+		(void)unlink(path);
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "cannot run limactl create");
+		return;
+	}
+	l->step = LANE_STEP_CREATE;
+}

@@ -1,0 +1,49 @@
+/*
+ * The create pipeline: a CreateLane request is checked against the
+ * configured caps (a pure function, unit-tested), the row is committed in
+ * "creating" before limactl hears the name, then limactl create, limactl
+ * start and the guest workspace setup run as the lane's steps.
+ */
+#ifndef LANED_LANECREATE_H
+#define LANED_LANECREATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.h"
+#include "wire.h"
+
+struct config;
+struct conn;
+struct lane;
+struct laned;
+
+/* What a checked request asks for, defaults applied. */
+struct lane_create_plan {
+	uint32_t cpus, memory_mib, disk_gib;
+	uint64_t lifetime_ms;
+	uint64_t idle_timeout_ms;
+	struct lane_label labels[LANE_LABELS_MAX];
+	size_t nlabels;
+};
+
+/*
+ * Checks a request against the caps of cfg, given `live` lanes already
+ * live. Returns 0 with plan filled, or the agentlane.v1.ErrorCode to answer
+ * with and a message in err. No I/O, no clock: a pure function of its
+ * arguments.
+ */
+int lane_create_check(const struct config *, const Agentlane__V1__CreateLane *,
+    size_t live, struct lane_create_plan *, char *err, size_t errlen);
+
+/*
+ * Registers the lane (a fresh name, committed in "creating") and starts
+ * its creation with c as its first waiter. On failure c has been answered.
+ */
+void lane_create_start(struct laned *, struct conn *,
+    const struct lane_create_plan *);
+
+/* Stops the guest setup step without a callback (destroy, daemon exit). */
+void lane_setup_abort(struct lane *);
+
+#endif

@@ -1,0 +1,225 @@
+/*
+ * daemon/lanecreate.c: lane_create_check, the pure check of a CreateLane
+ * request against the configured caps and the number of live lanes.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "lanecreate.h"
+#include "units.h"
+
+#define OK 0
+#define INVALID AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT
+#define EXHAUSTED AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED
+
+static struct config cfg;
+
+/* Fresh defaults with small caps (config_free first: it owns strings). */
+static void
+caps(void)
+{
+	config_free(&cfg);
+	config_defaults(&cfg);
+	cfg.default_cpus = 2;
+	cfg.max_cpus = 4;
+	cfg.default_memory_mib = 2048;
+	cfg.max_memory_mib = 8192;
+	cfg.default_disk_gib = 20;
+	cfg.max_disk_gib = 50;
+	cfg.default_lifetime_ms = 3600 * UNITS_MS_PER_S;
+	cfg.max_lifetime_ms = 4 * 3600 * UNITS_MS_PER_S;
+	cfg.default_idle_timeout_ms = 600 * UNITS_MS_PER_S;
+	cfg.max_lanes = 3;
+}
+
+/* Runs the check; the message must be set exactly when it refuses. */
+static int
+check(const Agentlane__V1__CreateLane *req, size_t live,
+    struct lane_create_plan *plan, const char *want_in_err)
+{
+	char err[512] = "";
+	int code = lane_create_check(&cfg, req, live, plan, err, sizeof err);
+
+	if (code == OK && err[0] != '\0')
+		fail_msg("accepted with a message: %s", err);
+	if (code != OK && (want_in_err == NULL ||
+	    strstr(err, want_in_err) == NULL))
+		fail_msg("error \"%s\" lacks \"%s\"", err,
+		    want_in_err != NULL ? want_in_err : "(none expected)");
+	return code;
+}
+
+static void
+test_defaults_apply(void **state)
+{
+	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
+	struct lane_create_plan plan;
+
+	caps();
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_int_equal(plan.cpus, 2);
+	assert_int_equal(plan.memory_mib, 2048);
+	assert_int_equal(plan.disk_gib, 20);
+	assert_int_equal(plan.lifetime_ms, 3600 * UNITS_MS_PER_S);
+	assert_int_equal(plan.idle_timeout_ms, 600 * UNITS_MS_PER_S);
+	assert_int_equal(plan.nlabels, 0);
+}
+
+static void
+test_request_values(void **state)
+{
+	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
+	struct lane_create_plan plan;
+
+	caps();
+	req.cpus = 4;
+	req.memory_mib = 8192;
+	req.disk_gib = 50;
+	req.timeout_s = 4 * 3600;
+	req.idle_timeout_s = 30;
+	assert_int_equal(check(&req, 2, &plan, NULL), OK);
+	assert_int_equal(plan.cpus, 4);
+	assert_int_equal(plan.memory_mib, 8192);
+	assert_int_equal(plan.disk_gib, 50);
+	assert_int_equal(plan.lifetime_ms, 4 * 3600 * UNITS_MS_PER_S);
+	assert_int_equal(plan.idle_timeout_ms, 30 * UNITS_MS_PER_S);
+}
+
+static void
+test_caps(void **state)
+{
+	Agentlane__V1__CreateLane req;
+	struct lane_create_plan plan;
+
+	caps();
+	agentlane__v1__create_lane__init(&req);
+	req.cpus = 5;
+	assert_int_equal(check(&req, 0, &plan, "max_cpus"), EXHAUSTED);
+
+	agentlane__v1__create_lane__init(&req);
+	req.memory_mib = 8193;
+	assert_int_equal(check(&req, 0, &plan, "max_memory"), EXHAUSTED);
+	req.memory_mib = 255;
+	assert_int_equal(check(&req, 0, &plan, "256.."), INVALID);
+
+	agentlane__v1__create_lane__init(&req);
+	req.disk_gib = 51;
+	assert_int_equal(check(&req, 0, &plan, "max_disk"), EXHAUSTED);
+
+	agentlane__v1__create_lane__init(&req);
+	req.timeout_s = 4 * 3600 + 1;
+	assert_int_equal(check(&req, 0, &plan, "max_lifetime"), EXHAUSTED);
+	/* A value whose product in ms would wrap is still refused. */
+	req.timeout_s = UINT64_MAX / 1000 + 1;
+	assert_int_equal(check(&req, 0, &plan, "max_lifetime"), EXHAUSTED);
+
+	agentlane__v1__create_lane__init(&req);
+	req.idle_timeout_s = 4 * 3600 + 1;
+	assert_int_equal(check(&req, 0, &plan, "maximum lifetime"), INVALID);
+
+	/* A default above the cap (a config finalize would refuse it). */
+	agentlane__v1__create_lane__init(&req);
+	cfg.default_cpus = 8;
+	assert_int_equal(check(&req, 0, &plan, "max_cpus"), EXHAUSTED);
+}
+
+static void
+test_live_count(void **state)
+{
+	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
+	struct lane_create_plan plan;
+
+	caps();
+	assert_int_equal(check(&req, 2, &plan, NULL), OK);
+	assert_int_equal(check(&req, 3, &plan, "max_lanes"), EXHAUSTED);
+	assert_int_equal(check(&req, 300, &plan, "3 (max_lanes)"), EXHAUSTED);
+	/* Invalid requests are refused as such even at the cap. */
+	req.cpus = 99;
+	assert_int_equal(check(&req, 3, &plan, "max_cpus"), EXHAUSTED);
+}
+
+static void
+test_labels(void **state)
+{
+	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
+	Agentlane__V1__Label lb[LANE_LABELS_MAX + 1], *lv[LANE_LABELS_MAX + 1];
+	struct lane_create_plan plan;
+	char keys[LANE_LABELS_MAX + 1][8], longkey[LANE_LABEL_KEY_MAX + 2];
+	char longval[LANE_LABEL_VALUE_MAX + 2];
+
+	caps();
+	for (size_t i = 0; i <= LANE_LABELS_MAX; i++) {
+		agentlane__v1__label__init(&lb[i]);
+		snprintf(keys[i], sizeof keys[i], "k%zu", i);
+		lb[i].key = keys[i];
+		lb[i].value = "v";
+		lv[i] = &lb[i];
+	}
+	req.labels = lv;
+	req.n_labels = LANE_LABELS_MAX;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_int_equal(plan.nlabels, LANE_LABELS_MAX);
+	assert_string_equal(plan.labels[3].key, "k3");
+	assert_string_equal(plan.labels[3].value, "v");
+
+	req.n_labels = LANE_LABELS_MAX + 1;
+	assert_int_equal(check(&req, 0, &plan, "at most"), INVALID);
+
+	req.n_labels = 2;
+	lb[1].key = "k0";
+	assert_int_equal(check(&req, 0, &plan, "duplicate label k0"), INVALID);
+	lb[1].key = "bad key";
+	assert_int_equal(check(&req, 0, &plan, "label keys"), INVALID);
+	lb[1].key = "";
+	assert_int_equal(check(&req, 0, &plan, "label keys"), INVALID);
+	memset(longkey, 'a', sizeof longkey - 1);
+	longkey[sizeof longkey - 1] = '\0';
+	lb[1].key = longkey;
+	assert_int_equal(check(&req, 0, &plan, "label keys"), INVALID);
+	longkey[LANE_LABEL_KEY_MAX] = '\0';	/* exactly the maximum */
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+
+	lb[1].key = "k1";
+	lb[1].value = "tab\there";
+	assert_int_equal(check(&req, 0, &plan, "printable"), INVALID);
+	lb[1].value = "del\x7f";
+	assert_int_equal(check(&req, 0, &plan, "printable"), INVALID);
+	memset(longval, 'x', sizeof longval - 1);
+	longval[sizeof longval - 1] = '\0';
+	lb[1].value = longval;
+	assert_int_equal(check(&req, 0, &plan, "at most"), INVALID);
+	longval[LANE_LABEL_VALUE_MAX] = '\0';
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	/* UTF-8 values are printable; a missing value is empty. */
+	lb[1].value = "caf\xc3\xa9";
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	lb[1].value = NULL;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_string_equal(plan.labels[1].value, "");
+}
+
+int
+main(void)
+{
+#define T(f) cmocka_unit_test(f)
+	const struct CMUnitTest tests[] = {
+		T(test_defaults_apply),
+		T(test_request_values),
+		T(test_caps),
+		T(test_live_count),
+		T(test_labels),
+	};
+#undef T
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+
+	config_free(&cfg);
+	return rc;
+}
