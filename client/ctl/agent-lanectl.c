@@ -60,6 +60,7 @@ static const struct {
 	{ "exec", cmd_exec },
 	{ "cp", cmd_cp },
 	{ "daemon", cmd_daemon },
+	{ "image", cmd_image },
 };
 
 static void
@@ -70,7 +71,10 @@ usage(FILE *f)
 	    "\n"
 	    "  create [--cpus N] [--memory GIB] [--disk GIB] [--timeout DURATION]\n"
 	    "         [--idle-timeout DURATION] [--label KEY=VALUE]...\n"
-	    "                       create a lane; prints its name\n"
+	    "         [--image IMAGE | --provision FILE...]\n"
+	    "                       create a lane; prints its name. --image clones a\n"
+	    "                       built image; --provision builds (or reuses) the\n"
+	    "                       image of those scripts first\n"
 	    "  ls [--all] [--json]  live lanes (--all: ended ones too)\n"
 	    "  show LANE [--json]   one lane\n"
 	    "  rm LANE...           destroy lanes\n"
@@ -86,6 +90,11 @@ usage(FILE *f)
 	    "                       a relative GUESTPATH is in the lane's workspace\n"
 	    "  events LANE [--json] the lane's audit trail\n"
 	    "  reap [--orphans]     reconcile; --orphans deletes orphaned VMs\n"
+	    "  image build NAME [--provision FILE]... [--from IMAGE] [--docker]\n"
+	    "        [--cpus N] [--memory GIB] [--disk GIB]\n"
+	    "                       build a provisioned image (scripts run as root);\n"
+	    "                       identical inputs do nothing; prints its name\n"
+	    "  image ls [--json] | image show NAME [--json] | image rm NAME...\n"
 	    "  daemon install|uninstall|status [--no-load] [--platform launchd|systemd]\n"
 	    "                       manage the launchd agent or systemd --user units\n"
 	    "                       (status exits 3 when the daemon does not answer)\n"

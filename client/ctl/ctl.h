@@ -51,5 +51,13 @@ int cmd_reap(struct ctl *, int, char **);
 int cmd_exec(struct ctl *, int, char **);
 int cmd_cp(struct ctl *, int, char **);
 int cmd_daemon(struct ctl *, int, char **);
+int cmd_image(struct ctl *, int, char **);
+
+/*
+ * Builds (or finds) an image from script files, with progress and the
+ * scripts' output on stderr. 0, or the exit status after printing why.
+ */
+int ctl_build_image(struct ctl *, struct al_image_build_opts *,
+    const char *const *paths, size_t npaths, struct al_image *);
 
 #endif

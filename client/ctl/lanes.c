@@ -21,6 +21,9 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 {
 	struct al_create_opts o = { .progress = progress_cb };
 	struct al_label labels[AL_LABELS_MAX];
+	const char *paths[AL_IMAGE_SCRIPTS_MAX];
+	size_t npaths = 0;
+	struct al_image im;
 	struct al_lane lane;
 	struct al_error err;
 	const char *v;
@@ -70,8 +73,32 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 			snprintf(labels[o.nlabels].value,
 			    sizeof labels[o.nlabels].value, "%s", eq + 1);
 			o.nlabels++;
+		} else if ((r = ctl_opt(argc, argv, &i, "--image", &v)) != 0) {
+			if (r < 0)
+				return ctl_usage("--image needs an IMAGE");
+			o.image = v;
+		} else if ((r = ctl_opt(argc, argv, &i, "--provision",
+		    &v)) != 0) {
+			if (r < 0)
+				return ctl_usage("--provision needs a FILE");
+			if (npaths == AL_IMAGE_SCRIPTS_MAX)
+				return ctl_usage("at most %d provision scripts",
+				    AL_IMAGE_SCRIPTS_MAX);
+			paths[npaths++] = v;
 		} else
 			return ctl_usage("create: unexpected argument %s", argv[i]);
+	}
+	if (npaths > 0 && o.image != NULL)
+		return ctl_usage("create: --image and --provision exclude each "
+		    "other");
+	if (npaths > 0) {
+		/* The image is named by its content: same scripts, same image. */
+		struct al_image_build_opts bo;
+
+		memset(&bo, 0, sizeof bo);
+		if ((r = ctl_build_image(ctl, &bo, paths, npaths, &im)) != 0)
+			return r;
+		o.image = im.name;
 	}
 	o.labels = labels;
 	if (al_create(ctl->client, &o, &lane, &err) == -1)

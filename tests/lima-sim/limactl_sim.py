@@ -1301,10 +1301,13 @@ def prepare_usrfs(d):
     it, like a VM disk).  The lowest layers are the host's /usr and a tiny
     layer with the guest's `sudo`, refreshed at each start."""
     u = os.path.join(d, 'usrfs')
-    for sub in ('upper', 'work', 'merged', 'layer', 'layer/bin'):
+    # Explicit modes: a directory of a layer gives the merged /usr (and
+    # /usr/bin) its mode, and agent-laned runs limactl under umask 077.
+    for sub in ('', 'upper', 'work', 'merged', 'layer', 'layer/bin'):
         p = os.path.join(u, sub)
         if not os.path.isdir(p):
-            os.makedirs(p, 0o755)
+            os.mkdir(p)
+        os.chmod(p, 0o755 if sub != 'work' else 0o700)
     with open(GUEST_SUDO, 'rb') as f:
         write_file(os.path.join(u, 'layer', 'bin', 'sudo'), f.read(), 0o755)
     run = os.path.join(d, 'simrun')
