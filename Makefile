@@ -238,6 +238,13 @@ endif
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
 		client/agentlane.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/agentlane.pc
 	install -m 0644 docs/agent-lanectl.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	# Completion scripts, made by the binary from its own option tables.
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	$(LANECTL) completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/agent-lanectl
+	$(LANECTL) completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_agent-lanectl
+	$(LANECTL) completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/agent-lanectl.fish
 	install -m 0644 docs/agent-laned.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 $(TEMPLATES) docs/agent-laned.conf.example \
 		$(DESTDIR)$(PREFIX)/share/agent-lane/
@@ -254,7 +261,10 @@ uninstall:
 		$(DESTDIR)$(PREFIX)/include/agentlane.h \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig/agentlane.pc \
 		$(DESTDIR)$(PREFIX)/share/man/man1/agent-lanectl.1 \
-		$(DESTDIR)$(PREFIX)/share/man/man8/agent-laned.8
+		$(DESTDIR)$(PREFIX)/share/man/man8/agent-laned.8 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions/agent-lanectl \
+		$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_agent-lanectl \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/agent-lanectl.fish
 	rm -rf $(DESTDIR)$(PREFIX)/share/agent-lane
 
 clean:

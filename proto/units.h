@@ -13,13 +13,23 @@
 #define UNITS_MS_PER_MIN (60ull * 1000ull)
 
 /*
- * "250ms", "30s", "90m", "2h", "1d"; a plain number is counted in
- * plain_unit_ms (minutes for lane lifetimes, seconds for exec timeouts).
- * Returns 0, or -1 for anything else (including overflow past ~292 years).
+ * "250ms", "30s", "90m", "2h", "1d", compounds largest unit first ("1h30m",
+ * "1d12h", each unit once) and a decimal fraction in the last component
+ * ("1.5h", "2h0.5m"); a plain number, "90" or "1.5", is counted in
+ * plain_unit_ms (agent-lanectl: seconds everywhere; the daemon's
+ * configuration: what each key documents). A fraction must come out as
+ * whole milliseconds. Returns 0, or -1 for anything else (including
+ * overflow past ~146 years).
  */
 int units_parse_duration_ms(const char *s, uint64_t plain_unit_ms, uint64_t *out);
 
-/* "4096", "512K", "64MiB", "1G" (binary multiples). 0 or -1. */
+/*
+ * "4096", "512K", "64MiB", "8G", "8GB", "8g", "1.5G": B, K, M, G or T in
+ * either case, optionally followed by "B" or "iB"; every multiple is binary
+ * (1G = 1GB = 1GiB = 2^30). A fraction must come out as whole bytes. A
+ * plain number counts plain_unit bytes (units_parse_size: 1). 0 or -1.
+ */
+int units_parse_size_unit(const char *s, uint64_t plain_unit, uint64_t *out);
 int units_parse_size(const char *s, uint64_t *out);
 
 /*

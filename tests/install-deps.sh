@@ -12,14 +12,15 @@ if command -v apt-get >/dev/null 2>&1; then
 	# Tests: cmocka; clang with its sanitizer and libFuzzer runtimes; the
 	# limactl simulator's bubblewrap, util-linux (nsenter, setpriv) and
 	# python3; perl, tar and git inside simulated guests; sqlite3 and
-	# procps for assertions.
+	# procps for assertions; mandoc (man page lint), ruby (the Homebrew
+	# formula's syntax), zsh and fish (completion scripts).
 	$SUDO apt-get install -y -q --no-install-recommends \
 	    build-essential pkg-config ca-certificates \
 	    libevent-dev libprotobuf-c-dev protobuf-c-compiler \
 	    libsqlite3-dev sqlite3 libarchive-dev \
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
-	    passwd
+	    passwd mandoc ruby zsh fish
 	if ! command -v node >/dev/null 2>&1; then
 		$SUDO apt-get install -y -q --no-install-recommends nodejs npm
 	fi

@@ -1,6 +1,12 @@
-/* agent-lanectl cp: HOSTPATH LANE:GUESTPATH, or LANE:GUESTPATH HOSTPATH. */
+/*
+ * agent-lanectl cp: HOSTPATH LANE:GUESTPATH, or LANE:GUESTPATH HOSTPATH;
+ * "-" for a tar stream on standard input or output (cpstream.c).
+ */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,16 +52,22 @@ progress_end(struct progress *p, uint64_t bytes)
 		    bytes / 1048576.0, el > 0 ? bytes / 1048576.0 / el : 0.0);
 }
 
-/* "al-<16 hex>:/path" → lane and path; false for a host path. */
+/*
+ * "LANE:PATH" → lane and path, true; false for a host path. A word that
+ * starts like a lane name ("al-...:") but is not one is a mistake worth
+ * naming: *bad is set and the word is not a host path either.
+ */
 static bool
-split_remote(char *arg, const char **lane, const char **path)
+split_remote(char *arg, const char **lane, const char **path, bool *bad)
 {
 	char *colon = strchr(arg, ':');
 
-	if (colon == NULL || colon - arg != 19)
+	*bad = false;
+	if (colon == NULL || colon == arg)
 		return false;
 	*colon = '\0';
 	if (!ctl_lane_name(arg)) {
+		*bad = strncmp(arg, "al-", 3) == 0 && strchr(arg, '/') == NULL;
 		*colon = ':';
 		return false;
 	}
@@ -64,58 +76,139 @@ split_remote(char *arg, const char **lane, const char **path)
 	return true;
 }
 
+/*
+ * Errors name the lane path they are about: the daemon's "no such file or
+ * directory in the guest" does not say which.
+ */
+static int
+cp_fail(struct ctl *ctl, const char *lane, const char *gpath,
+    const struct al_error *err)
+{
+	if (ctl_interrupted())
+		return CTL_EXIT_FAILURE;
+	fprintf(stderr, "agent-lanectl: cp: %s:%s: %s: %s\n", lane, gpath,
+	    al_code_name(err->code), err->message);
+	ctl_hint(ctl, err);
+	return CTL_EXIT_FAILURE;
+}
+
+/*
+ * Copy-out checks the destination before asking the daemon, so that a
+ * missing host directory is said as such rather than after the transfer.
+ */
+static int
+check_destination(const char *host)
+{
+	char parent[PATH_MAX], *slash;
+	struct stat sb;
+
+	if (stat(host, &sb) == 0)
+		return 0;
+	snprintf(parent, sizeof parent, "%s", host);
+	while ((slash = strrchr(parent, '/')) != NULL && slash[1] == '\0' &&
+	    slash != parent)
+		*slash = '\0';
+	if ((slash = strrchr(parent, '/')) == NULL)
+		return 0;	/* in the current directory */
+	if (slash == parent)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if (stat(parent, &sb) == -1) {
+		ctl_errx("cp: %s: %s (the destination's directory %s must "
+		    "exist)", host, strerror(errno), parent);
+		return CTL_EXIT_FAILURE;
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		ctl_errx("cp: %s: %s is not a directory", host, parent);
+		return CTL_EXIT_FAILURE;
+	}
+	return 0;
+}
+
 int
 cmd_cp(struct ctl *ctl, int argc, char **argv)
 {
 	struct al_copy_out_opts oo = { 0 };
-	struct progress p = { .tty = isatty(STDERR_FILENO) };
+	struct progress pr = { .tty = isatty(STDERR_FILENO) };
+	struct ctl_parsed p;
 	struct al_error err;
 	char *args[2];
 	const char *lane, *gpath, *v;
-	size_t nargs = 0;
 	uint64_t bytes = 0;
-	int r;
+	bool bad0, bad1;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if ((r = ctl_opt(argc, argv, &i, "--max-bytes", &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, UINT64_MAX, &oo.max_bytes) ||
-			    oo.max_bytes == 0)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	for (size_t i = 0; i < p.nopts; i++) {
+		v = p.opts[i].value;
+		if (ctl_is(&p.opts[i], "max-bytes")) {
+			if (!ctl_size(v, 1, &oo.max_bytes) || oo.max_bytes == 0)
 				return ctl_usage("--max-bytes needs a size: "
 				    "1048576, 512K, 64M, 1G");
-		} else if ((r = ctl_opt(argc, argv, &i, "--max-entries",
-		    &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, UINT64_MAX, &oo.max_entries) ||
-			    oo.max_entries == 0)
+		} else if (ctl_is(&p.opts[i], "max-entries")) {
+			if (!ctl_uint(v, UINT64_MAX, &oo.max_entries) ||
+			    oo.max_entries == 0 ||
+			    strspn(v, "0123456789") != strlen(v))
 				return ctl_usage("--max-entries needs a number");
-		} else if (nargs < 2)
-			args[nargs++] = argv[i];
-		else
-			return ctl_usage("cp: too many arguments");
+		}
 	}
-	if (nargs != 2)
-		return ctl_usage("usage: agent-lanectl cp [--max-bytes N] "
-		    "HOSTPATH LANE:GUESTPATH | LANE:GUESTPATH HOSTPATH");
-	clock_gettime(CLOCK_MONOTONIC, &p.start);
-	p.last = p.start;
-	if (split_remote(args[0], &lane, &gpath)) {
-		char *dummy;
+	if (p.noperands != 2)
+		return ctl_usage("usage: agent-lanectl cp [OPTIONS] SRC DST (see "
+		    "agent-lanectl help cp)");
+	args[0] = p.operands[0];
+	args[1] = p.operands[1];
+	clock_gettime(CLOCK_MONOTONIC, &pr.start);
+	pr.last = pr.start;
+	if (split_remote(args[0], &lane, &gpath, &bad0)) {
+		const char *l2, *g2;
 
-		if (split_remote(args[1], (const char **)&dummy, &v))
+		if (split_remote(args[1], &l2, &g2, &bad1))
 			return ctl_usage("cp: copy between lanes through the host");
+		if (bad1)
+			return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
+			    "hexadecimal digits)", args[1]);
+		if (strcmp(args[1], "-") == 0) {
+			pr.tty = false;	/* stderr is the user's; keep it quiet */
+			rc = cp_out_stream(ctl, lane, gpath, &oo, &err);
+			if (rc == -1)
+				return cp_fail(ctl, lane, gpath, &err);
+			return rc;
+		}
+		if ((rc = check_destination(args[1])) != 0)
+			return rc;
 		oo.progress = progress_cb;
-		oo.arg = &p;
+		oo.arg = &pr;
 		if (al_copy_out(ctl->client, lane, gpath, args[1], &oo, &bytes,
 		    NULL, &err) == -1)
-			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	} else if (split_remote(args[1], &lane, &gpath)) {
+			return cp_fail(ctl, lane, gpath, &err);
+	} else if (split_remote(args[1], &lane, &gpath, &bad1)) {
+		if (bad0)
+			return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
+			    "hexadecimal digits)", args[0]);
 		if (oo.max_bytes != 0 || oo.max_entries != 0)
 			return ctl_usage("cp: --max-bytes and --max-entries "
 			    "bound copies out of a lane");
+		if (strcmp(args[0], "-") == 0) {
+			rc = cp_in_stream(ctl, lane, gpath, &err);
+			if (rc == -1)
+				return cp_fail(ctl, lane, gpath, &err);
+			return rc;
+		}
+		if (access(args[0], F_OK) == -1) {
+			ctl_errx("cp: %s: %s", args[0], strerror(errno));
+			return CTL_EXIT_FAILURE;
+		}
 		if (al_copy_in(ctl->client, lane, args[0], gpath, progress_cb,
-		    &p, &bytes, &err) == -1)
-			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	} else
-		return ctl_usage("cp: one side must be LANE:PATH");
-	progress_end(&p, bytes);
+		    &pr, &bytes, &err) == -1)
+			return cp_fail(ctl, lane, gpath, &err);
+	} else if (bad0 || bad1)
+		return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
+		    "hexadecimal digits)", bad0 ? args[0] : args[1]);
+	else
+		return ctl_usage("cp: one side must be LANE:PATH (see "
+		    "agent-lanectl help cp)");
+	progress_end(&pr, bytes);
 	return 0;
 }

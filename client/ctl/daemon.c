@@ -280,6 +280,33 @@ resolve_paths(struct ctl *ctl, enum platform plat, bool create,
 	return 0;
 }
 
+/*
+ * Whether `systemctl --user` can reach a user manager: not in a container
+ * without systemd, nor in an SSH session of a user without lingering.
+ */
+static bool
+systemd_user_available(void)
+{
+	return run((const char *const[]){ "systemctl", "--user",
+	    "show-environment", NULL }, true) == 0;
+}
+
+/* Without a service manager: say why, and how to run the daemon instead. */
+static void
+foreground_advice(const struct paths *p)
+{
+	fprintf(stderr,
+	    "agent-lanectl: no systemd user manager answers `systemctl --user` "
+	    "here\n"
+	    "  (a container, or a login without a user session; "
+	    "`loginctl enable-linger $USER`\n"
+	    "  gives a user a manager that outlives logins).\n"
+	    "  Run the daemon in the foreground instead:\n"
+	    "    %s/agent-laned --socket %s --state-dir %s\n"
+	    "  and point clients at it with --socket %s or AGENT_LANE_SOCKET.\n",
+	    p->bindir, p->socket, p->statedir, p->socket);
+}
+
 static int
 daemon_install(struct ctl *ctl, enum platform plat, bool load)
 {
@@ -358,6 +385,12 @@ daemon_install(struct ctl *ctl, enum platform plat, bool load)
 	printf("%s %s\n", changed2 ? "wrote" : "unchanged", file);
 	if (!load)
 		return 0;
+	if (!systemd_user_available()) {
+		printf("not loaded: no systemd user manager; the units take "
+		    "effect once there is one\n");
+		foreground_advice(&p);
+		return CTL_EXIT_FAILURE;
+	}
 	if (run((const char *const[]){ "systemctl", "--user", "daemon-reload",
 	    NULL }, false) != 0 ||
 	    run((const char *const[]){ "systemctl", "--user", "enable", "--now",
@@ -418,45 +451,182 @@ daemon_uninstall(struct ctl *ctl, enum platform plat, bool load)
 	return rc == 0 ? 0 : CTL_EXIT_FAILURE;
 }
 
+static void
+json_kv_string(const char *key, const char *value, bool comma)
+{
+	printf("%s\"%s\":", comma ? "," : "", key);
+	ctl_json_string(stdout, value);
+}
+
 static int
 daemon_status(struct ctl *ctl, enum platform plat, bool load)
 {
 	struct al_daemon_info info;
-	struct al_error err;
+	struct al_lane *lanes = NULL;
+	struct al_error err, lerr;
 	struct paths p;
 	char file[PATH_MAX], target[128];
+	const char *svc;
+	size_t n = 0, count[6] = { 0 };
+	bool installed, answering, listed = false;
+	int loaded = -1;	/* -1: not asked (--no-load) */
 
 	if (resolve_paths(ctl, plat, false, &p) == -1)
 		return CTL_EXIT_FAILURE;
 	if (plat == PLAT_LAUNCHD) {
 		snprintf(file, sizeof file, "%s/%s.plist", p.unitdir,
 		    LAUNCHD_LABEL);
-		printf("launch agent: %s (%s)\n", file,
-		    access(file, F_OK) == 0 ? "installed" : "not installed");
-		if (load) {
-			snprintf(target, sizeof target, "gui/%ld/%s",
-			    (long)getuid(), LAUNCHD_LABEL);
-			printf("launchd: %s %s\n", target,
-			    run((const char *const[]){ "launchctl", "print",
-			    target, NULL }, true) == 0 ? "loaded" : "not loaded");
-		}
+		snprintf(target, sizeof target, "gui/%ld/%s", (long)getuid(),
+		    LAUNCHD_LABEL);
+		svc = target;
+		if (load)
+			loaded = run((const char *const[]){ "launchctl", "print",
+			    target, NULL }, true) == 0;
 	} else {
 		snprintf(file, sizeof file, "%s/agent-laned.service", p.unitdir);
-		printf("systemd unit: %s (%s)\n", file,
-		    access(file, F_OK) == 0 ? "installed" : "not installed");
+		svc = "agent-laned.service";
 		if (load)
-			printf("systemd: agent-laned.service %s\n",
-			    run((const char *const[]){ "systemctl", "--user",
+			loaded = run((const char *const[]){ "systemctl", "--user",
 			    "is-active", "--quiet", "agent-laned.service", NULL },
-			    true) == 0 ? "active" : "not active");
+			    true) == 0;
 	}
-	if (al_hello(ctl->client, &info, &err) == -1) {
-		printf("agent-laned: not answering on %s (%s)\n", p.socket,
-		    err.message);
+	installed = access(file, F_OK) == 0;
+	answering = al_hello(ctl->client, &info, &err) == 0;
+	if (answering && al_list(ctl->client, false, &lanes, &n, &lerr) == 0) {
+		listed = true;
+		for (size_t i = 0; i < n; i++)
+			if (lanes[i].state > 0 && lanes[i].state < 6)
+				count[lanes[i].state]++;
+		free(lanes);
+	}
+	if (ctl->json) {
+		printf("{\"service\":{");
+		json_kv_string("manager", plat == PLAT_LAUNCHD ? "launchd" :
+		    "systemd", false);
+		json_kv_string("name", svc, true);
+		json_kv_string("file", file, true);
+		printf(",\"installed\":%s,\"%s\":%s}", installed ? "true" :
+		    "false", plat == PLAT_LAUNCHD ? "loaded" : "active",
+		    loaded < 0 ? "null" : loaded ? "true" : "false");
+		json_kv_string("socket", p.socket, true);
+		printf(",\"daemon\":");
+		if (!answering) {
+			printf("{\"answering\":false");
+			json_kv_string("error", err.message, true);
+			printf("}");
+		} else {
+			printf("{\"answering\":true");
+			json_kv_string("version", info.version, true);
+			printf(",\"protocol\":%u,\"max_lanes\":%u}",
+			    info.protocol_version, info.max_lanes);
+		}
+		if (listed)
+			printf(",\"lanes\":{\"live\":%zu,\"creating\":%zu,"
+			    "\"ready\":%zu,\"destroying\":%zu}}\n", n,
+			    count[AL_LANE_CREATING], count[AL_LANE_READY],
+			    count[AL_LANE_DESTROYING]);
+		else
+			printf(",\"lanes\":null}\n");
+		return answering ? 0 : 3;
+	}
+	printf("service:     %s %s (%s)%s\n", plat == PLAT_LAUNCHD ?
+	    "launchd agent" : "systemd user unit", svc, installed ?
+	    "installed" : "not installed", loaded < 0 ? "" : plat ==
+	    PLAT_LAUNCHD ? (loaded ? ", loaded" : ", not loaded") :
+	    (loaded ? ", active" : ", not active"));
+	printf("file:        %s\n", file);
+	printf("socket:      %s\n", p.socket);
+	if (!answering) {
+		printf("agent-laned: not answering (%s)\n", err.message);
+		printf("             run `agent-lanectl daemon start`, or in the "
+		    "foreground:\n             %s/agent-laned --socket %s\n",
+		    p.bindir, p.socket);
 		return 3;
 	}
-	printf("agent-laned: %s answering on %s (protocol %u)\n", info.version,
-	    p.socket, info.protocol_version);
+	printf("agent-laned: %s (protocol %u), answering\n", info.version,
+	    info.protocol_version);
+	if (listed)
+		printf("lanes:       %zu live of at most %u (%zu creating, %zu "
+		    "ready, %zu destroying)\n", n, info.max_lanes,
+		    count[AL_LANE_CREATING], count[AL_LANE_READY],
+		    count[AL_LANE_DESTROYING]);
+	return 0;
+}
+
+/* daemon start | stop | restart through the service manager. */
+static int
+daemon_control(struct ctl *ctl, enum platform plat, const char *verb)
+{
+	struct paths p;
+	char file[PATH_MAX], domain[64], target[128];
+	bool loaded;
+	int rc;
+
+	if (resolve_paths(ctl, plat, false, &p) == -1)
+		return CTL_EXIT_FAILURE;
+	if (plat == PLAT_LAUNCHD) {
+		snprintf(file, sizeof file, "%s/%s.plist", p.unitdir,
+		    LAUNCHD_LABEL);
+		snprintf(domain, sizeof domain, "gui/%ld", (long)getuid());
+		snprintf(target, sizeof target, "%s/%s", domain, LAUNCHD_LABEL);
+		if (access(file, F_OK) == -1) {
+			ctl_errx("%s is not installed: run `agent-lanectl daemon "
+			    "install`", file);
+			return CTL_EXIT_FAILURE;
+		}
+		loaded = run((const char *const[]){ "launchctl", "print", target,
+		    NULL }, true) == 0;
+		/*
+		 * KeepAlive restarts a killed daemon: stopping unloads the
+		 * agent (the plist stays, so it loads again at login).
+		 */
+		if (strcmp(verb, "stop") == 0)
+			rc = !loaded ? 0 : run((const char *const[]){ "launchctl",
+			    "bootout", target, NULL }, false);
+		else if (!loaded)
+			rc = run((const char *const[]){ "launchctl", "bootstrap",
+			    domain, file, NULL }, false);
+		else
+			rc = run((const char *const[]){ "launchctl", "kickstart",
+			    strcmp(verb, "restart") == 0 ? "-k" : "-p", target,
+			    NULL }, false);
+		if (rc != 0) {
+			ctl_errx("launchctl failed to %s %s", verb, target);
+			return CTL_EXIT_FAILURE;
+		}
+		printf("%s %s\n", strcmp(verb, "stop") == 0 ? "stopped" :
+		    strcmp(verb, "start") == 0 ? "started" : "restarted", target);
+		return 0;
+	}
+	snprintf(file, sizeof file, "%s/agent-laned.service", p.unitdir);
+	if (access(file, F_OK) == -1) {
+		ctl_errx("%s is not installed: run `agent-lanectl daemon "
+		    "install`", file);
+		return CTL_EXIT_FAILURE;
+	}
+	if (!systemd_user_available()) {
+		foreground_advice(&p);
+		return CTL_EXIT_FAILURE;
+	}
+	/* The socket unit would start the daemon again on the next client. */
+	if (strcmp(verb, "stop") == 0)
+		rc = run((const char *const[]){ "systemctl", "--user", "stop",
+		    "agent-laned.socket", "agent-laned.service", NULL }, false);
+	else if (strcmp(verb, "start") == 0)
+		rc = run((const char *const[]){ "systemctl", "--user", "start",
+		    "agent-laned.socket", "agent-laned.service", NULL }, false);
+	else
+		rc = run((const char *const[]){ "systemctl", "--user", "restart",
+		    "agent-laned.socket", "agent-laned.service", NULL }, false);
+	if (rc != 0) {
+		ctl_errx("systemctl --user %s agent-laned failed (see "
+		    "`systemctl --user status agent-laned` and `journalctl "
+		    "--user -u agent-laned`)", verb);
+		return CTL_EXIT_FAILURE;
+	}
+	printf("%s agent-laned.socket agent-laned.service\n",
+	    strcmp(verb, "stop") == 0 ? "stopped" : strcmp(verb, "start") == 0 ?
+	    "started" : "restarted");
 	return 0;
 }
 
@@ -468,31 +638,44 @@ cmd_daemon(struct ctl *ctl, int argc, char **argv)
 #else
 	enum platform plat = PLAT_SYSTEMD;
 #endif
-	const char *verb = NULL, *v;
+	struct ctl_parsed p;
+	const char *verb, *v;
 	bool load = true;
-	int r;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--no-load") == 0)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	for (size_t i = 0; i < p.nopts; i++) {
+		v = p.opts[i].value;
+		if (ctl_is(&p.opts[i], "no-load"))
 			load = false;
-		else if ((r = ctl_opt(argc, argv, &i, "--platform", &v)) != 0) {
-			if (r > 0 && strcmp(v, "launchd") == 0)
+		else if (ctl_is(&p.opts[i], "platform")) {
+			if (strcmp(v, "launchd") == 0)
 				plat = PLAT_LAUNCHD;
-			else if (r > 0 && strcmp(v, "systemd") == 0)
+			else if (strcmp(v, "systemd") == 0)
 				plat = PLAT_SYSTEMD;
 			else
 				return ctl_usage("--platform is launchd or systemd");
-		} else if (verb == NULL)
-			verb = argv[i];
-		else
-			return ctl_usage("daemon: unexpected argument %s", argv[i]);
+		}
 	}
+	if (p.noperands > 1)
+		return ctl_usage("daemon: unexpected argument %s", p.operands[1]);
+	verb = p.noperands == 1 ? p.operands[0] : NULL;
+	if (ctl->json && (verb == NULL || strcmp(verb, "status") != 0))
+		return ctl_usage("daemon: --json is for daemon status");
 	if (verb != NULL && strcmp(verb, "install") == 0)
 		return daemon_install(ctl, plat, load);
 	if (verb != NULL && strcmp(verb, "uninstall") == 0)
 		return daemon_uninstall(ctl, plat, load);
 	if (verb != NULL && strcmp(verb, "status") == 0)
 		return daemon_status(ctl, plat, load);
-	return ctl_usage("usage: agent-lanectl daemon install|uninstall|status "
-	    "[--no-load] [--platform launchd|systemd]");
+	if (verb != NULL && (strcmp(verb, "start") == 0 ||
+	    strcmp(verb, "stop") == 0 || strcmp(verb, "restart") == 0)) {
+		if (!load)
+			return ctl_usage("daemon %s: --no-load leaves nothing to "
+			    "do", verb);
+		return daemon_control(ctl, plat, verb);
+	}
+	return ctl_usage("usage: agent-lanectl daemon install|uninstall|status|"
+	    "start|stop|restart [--no-load] [--platform launchd|systemd]");
 }

@@ -18,26 +18,26 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 		.stdin_fd = STDIN_FILENO, .stdout_fd = STDOUT_FILENO,
 		.stderr_fd = STDERR_FILENO,
 	};
+	struct ctl_parsed p;
 	struct al_exec_result res;
 	struct al_error err;
-	const char *env[EXEC_MAX_ENV + 1], *lane = NULL, *v;
-	char *owned[EXEC_MAX_ENV];
+	struct al_lane l;
+	const char *env[EXEC_MAX_ENV + 1], *lane, *v, *workdir = NULL;
+	char *owned[EXEC_MAX_ENV], wd[sizeof l.workspace + 4096 + 2];
 	size_t nenv = 0, nowned = 0;
 	uint64_t ms;
-	int i, r;
+	int r;
 
-	for (i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		}
-		if ((r = ctl_opt(argc, argv, &i, "--workdir", &v)) != 0) {
-			if (r < 0 || v[0] != '/')
-				return ctl_usage("--workdir needs an absolute "
-				    "guest path");
-			o.workdir = v;
-		} else if ((r = ctl_opt(argc, argv, &i, "--env", &v)) != 0) {
-			if (r < 0 || v[0] == '=' || v[0] == '\0')
+	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return r;
+	for (size_t i = 0; i < p.nopts; i++) {
+		v = p.opts[i].value;
+		if (ctl_is(&p.opts[i], "workdir")) {
+			if (v[0] == '\0' || strlen(v) > 4096)
+				return ctl_usage("--workdir needs a guest directory");
+			workdir = v;
+		} else if (ctl_is(&p.opts[i], "env")) {
+			if (v[0] == '=' || v[0] == '\0')
 				return ctl_usage("--env needs NAME or NAME=VALUE");
 			if (nenv == EXEC_MAX_ENV)
 				return ctl_usage("too many --env options");
@@ -45,25 +45,40 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 				return ctl_usage("--env %s: not set in the "
 				    "environment", v);
 			env[nenv++] = v;
-		} else if ((r = ctl_opt(argc, argv, &i, "--timeout", &v)) != 0) {
-			if (r < 0 || !ctl_duration(v, UNITS_MS_PER_S, &ms) ||
-			    ms == 0)
+		} else if (ctl_is(&p.opts[i], "timeout")) {
+			if (!ctl_duration(v, &ms) || ms == 0)
 				return ctl_usage("--timeout needs a duration: 30 "
-				    "(seconds), 30s, 5m, 2h");
+				    "(seconds), 30s, 5m, 1h30m");
 			o.timeout_ms = ms;
-		} else if (strcmp(argv[i], "-n") == 0 ||
-		    strcmp(argv[i], "--no-stdin") == 0)
+		} else if (ctl_is(&p.opts[i], "no-stdin"))
 			o.stdin_fd = -1;
-		else if (argv[i][0] == '-')
-			return ctl_usage("exec: unknown option %s", argv[i]);
-		else if (lane == NULL)
-			lane = argv[i];
-		else
-			break;	/* the command starts here (no "--") */
 	}
-	if (lane == NULL || i >= argc)
-		return ctl_usage("usage: agent-lanectl exec [--workdir DIR] "
-		    "[--env K=V]... [--timeout DURATION] LANE -- CMD [ARG...]");
+	if (p.noperands != 1 || p.ncommand == 0)
+		return ctl_usage("usage: agent-lanectl exec [OPTIONS] LANE [--] "
+		    "CMD [ARG...] (see agent-lanectl help exec)");
+	lane = p.operands[0];
+	/*
+	 * A relative --workdir is in the workspace, as a relative cp path is.
+	 * The daemon takes absolute directories only, so the client resolves
+	 * it against the workspace the daemon reports for the lane.
+	 */
+	if (workdir != NULL && workdir[0] != '/') {
+		if (al_get(ctl->client, lane, &l, &err) == -1) {
+			r = -1;
+			goto out;
+		}
+		if (l.workspace[0] != '/') {
+			err.code = AL_FAILED_PRECONDITION;
+			snprintf(err.message, sizeof err.message, "lane %s has no "
+			    "workspace for the relative --workdir %s", lane,
+			    workdir);
+			r = -1;
+			goto out;
+		}
+		snprintf(wd, sizeof wd, "%s/%s", l.workspace, workdir);
+		workdir = wd;
+	}
+	o.workdir = workdir;
 	/*
 	 * --env NAME takes the value from our environment, so that secrets
 	 * need not be on any command line at all.
@@ -84,7 +99,7 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	}
 	env[nenv] = NULL;
 	o.env = env;
-	o.argv = (const char *const *)(argv + i);
+	o.argv = (const char *const *)p.command;
 	r = al_exec(ctl->client, lane, &o, &res, &err);
 out:
 	while (nowned > 0)
@@ -95,8 +110,16 @@ out:
 	if (r == -1 && ctl_interrupted())
 		return CTL_EXIT_EXEC_FAILURE;	/* main re-raises the signal */
 	if (r == -1) {
-		fprintf(stderr, "agent-lanectl: exec: %s: %s\n",
-		    al_code_name(err.code), err.message);
+		/* The daemon's message does not say which directory. */
+		if (o.workdir != NULL && strstr(err.message,
+		    "working directory") != NULL)
+			fprintf(stderr, "agent-lanectl: exec: %s: --workdir %s: "
+			    "%s\n", al_code_name(err.code), o.workdir,
+			    err.message);
+		else
+			fprintf(stderr, "agent-lanectl: exec: %s: %s\n",
+			    al_code_name(err.code), err.message);
+		ctl_hint(ctl, &err);
 		return CTL_EXIT_EXEC_FAILURE;
 	}
 	/* The shell's convention: 128+N for a command killed by signal N. */

@@ -112,71 +112,6 @@ ctl_build_image(struct ctl *ctl, struct al_image_build_opts *o,
 	return 0;
 }
 
-static bool
-gib_opt(const char *v, uint32_t *mib)
-{
-	char *end;
-	double gib = strtod(v, &end);
-
-	if (*end != '\0' || gib < 0.25 || gib > 4096)
-		return false;
-	*mib = (uint32_t)(gib * 1024 + 0.5);
-	return true;
-}
-
-static int
-image_build(struct ctl *ctl, int argc, char **argv)
-{
-	struct al_image_build_opts o;
-	struct al_image im;
-	const char *paths[AL_IMAGE_SCRIPTS_MAX], *name = NULL, *v;
-	size_t npaths = 0;
-	uint64_t n;
-	int r;
-
-	memset(&o, 0, sizeof o);
-	for (int i = 1; i < argc; i++) {
-		if ((r = ctl_opt(argc, argv, &i, "--provision", &v)) != 0) {
-			if (r < 0)
-				return ctl_usage("--provision needs a FILE");
-			if (npaths == AL_IMAGE_SCRIPTS_MAX)
-				return ctl_usage("at most %d provision scripts",
-				    AL_IMAGE_SCRIPTS_MAX);
-			paths[npaths++] = v;
-		} else if ((r = ctl_opt(argc, argv, &i, "--from", &v)) != 0) {
-			if (r < 0)
-				return ctl_usage("--from needs an IMAGE");
-			o.from = v;
-		} else if (strcmp(argv[i], "--docker") == 0)
-			o.docker = true;
-		else if ((r = ctl_opt(argc, argv, &i, "--cpus", &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, 1024, &n) || n == 0)
-				return ctl_usage("--cpus needs a positive number");
-			o.cpus = (uint32_t)n;
-		} else if ((r = ctl_opt(argc, argv, &i, "--memory", &v)) != 0) {
-			if (r < 0 || !gib_opt(v, &o.memory_mib))
-				return ctl_usage("--memory needs GiB, e.g. 4 or 0.5");
-		} else if ((r = ctl_opt(argc, argv, &i, "--disk", &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, 65536, &n) || n == 0)
-				return ctl_usage("--disk needs GiB, e.g. 30");
-			o.disk_gib = (uint32_t)n;
-		} else if (argv[i][0] != '-' && name == NULL)
-			name = argv[i];
-		else
-			return ctl_usage("image build: unexpected argument %s",
-			    argv[i]);
-	}
-	if (name == NULL)
-		return ctl_usage("usage: agent-lanectl image build NAME "
-		    "[--provision FILE]... [--from IMAGE] [--docker] [--cpus N] "
-		    "[--memory GIB] [--disk GIB]");
-	o.name = name;
-	if ((r = ctl_build_image(ctl, &o, paths, npaths, &im)) != 0)
-		return r;
-	printf("%s\n", im.name);
-	return 0;
-}
-
 static void
 image_json(FILE *f, const struct al_image *im)
 {
@@ -205,23 +140,72 @@ image_json(FILE *f, const struct al_image *im)
 }
 
 static int
-image_ls(struct ctl *ctl, int argc, char **argv)
+image_build(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	struct al_image_build_opts o;
+	struct al_image im;
+	const char *paths[AL_IMAGE_SCRIPTS_MAX], *v;
+	size_t npaths = 0;
+	uint64_t n;
+	int r;
+
+	memset(&o, 0, sizeof o);
+	for (size_t i = 0; i < p->nopts; i++) {
+		v = p->opts[i].value;
+		if (ctl_is(&p->opts[i], "provision")) {
+			if (npaths == AL_IMAGE_SCRIPTS_MAX)
+				return ctl_usage("at most %d provision scripts",
+				    AL_IMAGE_SCRIPTS_MAX);
+			paths[npaths++] = v;
+		} else if (ctl_is(&p->opts[i], "from"))
+			o.from = v;
+		else if (ctl_is(&p->opts[i], "docker"))
+			o.docker = true;
+		else if (ctl_is(&p->opts[i], "cpus")) {
+			if (!ctl_uint(v, 1024, &n) || n == 0)
+				return ctl_usage("--cpus needs a positive number");
+			o.cpus = (uint32_t)n;
+		} else if (ctl_is(&p->opts[i], "memory")) {
+			if (!ctl_size(v, 1ull << 30, &n) || n < (256ull << 20) ||
+			    n > (4096ull << 30) || n % (1ull << 20) != 0)
+				return ctl_usage("--memory needs a size from 256M "
+				    "to 4096G in whole MiB: 8G, 512M, 0.5 (GiB)");
+			o.memory_mib = (uint32_t)(n >> 20);
+		} else if (ctl_is(&p->opts[i], "disk")) {
+			if (!ctl_size(v, 1ull << 30, &n) || n == 0 ||
+			    n > (65536ull << 30) || n % (1ull << 30) != 0)
+				return ctl_usage("--disk needs whole GiB from 1 to "
+				    "65536: 30, 30G, 30GiB");
+			o.disk_gib = (uint32_t)(n >> 30);
+		}
+	}
+	if (p->noperands != 2)
+		return ctl_usage("usage: agent-lanectl image build NAME "
+		    "[--provision FILE]... [--from IMAGE] [--docker] [--cpus N] "
+		    "[--memory SIZE] [--disk SIZE]");
+	o.name = p->operands[1];
+	if ((r = ctl_build_image(ctl, &o, paths, npaths, &im)) != 0)
+		return r;
+	if (ctl->json) {
+		image_json(stdout, &im);
+		fputc('\n', stdout);
+	} else
+		printf("%s\n", im.name);
+	return 0;
+}
+
+static int
+image_ls(struct ctl *ctl, const struct ctl_parsed *p)
 {
 	struct al_image *v;
 	struct al_error err;
-	bool json = false;
 	size_t n;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else
-			return ctl_usage("image ls: unexpected argument %s",
-			    argv[i]);
-	}
+	if (p->noperands != 1 || p->nopts > 0)
+		return ctl_usage("usage: agent-lanectl image ls [--json]");
 	if (al_image_list(ctl->client, &v, &n, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	if (json) {
+	if (ctl->json) {
 		fputc('[', stdout);
 		for (size_t i = 0; i < n; i++) {
 			if (i > 0)
@@ -230,16 +214,17 @@ image_ls(struct ctl *ctl, int argc, char **argv)
 		}
 		fputs("]\n", stdout);
 	} else {
-		printf("%-24s %-12s %4s %8s %6s %-6s  %s\n", "NAME", "ID", "CPUS",
+		printf("%-24s %-12s %4s %8s %7s %-6s  %s\n", "NAME", "ID", "CPUS",
 		    "MEMORY", "DISK", "DOCKER", "CREATED");
 		for (size_t i = 0; i < n; i++) {
-			char t[32], mem[16];
+			char t[32], mem[16], disk[16];
 
 			ctl_time(v[i].created_at_ms, t, sizeof t);
 			snprintf(mem, sizeof mem, "%gGiB",
 			    v[i].memory_mib / 1024.0);
-			printf("%-24s %-12.12s %4u %8s %4uGiB %-6s  %s\n",
-			    v[i].name, v[i].id, v[i].cpus, mem, v[i].disk_gib,
+			snprintf(disk, sizeof disk, "%uGiB", v[i].disk_gib);
+			printf("%-24s %-12.12s %4u %8s %7s %-6s  %s\n",
+			    v[i].name, v[i].id, v[i].cpus, mem, disk,
 			    v[i].docker ? "yes" : "no", t);
 		}
 	}
@@ -248,28 +233,17 @@ image_ls(struct ctl *ctl, int argc, char **argv)
 }
 
 static int
-image_show(struct ctl *ctl, int argc, char **argv)
+image_show(struct ctl *ctl, const struct ctl_parsed *p)
 {
 	struct al_image im;
 	struct al_error err;
-	const char *name = NULL;
-	bool json = false;
 	char t[32];
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (name == NULL)
-			name = argv[i];
-		else
-			return ctl_usage("image show: unexpected argument %s",
-			    argv[i]);
-	}
-	if (name == NULL)
+	if (p->noperands != 2 || p->nopts > 0)
 		return ctl_usage("usage: agent-lanectl image show NAME [--json]");
-	if (al_image_get(ctl->client, name, &im, &err) == -1)
+	if (al_image_get(ctl->client, p->operands[1], &im, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	if (json) {
+	if (ctl->json) {
 		image_json(stdout, &im);
 		fputc('\n', stdout);
 		return 0;
@@ -291,35 +265,57 @@ image_show(struct ctl *ctl, int argc, char **argv)
 }
 
 static int
-image_rm(struct ctl *ctl, int argc, char **argv)
+image_rm(struct ctl *ctl, const struct ctl_parsed *p)
 {
 	struct al_error err;
+	struct al_image im;
 	int status = 0;
+	bool first = true;
 
-	if (argc < 2)
+	if (p->noperands < 2 || p->nopts > 0)
 		return ctl_usage("usage: agent-lanectl image rm NAME...");
-	for (int i = 1; i < argc; i++)
-		if (al_image_remove(ctl->client, argv[i], NULL, &err) == -1) {
+	if (ctl->json)
+		fputc('[', stdout);
+	for (size_t i = 1; i < p->noperands; i++) {
+		if (al_image_remove(ctl->client, p->operands[i], &im,
+		    &err) == -1) {
 			status = ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 			if (ctl_interrupted())
 				break;
+			continue;
 		}
+		if (ctl->json) {
+			if (!first)
+				fputc(',', stdout);
+			ctl_json_string(stdout, im.name);
+		} else
+			printf("%s\n", im.name);
+		first = false;
+	}
+	if (ctl->json)
+		fputs("]\n", stdout);
 	return status;
 }
 
 int
 cmd_image(struct ctl *ctl, int argc, char **argv)
 {
-	if (argc < 2)
-		return ctl_usage("usage: agent-lanectl image build|ls|show|rm ...");
-	if (strcmp(argv[1], "build") == 0)
-		return image_build(ctl, argc - 1, argv + 1);
-	if (strcmp(argv[1], "ls") == 0 || strcmp(argv[1], "list") == 0)
-		return image_ls(ctl, argc - 1, argv + 1);
-	if (strcmp(argv[1], "show") == 0)
-		return image_show(ctl, argc - 1, argv + 1);
-	if (strcmp(argv[1], "rm") == 0)
-		return image_rm(ctl, argc - 1, argv + 1);
-	return ctl_usage("image: unknown command %s (build, ls, show, rm)",
-	    argv[1]);
+	struct ctl_parsed p;
+	const char *verb;
+	int rc;
+
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	verb = p.noperands > 0 ? p.operands[0] : "";
+	if (strcmp(verb, "build") == 0)
+		return image_build(ctl, &p);
+	/* Build options make no sense elsewhere: refuse rather than ignore. */
+	if (strcmp(verb, "ls") == 0 || strcmp(verb, "list") == 0)
+		return image_ls(ctl, &p);
+	if (strcmp(verb, "show") == 0)
+		return image_show(ctl, &p);
+	if (strcmp(verb, "rm") == 0)
+		return image_rm(ctl, &p);
+	return ctl_usage("usage: agent-lanectl image build|ls|show|rm ... "
+	    "(see agent-lanectl help image)");
 }

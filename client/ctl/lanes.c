@@ -16,6 +16,32 @@ progress_cb(const char *phase, const char *message, void *arg)
 		    message[0] ? ": " : "", message);
 }
 
+/* --label KEY=VALUE into labels[*n]. */
+static int
+parse_label(const char *v, struct al_label *labels, size_t *n)
+{
+	const char *eq = strchr(v, '=');
+
+	if (eq == NULL || eq == v)
+		return ctl_usage("--label needs KEY=VALUE");
+	if (*n == AL_LABELS_MAX)
+		return ctl_usage("at most %d labels", AL_LABELS_MAX);
+	if ((size_t)(eq - v) >= sizeof labels[0].key ||
+	    strlen(eq + 1) >= sizeof labels[0].value)
+		return ctl_usage("--label %.*s: too long (keys up to %zu bytes, "
+		    "values up to %zu)", (int)(eq - v), v,
+		    sizeof labels[0].key - 1, sizeof labels[0].value - 1);
+	/* JSON output carries label values: they must be text. */
+	if (!ctl_utf8_text(eq + 1))
+		return ctl_usage("--label %.*s: the value must be valid UTF-8 "
+		    "without control characters", (int)(eq - v), v);
+	memcpy(labels[*n].key, v, (size_t)(eq - v));
+	labels[*n].key[eq - v] = '\0';
+	snprintf(labels[*n].value, sizeof labels[*n].value, "%s", eq + 1);
+	(*n)++;
+	return 0;
+}
+
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
@@ -24,86 +50,78 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	const char *paths[AL_IMAGE_SCRIPTS_MAX];
 	size_t npaths = 0;
 	struct al_image im;
+	struct ctl_parsed p;
 	struct al_lane lane;
 	struct al_error err;
 	const char *v;
 	uint64_t n;
-	int r;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if ((r = ctl_opt(argc, argv, &i, "--cpus", &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, 1024, &n) || n == 0)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	if (p.noperands > 0)
+		return ctl_usage("create: unexpected argument %s (see "
+		    "agent-lanectl help create)", p.operands[0]);
+	for (size_t i = 0; i < p.nopts; i++) {
+		v = p.opts[i].value;
+		if (ctl_is(&p.opts[i], "cpus")) {
+			if (!ctl_uint(v, 1024, &n) || n == 0)
 				return ctl_usage("--cpus needs a positive number");
 			o.cpus = (uint32_t)n;
-		} else if ((r = ctl_opt(argc, argv, &i, "--memory", &v)) != 0) {
-			char *end;
-			double gib = r > 0 ? strtod(v, &end) : 0;
-
-			if (r < 0 || *end != '\0' || gib < 0.25 || gib > 4096)
-				return ctl_usage("--memory needs GiB, e.g. 4 or 0.5");
-			o.memory_mib = (uint32_t)(gib * 1024 + 0.5);
-		} else if ((r = ctl_opt(argc, argv, &i, "--disk", &v)) != 0) {
-			if (r < 0 || !ctl_uint(v, 65536, &n) || n == 0)
-				return ctl_usage("--disk needs GiB, e.g. 30");
-			o.disk_gib = (uint32_t)n;
-		} else if ((r = ctl_opt(argc, argv, &i, "--timeout", &v)) != 0) {
-			if (r < 0 || !ctl_duration(v, UNITS_MS_PER_MIN, &n) ||
-			    n < 1000)
-				return ctl_usage("--timeout needs a duration: 90 "
-				    "(minutes), 30s, 90m, 2h");
+		} else if (ctl_is(&p.opts[i], "memory")) {
+			if (!ctl_size(v, 1ull << 30, &n) || n < (256ull << 20) ||
+			    n > (4096ull << 30) || n % (1ull << 20) != 0)
+				return ctl_usage("--memory needs a size from 256M "
+				    "to 4096G in whole MiB: 8G, 512M, 0.5 (GiB)");
+			o.memory_mib = (uint32_t)(n >> 20);
+		} else if (ctl_is(&p.opts[i], "disk")) {
+			if (!ctl_size(v, 1ull << 30, &n) || n == 0 ||
+			    n > (65536ull << 30) || n % (1ull << 30) != 0)
+				return ctl_usage("--disk needs whole GiB from 1 to "
+				    "65536: 30, 30G, 30GiB");
+			o.disk_gib = (uint32_t)(n >> 30);
+		} else if (ctl_is(&p.opts[i], "timeout")) {
+			if (!ctl_duration(v, &n) || n < 1000)
+				return ctl_usage("--timeout needs a duration of at "
+				    "least 1s: 90m, 1h30m, 1.5h, 5400 (seconds)");
 			o.timeout_s = n / 1000;
-		} else if ((r = ctl_opt(argc, argv, &i, "--idle-timeout",
-		    &v)) != 0) {
-			if (r < 0 || !ctl_duration(v, UNITS_MS_PER_MIN, &n) ||
-			    n < 1000)
-				return ctl_usage("--idle-timeout needs a duration");
+		} else if (ctl_is(&p.opts[i], "idle-timeout")) {
+			if (!ctl_duration(v, &n) || n < 1000)
+				return ctl_usage("--idle-timeout needs a duration of "
+				    "at least 1s: 30m, 1h, 600 (seconds)");
 			o.idle_timeout_s = n / 1000;
-		} else if ((r = ctl_opt(argc, argv, &i, "--label", &v)) != 0) {
-			const char *eq = r > 0 ? strchr(v, '=') : NULL;
-
-			if (eq == NULL || eq == v)
-				return ctl_usage("--label needs KEY=VALUE");
-			if (o.nlabels == AL_LABELS_MAX)
-				return ctl_usage("at most %d labels", AL_LABELS_MAX);
-			if ((size_t)(eq - v) >= sizeof labels[0].key ||
-			    strlen(eq + 1) >= sizeof labels[0].value)
-				return ctl_usage("label too long");
-			memcpy(labels[o.nlabels].key, v, (size_t)(eq - v));
-			labels[o.nlabels].key[eq - v] = '\0';
-			snprintf(labels[o.nlabels].value,
-			    sizeof labels[o.nlabels].value, "%s", eq + 1);
-			o.nlabels++;
-		} else if ((r = ctl_opt(argc, argv, &i, "--image", &v)) != 0) {
-			if (r < 0)
-				return ctl_usage("--image needs an IMAGE");
+		} else if (ctl_is(&p.opts[i], "label")) {
+			if ((rc = parse_label(v, labels, &o.nlabels)) != 0)
+				return rc;
+		} else if (ctl_is(&p.opts[i], "image"))
 			o.image = v;
-		} else if ((r = ctl_opt(argc, argv, &i, "--provision",
-		    &v)) != 0) {
-			if (r < 0)
-				return ctl_usage("--provision needs a FILE");
+		else if (ctl_is(&p.opts[i], "provision")) {
 			if (npaths == AL_IMAGE_SCRIPTS_MAX)
 				return ctl_usage("at most %d provision scripts",
 				    AL_IMAGE_SCRIPTS_MAX);
 			paths[npaths++] = v;
-		} else
-			return ctl_usage("create: unexpected argument %s", argv[i]);
+		}
 	}
 	if (npaths > 0 && o.image != NULL)
 		return ctl_usage("create: --image and --provision exclude each "
 		    "other");
 	if (npaths > 0) {
-		/* The image is named by its content: same scripts, same image. */
+		/* Named by content: the same scripts give the same image. */
 		struct al_image_build_opts bo;
 
 		memset(&bo, 0, sizeof bo);
-		if ((r = ctl_build_image(ctl, &bo, paths, npaths, &im)) != 0)
-			return r;
+		if ((rc = ctl_build_image(ctl, &bo, paths, npaths, &im)) != 0)
+			return rc;
 		o.image = im.name;
 	}
 	o.labels = labels;
 	if (al_create(ctl->client, &o, &lane, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	printf("%s\n", lane.name);
+	if (ctl->json) {
+		ctl_lane_json(stdout, &lane);
+		fputc('\n', stdout);
+	} else
+		printf("%s\n", lane.name);
 	return 0;
 }
 
@@ -122,39 +140,157 @@ relative(int64_t ms, char *buf, size_t len)
 	snprintf(buf, len, d >= 0 ? "in %s" : "%s ago", dur);
 }
 
+/* One --filter: label=KEY=VALUE (or label=KEY), state=STATE, name=PREFIX. */
+struct filter {
+	enum { F_LABEL, F_STATE, F_NAME } kind;
+	const char *key;	/* F_LABEL */
+	size_t keylen;
+	const char *value;	/* F_LABEL: NULL for any value; else the word */
+	int state;
+};
+
+static const int states[] = {
+	AL_LANE_CREATING, AL_LANE_READY, AL_LANE_DESTROYING, AL_LANE_DESTROYED,
+	AL_LANE_FAILED,
+};
+
+static int
+parse_filter(const char *v, struct filter *f)
+{
+	const char *eq;
+
+	memset(f, 0, sizeof *f);
+	if (strncmp(v, "label=", 6) == 0 && v[6] != '\0' && v[6] != '=') {
+		f->kind = F_LABEL;
+		f->key = v + 6;
+		eq = strchr(f->key, '=');
+		f->keylen = eq != NULL ? (size_t)(eq - f->key) : strlen(f->key);
+		f->value = eq != NULL ? eq + 1 : NULL;
+		return 0;
+	}
+	if (strncmp(v, "state=", 6) == 0) {
+		f->kind = F_STATE;
+		for (size_t i = 0; i < sizeof states / sizeof *states; i++)
+			if (strcmp(v + 6, al_state_name(states[i])) == 0) {
+				f->state = states[i];
+				return 0;
+			}
+		return ctl_usage("--filter %s: the states are creating, ready, "
+		    "destroying, destroyed and failed", v);
+	}
+	if (strncmp(v, "name=", 5) == 0) {
+		f->kind = F_NAME;
+		f->value = v + 5;
+		return 0;
+	}
+	return ctl_usage("--filter %s: use label=KEY=VALUE, label=KEY, "
+	    "state=STATE or name=PREFIX", v);
+}
+
+static bool
+filter_match(const struct filter *f, const struct al_lane *l)
+{
+	switch (f->kind) {
+	case F_STATE:
+		return l->state == f->state;
+	case F_NAME:
+		return strncmp(l->name, f->value, strlen(f->value)) == 0;
+	case F_LABEL:
+		for (size_t i = 0; i < l->nlabels; i++)
+			if (strlen(l->labels[i].key) == f->keylen &&
+			    strncmp(l->labels[i].key, f->key, f->keylen) == 0)
+				return f->value == NULL ||
+				    strcmp(l->labels[i].value, f->value) == 0;
+		return false;
+	}
+	return false;
+}
+
+/* "k=v,k2=v2", or "-" for none; cut to the buffer. */
+static void
+labels_text(const struct al_lane *l, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	snprintf(buf, len, "-");
+	for (size_t i = 0; i < l->nlabels && off < len; i++) {
+		int n = snprintf(buf + off, len - off, "%s%s=%s", i ? "," : "",
+		    l->labels[i].key, l->labels[i].value);
+
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
+}
+
 int
 cmd_ls(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_parsed p;
 	struct al_lane *lanes;
 	struct al_error err;
-	bool json = false, all = false;
-	size_t n;
+	struct filter *filters;
+	bool all = false, quiet = false, first = true;
+	size_t n, nfilters = 0;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (strcmp(argv[i], "--all") == 0 ||
-		    strcmp(argv[i], "-a") == 0)
-			all = true;
-		else
-			return ctl_usage("ls: unexpected argument %s", argv[i]);
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	if (p.noperands > 0)
+		return ctl_usage("ls: unexpected argument %s (see agent-lanectl "
+		    "help ls)", p.operands[0]);
+	if ((filters = calloc(p.nopts + 1, sizeof *filters)) == NULL) {
+		ctl_errx("out of memory");
+		return CTL_EXIT_FAILURE;
 	}
-	if (al_list(ctl->client, all, &lanes, &n, &err) == -1)
+	for (size_t i = 0; i < p.nopts; i++) {
+		if (ctl_is(&p.opts[i], "all"))
+			all = true;
+		else if (ctl_is(&p.opts[i], "quiet"))
+			quiet = true;
+		else if (ctl_is(&p.opts[i], "filter")) {
+			if ((rc = parse_filter(p.opts[i].value,
+			    &filters[nfilters])) != 0) {
+				free(filters);
+				return rc;
+			}
+			/* Asking for ended lanes by state implies --all. */
+			if (filters[nfilters].kind == F_STATE &&
+			    (filters[nfilters].state == AL_LANE_DESTROYED ||
+			    filters[nfilters].state == AL_LANE_FAILED))
+				all = true;
+			nfilters++;
+		}
+	}
+	if (quiet && ctl->json) {
+		free(filters);
+		return ctl_usage("ls: -q and --json are alternatives");
+	}
+	if (al_list(ctl->client, all, &lanes, &n, &err) == -1) {
+		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	if (json) {
+	}
+	if (ctl->json)
 		fputc('[', stdout);
-		for (size_t i = 0; i < n; i++) {
-			if (i > 0)
+	else if (!quiet)
+		printf("%-20s %-10s %4s %8s %7s  %-20s  %-16s %s\n", "NAME",
+		    "STATE", "CPUS", "MEMORY", "DISK", "CREATED", "DEADLINE",
+		    "LABELS");
+	for (size_t i = 0; i < n; i++) {
+		char created[32], deadline[48], mem[16], lab[256];
+		bool match = true;
+
+		for (size_t k = 0; k < nfilters && match; k++)
+			match = filter_match(&filters[k], &lanes[i]);
+		if (!match)
+			continue;
+		if (ctl->json) {
+			if (!first)
 				fputc(',', stdout);
 			ctl_lane_json(stdout, &lanes[i]);
-		}
-		fputs("]\n", stdout);
-	} else {
-		printf("%-20s %-10s %4s %8s %6s  %-20s  %s\n", "NAME", "STATE",
-		    "CPUS", "MEMORY", "DISK", "CREATED", "DEADLINE");
-		for (size_t i = 0; i < n; i++) {
-			char created[32], deadline[48], mem[16];
-
+		} else if (quiet)
+			printf("%s\n", lanes[i].name);
+		else {
 			ctl_time(lanes[i].created_at_ms, created, sizeof created);
 			if (lanes[i].ended_at_ms != 0)
 				snprintf(deadline, sizeof deadline, "ended");
@@ -163,38 +299,37 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 				    sizeof deadline);
 			snprintf(mem, sizeof mem, "%gGiB",
 			    lanes[i].memory_mib / 1024.0);
-			printf("%-20s %-10s %4u %8s %4uGiB  %-20s  %s\n",
+			labels_text(&lanes[i], lab, sizeof lab);
+			printf("%-20s %-10s %4u %8s %4uGiB  %-20s  %-16s %s\n",
 			    lanes[i].name, al_state_name(lanes[i].state),
 			    lanes[i].cpus, mem, lanes[i].disk_gib, created,
-			    deadline);
+			    deadline, lab);
 		}
+		first = false;
 	}
+	if (ctl->json)
+		fputs("]\n", stdout);
 	free(lanes);
+	free(filters);
 	return 0;
 }
 
 int
 cmd_show(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_parsed p;
 	struct al_lane l;
 	struct al_error err;
-	const char *name = NULL;
-	bool json = false;
 	char t[32], rel[48];
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (name == NULL)
-			name = argv[i];
-		else
-			return ctl_usage("show: unexpected argument %s", argv[i]);
-	}
-	if (name == NULL)
-		return ctl_usage("usage: agent-lanectl show LANE [--json]");
-	if (al_get(ctl->client, name, &l, &err) == -1)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	if (p.noperands != 1)
+		return ctl_usage("usage: agent-lanectl show [--json] LANE");
+	if (al_get(ctl->client, p.operands[0], &l, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	if (json) {
+	if (ctl->json) {
 		ctl_lane_json(stdout, &l);
 		fputc('\n', stdout);
 		return 0;
@@ -226,37 +361,100 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 int
 cmd_rm(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_lane l;
+	struct ctl_parsed p;
+	struct al_lane l, *lanes = NULL;
 	struct al_error err;
+	char (*names)[AL_NAME_MAX];
+	size_t n = 0, ndone = 0;
+	bool all = false, force = false;
 	int rc = 0;
 
-	if (argc < 2)
-		return ctl_usage("usage: agent-lanectl rm LANE...");
-	for (int i = 1; i < argc; i++) {
-		if (al_destroy(ctl->client, argv[i], &l, &err) == -1) {
-			fprintf(stderr, "agent-lanectl: %s: %s: %s\n", argv[i],
-			    al_code_name(err.code), err.message);
-			rc = CTL_EXIT_FAILURE;
-		}
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	rc = 0;
+	for (size_t i = 0; i < p.nopts; i++) {
+		if (ctl_is(&p.opts[i], "all"))
+			all = true;
+		else if (ctl_is(&p.opts[i], "force"))
+			force = true;
 	}
+	if (all && p.noperands > 0)
+		return ctl_usage("rm: --all or lane names, not both");
+	/* "rm $(ls -q)" with no lanes: nothing to do, but only with -f. */
+	if (!all && p.noperands == 0 && !force)
+		return ctl_usage("usage: agent-lanectl rm [-f] LANE... | "
+		    "rm --all");
+	if (all && al_list(ctl->client, false, &lanes, &n, &err) == -1)
+		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	if (!all)
+		n = p.noperands;
+	if ((names = calloc(n + 1, sizeof *names)) == NULL) {
+		free(lanes);
+		ctl_errx("out of memory");
+		return CTL_EXIT_FAILURE;
+	}
+	for (size_t i = 0; i < n && !ctl_interrupted(); i++) {
+		const char *name = all ? lanes[i].name : p.operands[i];
+
+		if (al_destroy(ctl->client, name, &l, &err) == -1) {
+			/* -f: gone already, or never was, is what was asked. */
+			if (force && err.code == AL_NOT_FOUND)
+				continue;
+			if (!ctl_interrupted())
+				fprintf(stderr, "agent-lanectl: %s: %s: %s\n",
+				    name, al_code_name(err.code), err.message);
+			rc = CTL_EXIT_FAILURE;
+			if (err.code == AL_CONNECT) {
+				/* No daemon: the next lanes would say the same. */
+				ctl_hint(ctl, &err);
+				break;
+			}
+			continue;
+		}
+		snprintf(names[ndone], sizeof names[ndone], "%s", l.name);
+		/* As each one is done, so that an interrupted rm tells. */
+		if (!ctl->json) {
+			printf("%s\n", names[ndone]);
+			fflush(stdout);
+		}
+		ndone++;
+	}
+	if (ctl->json) {
+		ctl_json_names(stdout, names, ndone);
+		fputc('\n', stdout);
+	}
+	free(names);
+	free(lanes);
 	return rc;
 }
 
 int
 cmd_extend(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_parsed p;
 	struct al_lane l;
 	struct al_error err;
 	uint64_t ms;
 	bool capped;
 	char t[32];
+	int rc;
 
-	if (argc != 3)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	if (p.noperands != 2)
 		return ctl_usage("usage: agent-lanectl extend LANE DURATION");
-	if (!ctl_duration(argv[2], UNITS_MS_PER_MIN, &ms) || ms < 1000)
-		return ctl_usage("extend: bad duration \"%s\"", argv[2]);
-	if (al_extend(ctl->client, argv[1], ms / 1000, &l, &capped, &err) == -1)
+	if (!ctl_duration(p.operands[1], &ms) || ms < 1000)
+		return ctl_usage("extend: bad duration \"%s\": at least 1s, e.g. "
+		    "30m, 1h30m, 1.5h, 600 (seconds)", p.operands[1]);
+	if (al_extend(ctl->client, p.operands[0], ms / 1000, &l, &capped,
+	    &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	if (ctl->json) {
+		fputs("{\"lane\":", stdout);
+		ctl_lane_json(stdout, &l);
+		printf(",\"capped\":%s}\n", capped ? "true" : "false");
+		return 0;
+	}
 	ctl_time(l.deadline_ms, t, sizeof t);
 	printf("%s deadline %s%s\n", l.name, t,
 	    capped ? " (capped by max_lifetime)" : "");
@@ -266,24 +464,20 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 int
 cmd_events(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_parsed p;
 	struct al_event *ev;
 	struct al_error err;
-	const char *name = NULL;
-	bool json = false;
+	bool json = ctl->json;
 	size_t n;
 	char t[32];
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--json") == 0)
-			json = true;
-		else if (name == NULL)
-			name = argv[i];
-		else
-			return ctl_usage("events: unexpected argument %s", argv[i]);
-	}
-	if (name == NULL)
-		return ctl_usage("usage: agent-lanectl events LANE [--json]");
-	if (al_events(ctl->client, name, &ev, &n, &err) == -1)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	json = ctl->json;
+	if (p.noperands != 1)
+		return ctl_usage("usage: agent-lanectl events [--json] LANE");
+	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (json)
 		fputc('[', stdout);
@@ -319,18 +513,34 @@ print_names(const char *what, char (*names)[AL_NAME_MAX], size_t n)
 int
 cmd_reap(struct ctl *ctl, int argc, char **argv)
 {
+	struct ctl_parsed p;
 	struct al_reap_report rep;
 	struct al_error err;
 	bool orphans = false;
+	int rc;
 
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--orphans") == 0)
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	if (p.noperands > 0)
+		return ctl_usage("reap: unexpected argument %s", p.operands[0]);
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "orphans"))
 			orphans = true;
-		else
-			return ctl_usage("reap: unexpected argument %s", argv[i]);
-	}
 	if (al_reap(ctl->client, orphans, &rep, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	if (ctl->json) {
+		fputs("{\"destroyed\":", stdout);
+		ctl_json_names(stdout, rep.destroyed, rep.ndestroyed);
+		fputs(",\"pending\":", stdout);
+		ctl_json_names(stdout, rep.pending, rep.npending);
+		fputs(",\"orphans\":", stdout);
+		ctl_json_names(stdout, rep.orphans, rep.norphans);
+		fputs(",\"deleted_orphans\":", stdout);
+		ctl_json_names(stdout, rep.deleted_orphans, rep.ndeleted_orphans);
+		fputs("}\n", stdout);
+		al_reap_report_free(&rep);
+		return 0;
+	}
 	print_names("destroyed", rep.destroyed, rep.ndestroyed);
 	print_names("pending", rep.pending, rep.npending);
 	for (size_t i = 0; i < rep.norphans; i++) {

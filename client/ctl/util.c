@@ -14,7 +14,22 @@ ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
 		return status;
 	fprintf(stderr, "agent-lanectl: %s: %s\n", al_code_name(err->code),
 	    err->message);
+	ctl_hint(ctl, err);
 	return status;
+}
+
+void
+ctl_hint(const struct ctl *ctl, const struct al_error *err)
+{
+	if (err->code != AL_CONNECT || ctl_interrupted() || ctl->client == NULL)
+		return;
+	fprintf(stderr, "agent-lanectl: no daemon answers on %s. Either:\n"
+	    "  start the service:        agent-lanectl daemon start "
+	    "(once: agent-lanectl daemon install)\n"
+	    "  run it in the foreground: agent-laned --socket %s\n"
+	    "  or use another socket:    --socket PATH, or "
+	    "AGENT_LANE_SOCKET=PATH\n", al_client_socket(ctl->client),
+	    al_client_socket(ctl->client));
 }
 
 static void __attribute__((format(printf, 1, 0)))
@@ -47,9 +62,77 @@ ctl_errx(const char *fmt, ...)
 }
 
 bool
-ctl_duration(const char *s, uint64_t plain_unit_ms, uint64_t *ms)
+ctl_duration(const char *s, uint64_t *ms)
 {
-	return units_parse_duration_ms(s, plain_unit_ms, ms) == 0;
+	return units_parse_duration_ms(s, UNITS_MS_PER_S, ms) == 0;
+}
+
+bool
+ctl_size(const char *s, uint64_t plain_unit, uint64_t *out)
+{
+	return units_parse_size_unit(s, plain_unit, out) == 0;
+}
+
+/*
+ * The length of the well-formed UTF-8 sequence at p (RFC 3629: no
+ * overlong forms, no surrogates, nothing above U+10FFFF), or 0.
+ */
+static size_t
+utf8_len(const unsigned char *p)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
+		n = 3;
+		if (p[0] == 0xe0)
+			lo = 0xa0;
+		else if (p[0] == 0xed)
+			hi = 0x9f;
+	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+		n = 4;
+		if (p[0] == 0xf0)
+			lo = 0x90;
+		else if (p[0] == 0xf4)
+			hi = 0x8f;
+	} else
+		return 0;
+	if (p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (p[i] < 0x80 || p[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+bool
+ctl_utf8_text(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n;
+
+	while (*p != '\0') {
+		if (*p < 0x20 || *p == 0x7f || (n = utf8_len(p)) == 0)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+void
+ctl_json_names(FILE *f, char (*names)[AL_NAME_MAX], size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n; i++) {
+		if (i > 0)
+			fputc(',', f);
+		ctl_json_string(f, names[i]);
+	}
+	fputc(']', f);
 }
 
 bool
@@ -98,8 +181,23 @@ ctl_json_string(FILE *f, const char *s)
 		default:
 			if (*p < 0x20 || *p == 0x7f)
 				fprintf(f, "\\u%04x", *p);
-			else
+			else if (*p < 0x80)
 				fputc(*p, f);
+			else {
+				/*
+				 * Whatever the daemon sent, the output stays
+				 * JSON: a byte that is not well-formed UTF-8
+				 * becomes U+FFFD.
+				 */
+				size_t n = utf8_len(p);
+
+				if (n == 0)
+					fputs("\\ufffd", f);
+				else {
+					fwrite(p, 1, n, f);
+					p += n - 1;
+				}
+			}
 		}
 	}
 	fputc('"', f);
@@ -154,23 +252,4 @@ ctl_lane_json(FILE *f, const struct al_lane *l)
 		ctl_json_string(f, l->labels[i].value);
 	}
 	fputs("}}", f);
-}
-
-int
-ctl_opt(int argc, char **argv, int *i, const char *name, const char **value)
-{
-	size_t n = strlen(name);
-
-	if (strncmp(argv[*i], name, n) != 0)
-		return 0;
-	if (argv[*i][n] == '=') {
-		*value = argv[*i] + n + 1;
-		return 1;
-	}
-	if (argv[*i][n] != '\0')
-		return 0;
-	if (*i + 1 >= argc)
-		return -1;
-	*value = argv[++*i];
-	return 1;
 }

@@ -174,6 +174,6 @@ check_match "... and its row" 'NOT_FOUND' "$(ctl image show crash 2>&1)"
 
 # ---- image rm
 R=$(ctl image rm tools 2>&1)
-check_eq "image rm succeeds when nothing uses it" "" "$R"
+check_eq "image rm succeeds when nothing uses it and prints its name" tools "$R"
 check_eq "... and deletes its VM" 1 "$(images)"
 check_match "... and its row" 'NOT_FOUND' "$(ctl image show tools 2>&1)"

@@ -106,6 +106,9 @@ test_memory(void **state)
 	assert_int_equal(c->default_memory_mib, 4096);
 	set_ok(c, "default_memory", "512MiB");
 	assert_int_equal(c->default_memory_mib, 512);
+	/* Fractions are whole MiB here (issue 11: shared units). */
+	set_ok(c, "default_memory", "1.5GiB");
+	assert_int_equal(c->default_memory_mib, 1536);
 	/* A plain number is GiB. */
 	set_ok(c, "default_memory", "8");
 	assert_int_equal(c->default_memory_mib, 8192);
@@ -114,7 +117,7 @@ test_memory(void **state)
 	set_ok(c, "max_memory", "1T");
 	assert_int_equal(c->max_memory_mib, 1u << 20);
 
-	set_bad(c, "default_memory", "1.5GiB", "invalid value");
+	set_bad(c, "default_memory", "1.0001GiB", "invalid value");
 	set_bad(c, "default_memory", "1536K", "invalid value");	/* not whole MiB */
 	set_bad(c, "default_memory", "4gb", "invalid value");
 	set_bad(c, "default_memory", "", "invalid value");
@@ -180,9 +183,11 @@ test_durations(void **state)
 	set_bad(c, "max_lifetime", "500ms", "out of range");	/* below 1 s */
 	set_bad(c, "max_lifetime", "367d", "out of range");
 	set_bad(c, "request_timeout", "50ms", "out of range");
-	set_bad(c, "request_timeout", "1h1s", "invalid value");
+	/* Compounds parse (issue 11); this one is above the cap. */
+	set_bad(c, "request_timeout", "1h1s", "out of range");
+	set_bad(c, "request_timeout", "1s1h", "invalid value");
 	set_bad(c, "request_timeout", "-5", "invalid value");
-	set_bad(c, "tick", "1.5s", "invalid value");
+	set_bad(c, "tick", "1.5s1ms", "invalid value");
 }
 
 static void

@@ -55,13 +55,39 @@ test_duration_units(void **state)
 	expect_duration("007s", SEC, 7 * SEC);
 }
 
+/* Issue 11: compounds and fractions, as Go and systemd users type them. */
+static void
+test_duration_compound(void **state)
+{
+	expect_duration("1h30m", SEC, 90 * MIN);
+	expect_duration("1d12h", SEC, 36 * 60 * MIN);
+	expect_duration("2m30s", SEC, 150 * SEC);
+	expect_duration("1h0m5s", SEC, 60 * MIN + 5 * SEC);
+	expect_duration("1s500ms", SEC, 1500);
+	expect_duration("1d2h3m4s5ms", SEC,
+	    86400000ull + 2 * 3600000ull + 3 * MIN + 4 * SEC + 5);
+	expect_duration("1.5h", SEC, 90 * MIN);
+	expect_duration("0.5m", SEC, 30 * SEC);
+	expect_duration("2.25s", SEC, 2250);
+	expect_duration("1h0.5m", SEC, 60 * MIN + 30 * SEC);
+	expect_duration("0.001s", SEC, 1);
+	/* A plain fraction counts in the plain unit too. */
+	expect_duration("1.5", SEC, 1500);
+	expect_duration("2.5", MIN, 150 * SEC);
+}
+
 static void
 test_duration_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"", "1x", "-1", "+1", "1.5h", " 1", "1 ", "1 s", "s", "ms",
-		"1S", "1H", "1ms5", "1hm", "1h30m", "1sec", "1min", "0x10",
+		"", "1x", "-1", "+1", " 1", "1 ", "1 s", "s", "ms",
+		"1S", "1H", "1ms5", "1hm", "1sec", "1min", "0x10",
 		"1\n", "١",
+		/* Compounds: largest unit first, each once, no bare tail. */
+		"30m1h", "1h1h", "1m1d", "1h30", "1h 30m", "1h-30m", "1s1ms1s",
+		/* Fractions: digits on both sides, only last, whole ms. */
+		"1.", ".5h", "1.5h30m", "0.5ms", "1.0001s", "1..5s", "1.5.5s",
+		"1.1234567h", "0.0001",
 		/* Overflow of the digits, then of the multiplication. */
 		"99999999999999999999", "18446744073709551616",
 		"99999999999999h", "213503982335d",
@@ -118,15 +144,45 @@ test_size_units(void **state)
 	expect_size("1TiB", 1ull << 40);
 	/* The largest multiple of T that fits in 64 bits. */
 	expect_size("16777215T", 16777215ull << 40);
+	/* Issue 11: "8G", "8GB", "8g" and fractions; binary every way. */
+	expect_size("8GB", 8ull << 30);
+	expect_size("8g", 8ull << 30);
+	expect_size("512m", 512ull << 20);
+	expect_size("1KB", 1ull << 10);
+	expect_size("1k", 1ull << 10);
+	expect_size("1.5G", 3ull << 29);
+	expect_size("0.5K", 512);
+	expect_size("0.25T", 1ull << 38);
+}
+
+static void
+test_size_plain_unit(void **state)
+{
+	uint64_t v;
+
+	/* --memory and --disk: a plain number is GiB. */
+	assert_int_equal(units_parse_size_unit("8", 1ull << 30, &v), 0);
+	assert_true(v == 8ull << 30);
+	assert_int_equal(units_parse_size_unit("0.5", 1ull << 30, &v), 0);
+	assert_true(v == 1ull << 29);
+	/* A suffix overrides the plain unit. */
+	assert_int_equal(units_parse_size_unit("512M", 1ull << 30, &v), 0);
+	assert_true(v == 512ull << 20);
+	assert_int_equal(units_parse_size_unit("100B", 1ull << 30, &v), 0);
+	assert_true(v == 100);
+	/* Overflow through the plain unit. */
+	assert_int_equal(units_parse_size_unit("17179869184", 1ull << 30, &v),
+	    -1);
 }
 
 static void
 test_size_rejects(void **state)
 {
 	static const char *const bad[] = {
-		"", "k", "1k", "1m", "1g", "1KB", "1MB", "1Kb", "1Gi", "1Mi",
-		"1P", "1PiB", "1E", "1 K", " 1K", "1K ", "-1", "+1", "1.5G",
-		"0x10", "1KiBs",
+		"", "k", "1Kb", "1Gi", "1Mi", "1gib", "1GIB", "1Gb",
+		"1P", "1PiB", "1E", "1 K", " 1K", "1K ", "-1", "+1",
+		"0x10", "1KiBs", "1.", ".5G", "1.5", "0.3B", "1.0000001G",
+		"1G1M",
 		/* Overflow of the digits, then of the multiplication. */
 		"99999999999999999999", "18446744073709551616",
 		"16777216T", "17179869184G",
@@ -232,9 +288,11 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_duration_units),
+		cmocka_unit_test(test_duration_compound),
 		cmocka_unit_test(test_duration_rejects),
 		cmocka_unit_test(test_duration_range),
 		cmocka_unit_test(test_size_units),
+		cmocka_unit_test(test_size_plain_unit),
 		cmocka_unit_test(test_size_rejects),
 		cmocka_unit_test(test_format_duration),
 		cmocka_unit_test(test_format_duration_round_trips),

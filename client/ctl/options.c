@@ -1,0 +1,220 @@
+/*
+ * agent-lanectl option parsing, one parser for every command: options and
+ * operands in any order, --name VALUE, --name=VALUE, -x VALUE, -xVALUE and
+ * grouped short flags (-qa), global options anywhere before "--", and help
+ * answered here, never sent to the daemon. The option tables are in help.c,
+ * so that the parser, the help, the man page test and the completion
+ * scripts cannot disagree.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+/* ctl_parse()'s arrays, one allocation freed by main. */
+struct parsed_store {
+	struct ctl_arg *opts;
+	char **operands;
+	char **command;
+};
+
+void
+ctl_free_parsed(struct ctl *ctl)
+{
+	struct parsed_store *st = ctl->owned;
+
+	if (st != NULL) {
+		free(st->opts);
+		free(st->operands);
+		free(st->command);
+		free(st);
+	}
+	ctl->owned = NULL;
+}
+
+bool
+ctl_is(const struct ctl_arg *a, const char *name)
+{
+	return strcmp(a->opt->name, name) == 0;
+}
+
+bool
+ctl_client_open(struct ctl *ctl)
+{
+	if (ctl->client != NULL)
+		return true;
+	if ((ctl->client = al_client_new(ctl->socket, "agent-lanectl/"
+	    AGENT_LANE_VERSION)) == NULL) {
+		ctl_errx("out of memory");
+		return false;
+	}
+	return true;
+}
+
+static const struct ctl_option *
+find_long(const struct ctl_option *opts, const char *name, size_t len)
+{
+	for (; opts != NULL && opts->name != NULL; opts++)
+		if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
+			return opts;
+	return NULL;
+}
+
+static const struct ctl_option *
+find_short(const struct ctl_option *opts, char c)
+{
+	for (; opts != NULL && opts->name != NULL; opts++)
+		if (opts->short_name == c)
+			return opts;
+	return NULL;
+}
+
+/* The first usage error is kept; help asked anywhere still wins. */
+static void __attribute__((format(printf, 2, 3)))
+usage_error(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (buf[0] != '\0')
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, 256, fmt, ap);
+	va_end(ap);
+}
+
+/* Records one option; the globals act on ctl at once. */
+static void
+take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
+    const char *value, bool *help)
+{
+	if (strcmp(o->name, "help") == 0)
+		*help = true;
+	else if (strcmp(o->name, "socket") == 0)
+		ctl->socket = value;
+	else if (strcmp(o->name, "json") == 0)
+		ctl->json = true;
+	else {
+		p->opts[p->nopts].opt = o;
+		p->opts[p->nopts].value = value;
+		p->nopts++;
+	}
+}
+
+int
+ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
+{
+	const struct ctl_command *cmd = ctl_command_find(argv[0]);
+	struct parsed_store *st;
+	const struct ctl_option *o;
+	char err[256] = "";
+	bool help = false, operands_only = false;
+	int i;
+
+	memset(p, 0, sizeof *p);
+	if (cmd == NULL) {
+		ctl_errx("%s: no such command", argv[0]);
+		return CTL_EXIT_USAGE;
+	}
+	p->cmd = cmd;
+	/* Each word is at most one option or operand: argc bounds them all. */
+	if ((st = calloc(1, sizeof *st)) == NULL ||
+	    (st->opts = calloc((size_t)argc, sizeof *st->opts)) == NULL ||
+	    (st->operands = calloc((size_t)argc, sizeof *st->operands)) == NULL ||
+	    (st->command = calloc((size_t)argc + 1, sizeof *st->command)) == NULL) {
+		if (st != NULL) {
+			free(st->opts);
+			free(st->operands);
+			free(st);
+		}
+		ctl_errx("out of memory");
+		return CTL_EXIT_FAILURE;
+	}
+	ctl_free_parsed(ctl);	/* only ever one parse per run */
+	ctl->owned = st;
+	p->opts = st->opts;
+	p->operands = st->operands;
+	p->command = st->command;
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (cmd->operands_then_command > 0 &&
+		    p->noperands == (size_t)cmd->operands_then_command &&
+		    (operands_only || a[0] != '-' || strcmp(a, "--") == 0)) {
+			/* exec LANE [--] CMD...: the rest is the guest's. */
+			if (!operands_only && strcmp(a, "--") == 0)
+				i++;
+			break;
+		}
+		if (operands_only || a[0] != '-' || strcmp(a, "-") == 0) {
+			p->operands[p->noperands++] = argv[i];
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			operands_only = true;
+			continue;
+		}
+		if (a[1] == '-') {
+			const char *name = a + 2, *eq = strchr(name, '=');
+			size_t len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+
+			if ((o = find_long(cmd->options, name, len)) == NULL &&
+			    (o = find_long(ctl_global_options, name, len)) == NULL) {
+				usage_error(err, "%s: unknown option --%.*s",
+				    cmd->name, (int)len, name);
+				continue;
+			}
+			if (o->arg == NULL && eq != NULL)
+				usage_error(err, "%s: --%s takes no value",
+				    cmd->name, o->name);
+			else if (o->arg != NULL && eq == NULL && i + 1 >= argc)
+				usage_error(err, "%s: --%s needs %s", cmd->name,
+				    o->name, o->arg);
+			else
+				take(ctl, p, o, o->arg == NULL ? NULL :
+				    eq != NULL ? eq + 1 : argv[++i], &help);
+			continue;
+		}
+		/* -x, -xVALUE, -x VALUE, -qa */
+		for (const char *c = a + 1; *c != '\0'; c++) {
+			if ((o = find_short(cmd->options, *c)) == NULL &&
+			    (o = find_short(ctl_global_options, *c)) == NULL) {
+				usage_error(err, "%s: unknown option -%c",
+				    cmd->name, *c);
+				break;
+			}
+			if (o->arg == NULL) {
+				take(ctl, p, o, NULL, &help);
+				continue;
+			}
+			if (c[1] != '\0')
+				take(ctl, p, o, c + 1, &help);
+			else if (i + 1 < argc)
+				take(ctl, p, o, argv[++i], &help);
+			else
+				usage_error(err, "%s: -%c needs %s", cmd->name,
+				    *c, o->arg);
+			break;
+		}
+	}
+	for (; i < argc; i++)
+		p->command[p->ncommand++] = argv[i];
+	p->command[p->ncommand] = NULL;
+
+	if (help) {
+		ctl_help(stdout, cmd);
+		return 0;
+	}
+	if (err[0] == '\0' && ctl->json && !cmd->json)
+		usage_error(err, "%s: --json: the command prints nothing to "
+		    "format", cmd->name);
+	if (err[0] != '\0') {
+		ctl_errx("%s (see agent-lanectl help %s)", err, cmd->name);
+		return CTL_EXIT_USAGE;
+	}
+	if (!ctl_client_open(ctl))
+		return CTL_EXIT_FAILURE;
+	return CTL_CONTINUE;
+}
