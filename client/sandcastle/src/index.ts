@@ -95,6 +95,12 @@ export interface LimaOptions {
    * build ahead with `agent-lanectl image build` or buildImage().
    */
   readonly provision?: string | ProvisionScript | ReadonlyArray<string | ProvisionScript>;
+  /**
+   * With `provision` (or alone): the image also gets Docker Engine,
+   * rootless for the lane user, with DOCKER_HOST set for every command.
+   * Containers run in the lane's own daemon; no host socket is forwarded.
+   */
+  readonly docker?: boolean;
 }
 
 /** The handle returned by create(): Sandcastle's IsolatedSandboxHandle plus the lane's identity. */
@@ -163,9 +169,9 @@ export async function createLaneHandle(
   let laneName: string | undefined;
   try {
     let image = options.image;
-    if (options.provision !== undefined) {
+    if (options.provision !== undefined || options.docker) {
       const built = await client.buildImage(
-        { provision: await readProvision(options.provision) },
+        { provision: options.provision !== undefined ? await readProvision(options.provision) : [], docker: options.docker },
         { signal: abort.signal },
       );
       image = built.name;
@@ -334,8 +340,8 @@ function validateOptions(o: LimaOptions): void {
   if (o.image !== undefined && (typeof o.image !== "string" || !/^[a-z0-9][a-z0-9._-]{0,62}$/.test(o.image))) {
     throw new AgentLaneError("INVALID_ARGUMENT", "lima(): image must be an image name ([a-z0-9][a-z0-9._-]{0,62})");
   }
-  if (o.image !== undefined && o.provision !== undefined) {
-    throw new AgentLaneError("INVALID_ARGUMENT", "lima(): give either image or provision, not both");
+  if (o.image !== undefined && (o.provision !== undefined || o.docker)) {
+    throw new AgentLaneError("INVALID_ARGUMENT", "lima(): give either image or provision/docker, not both");
   }
   const forbidden = ["mounts", "mount", "hostMounts", "volumes"];
   for (const key of forbidden) {
