@@ -729,7 +729,8 @@ registry_image_insert(struct registry *r, const struct image_record *rec)
 	sqlite3_finalize(st);
 	if (rc == SQLITE_DONE)
 		return REG_OK;
-	if (rc == SQLITE_CONSTRAINT)
+	/* Extended result codes are on: only a taken name or instance. */
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
 		return REG_EXISTS;
 	log_warnx("registry: %s", sqlite3_errmsg(r->db));
 	return REG_ERROR;
