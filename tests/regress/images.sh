@@ -22,6 +22,12 @@ printf '#!/bin/sh\necho x-from-image\n' > /usr/local/bin/x
 chmod 755 /usr/local/bin/x
 echo y-from-image > /etc/y
 id -u > /etc/provisioned-by
+# how --docker sets DOCKER_HOST for execs: a login-shell profile file
+echo 'export LANE_FROM_PROFILE=yes' > /etc/profile.d/zz-lane.sh
+EOF
+cat > "$T/extra.sh" <<'EOF'
+#!/usr/bin/env bash
+echo extra-from-child > /etc/extra
 EOF
 cat > "$T/fail.sh" <<'EOF'
 #!/bin/bash
@@ -63,7 +69,22 @@ check_eq "the lane has /usr/local/bin/x and /etc/y, written as root" \
     "x-from-image y-from-image 0" \
     "$(ctl exec -n "$L" -- sh -c 'x; cat /etc/y /etc/provisioned-by' 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 check_match "the lane was cloned, not created" 'vm-cloned' "$(ctl events "$L")"
+check_eq "exec's environment has what the image's /etc/profile.d exports" yes \
+    "$(ctl exec -n "$L" -- sh -c 'echo $LANE_FROM_PROFILE' 2>&1)"
 check_eq "the image is still stopped" Stopped "$(sim list --format '{{.Status}}' "$IMG" 2>/dev/null)"
+
+# ---- image build --from: a child image on top of a parent
+OUT=$(ctl image build child --from tools --provision "$T/extra.sh" 2>"$T/child.err")
+check_eq "image build --from builds the child" child "$OUT"
+check_match "... by cloning the parent" 'cloning: tools' "$(cat "$T/child.err")"
+LC=$(ctl create --image child 2>/dev/null)
+check_eq "a lane from the child has the parent's and the child's files" \
+    "x-from-image extra-from-child" \
+    "$(ctl exec -n "$LC" -- sh -c 'x; cat /etc/extra' 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+check_match "the child names its parent" '"from":"tools"' "$(ctl image show --json child)"
+ctl rm "$LC" >/dev/null 2>&1
+R=$(ctl image rm child 2>&1)
+check_eq "the child image is removed" child "$R"
 
 # ---- an image is never handed out as a lane
 R=$(ctl exec -n "$IMG" -- true 2>&1)
