@@ -1292,16 +1292,39 @@ recovery_done(struct proc *p, int status, void *arg)
 	free(r);
 }
 
+struct orphan_scan {
+	struct image_record *v;
+	size_t n;
+};
+
+/* An image-shaped instance no row names: reported, never deleted here. */
+static void
+orphan_cb(const char *name, void *arg)
+{
+	struct orphan_scan *o = arg;
+
+	for (size_t i = 0; i < o->n; i++)
+		if (strcmp(o->v[i].instance, name) == 0)
+			return;
+	log_warnx("images: instance %s has no image row (an orphan); remove "
+	    "it with limactl delete if it is not yours", name);
+}
+
 void
 image_recover(struct laned *d)
 {
 	struct image_record *v = NULL;
+	struct orphan_scan o;
 	size_t n = 0;
 
 	if (registry_image_list(d->reg, &v, &n) != REG_OK) {
 		log_warnx("images: cannot read the registry");
 		return;
 	}
+	o.v = v;
+	o.n = n;
+	if (lima_scan_images(d->lima, orphan_cb, &o) == -1)
+		log_warn("images: scanning %s", lima_home(d->lima));
 	for (size_t i = 0; i < n; i++) {
 		struct recovery *r;
 		struct proc_spec ps;

@@ -330,9 +330,9 @@ lima_instance_exists(const struct lima *l, const char *name)
 	return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-int
-lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
-    void *arg)
+static int
+scan_instances(const struct lima *l, bool (*valid)(const char *),
+    void (*cb)(const char *, void *), void *arg)
 {
 	DIR *dir;
 	struct dirent *de;
@@ -342,7 +342,7 @@ lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
 	if ((dir = opendir(l->home)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	while ((de = readdir(dir)) != NULL) {
-		if (!lima_name_valid(de->d_name))
+		if (!valid(de->d_name))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", l->home, de->d_name);
 		if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
@@ -350,6 +350,20 @@ lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
 	}
 	closedir(dir);
 	return 0;
+}
+
+int
+lima_scan_images(const struct lima *l, void (*cb)(const char *, void *),
+    void *arg)
+{
+	return scan_instances(l, lima_image_name_valid, cb, arg);
+}
+
+int
+lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
+    void *arg)
+{
+	return scan_instances(l, lima_name_valid, cb, arg);
 }
 
 /* Builds argv from a NULL-terminated list of strings to duplicate. */

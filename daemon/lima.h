@@ -93,6 +93,9 @@ bool lima_instance_exists(const struct lima *, const char *name);
  */
 int lima_scan_lanes(const struct lima *,
     void (*cb)(const char *name, void *arg), void *arg);
+/* The same for image-shaped names ("ali-" + 16 hex). */
+int lima_scan_images(const struct lima *,
+    void (*cb)(const char *name, void *arg), void *arg);
 
 /*
  * argv builders. Each returns a NULL-terminated vector owned by the caller

@@ -188,10 +188,16 @@ wait_for 20 grep -q slow-started "$T/crash.err"
 kill9_daemon
 wait "$BP" 2>/dev/null
 kill_stray_limactl
+printf 'plain: true\n' > "$T/plain.yaml"
+sim create --name=ali-00000000000000ff "$T/plain.yaml" >/dev/null 2>&1
 start_daemon || exit 1
-wait_for 20 test "$(images)" = 2
-check_eq "start-up deletes the VM of an unfinished build" 2 "$(images)"
+wait_for 20 test "$(images)" = 3
+check_eq "start-up deletes the VM of an unfinished build" 3 "$(images)"
 check_match "... and its row" 'NOT_FOUND' "$(ctl image show crash 2>&1)"
+check_match "start-up reports an image-shaped instance without a row" \
+    'ali-00000000000000ff has no image row' "$(cat "$LOG")"
+check "... and leaves it alone" test -d "$STATE/lima/ali-00000000000000ff"
+sim delete --force ali-00000000000000ff >/dev/null 2>&1
 
 # ---- image rm
 R=$(ctl image rm tools 2>&1)
