@@ -67,6 +67,17 @@ static const char docker_script[] =
     "grep -q \"^$user:\" /etc/subgid || "
     "usermod --add-subgids 100000-165535 \"$user\"\n"
     "loginctl enable-linger \"$user\"\n"
+    /*
+     * The user's manager may predate dbus-user-session (our own shell
+     * session started it): reload it and start the session bus, talking
+     * to it over its private socket.
+     */
+    "i=0; while [ ! -S /run/user/$uid/systemd/private ] && [ $i -lt 60 ]; "
+    "do sleep 1; i=$((i + 1)); done\n"
+    "runuser -u \"$user\" -- env XDG_RUNTIME_DIR=/run/user/$uid "
+    "systemctl --user daemon-reload\n"
+    "runuser -u \"$user\" -- env XDG_RUNTIME_DIR=/run/user/$uid "
+    "systemctl --user start dbus.socket\n"
     "i=0; while [ ! -S /run/user/$uid/bus ] && [ $i -lt 60 ]; do "
     "sleep 1; i=$((i + 1)); done\n"
     "runuser -u \"$user\" -- env XDG_RUNTIME_DIR=/run/user/$uid "
