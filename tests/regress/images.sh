@@ -152,7 +152,13 @@ ctl rm "$L2" >/dev/null 2>&1
 
 # ---- image rm is refused while a clone of it runs
 stop_daemon
-LIMA_SIM_HANG='clone:*' start_daemon --command-timeout 4s || exit 1
+LIMA_SIM_HANG='clone:*' start_daemon --command-timeout 4s --image-build-timeout 3s || exit 1
+N0=$(images)
+R=$(ctl image build late --provision "$T/slow.sh" 2>&1)
+check_match "a build past image_build_timeout fails with DEADLINE_EXCEEDED" \
+    'DEADLINE_EXCEEDED: image build did not finish within 3 s' "$R"
+check_eq "... and leaves no VM" "$N0" "$(images)"
+check_match "... and no image" 'NOT_FOUND' "$(ctl image show late 2>&1)"
 ctl create --image tools >/dev/null 2>"$T/hung.err" &
 CP=$!
 wait_for 10 grep -q ' clone ' "$SIMLOG"
