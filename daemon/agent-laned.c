@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lima.h"
@@ -309,7 +310,9 @@ main(int argc, char **argv)
 	    AGENT_LANE_VERSION, d.cfg.state_dir, limactl, (long)d.uid);
 
 	reaper_init(&d);
+	image_init(&d);
 	reaper_start(&d);
+	image_recover(&d);
 	if (event_base_dispatch(d.base) == -1)
 		fatalx("event_base_dispatch");
 
@@ -321,6 +324,7 @@ main(int argc, char **argv)
 	listener_stop(&d);
 	lane_persist_activity(&d);
 	lane_free_all(&d);
+	image_free_all(&d);
 	conn_close_all(&d);
 	proc_shutdown(&d.procs);
 	reaper_stop(&d);

@@ -2,6 +2,7 @@
 #include "copy.h"
 #include "dispatch.h"
 #include "exec.h"
+#include "image.h"
 #include "laned.h"
 #include "lanecall.h"
 #include "log.h"
@@ -45,6 +46,18 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_REAP:
 		reaper_handle_reap(d, c, req->reap);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_BUILD_IMAGE:
+		image_handle_build(d, c, req->build_image);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_LIST_IMAGES:
+		image_handle_list(d, c);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_IMAGE:
+		image_handle_get(d, c, req->get_image->name);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_REMOVE_IMAGE:
+		image_handle_remove(d, c, req->remove_image->name);
 		break;
 	default:
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,

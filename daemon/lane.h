@@ -44,7 +44,7 @@ TAILQ_HEAD(lane_activities, lane_activity);
  */
 enum lane_step {
 	LANE_STEP_NONE,		/* nothing in flight */
-	LANE_STEP_CREATE,	/* limactl create (proc) */
+	LANE_STEP_CREATE,	/* limactl create or clone (proc) */
 	LANE_STEP_START,	/* limactl start (proc) */
 	LANE_STEP_SETUP,	/* guest workspace preparation (setup) */
 	LANE_STEP_DELETE,	/* limactl delete (proc) */
@@ -83,6 +83,10 @@ struct lane {
 	int64_t last_activity_ms;
 	int64_t persisted_activity_ms;	/* what the registry holds */
 	char workspace[LANE_WORKSPACE_MAX];	/* default cwd of execs */
+	/* create --image: the image (held until the clone returns). */
+	char image[IMAGE_NAME_SIZE];
+	char image_instance[IMAGE_INSTANCE_SIZE];
+	bool image_held;
 
 	struct proc *proc;		/* CREATE, START, DELETE */
 	struct lane_setup *setup;	/* SETUP */

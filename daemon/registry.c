@@ -75,6 +75,23 @@ static const char *const migrations[] = {
 	"  detail TEXT NOT NULL DEFAULT ''"
 	");"
 	"CREATE INDEX events_lane ON events(lane, id);",
+	/* 2: images (agent-lanectl image build); see the image block below */
+	"CREATE TABLE images ("
+	"  name TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 63),"
+	"  id TEXT NOT NULL CHECK (length(id) = 64),"
+	"  instance TEXT NOT NULL UNIQUE CHECK (instance GLOB 'ali-"
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]"
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'),"
+	"  state TEXT NOT NULL CHECK (state IN ('building','ready')),"
+	"  from_image TEXT NOT NULL DEFAULT '',"
+	"  docker INTEGER NOT NULL DEFAULT 0,"
+	"  cpus INTEGER NOT NULL,"
+	"  memory_mib INTEGER NOT NULL,"
+	"  disk_gib INTEGER NOT NULL,"
+	"  scripts TEXT NOT NULL DEFAULT '',"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  build_ms INTEGER NOT NULL DEFAULT 0"
+	");",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -171,11 +188,15 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 	"ended_at_ms, owner_uid, workspace, error, create_failed"
 
 /* The tables and columns this build reads and writes. */
+#define IMAGE_COLUMNS "name, id, instance, state, from_image, docker, cpus, " \
+	"memory_mib, disk_gib, scripts, created_at_ms, build_ms"
+
 static const char *const schema_probes[][2] = {
 	{ "lanes", "SELECT " LANE_COLUMNS " FROM lanes LIMIT 0" },
 	{ "lane_labels", "SELECT lane, key, value FROM lane_labels LIMIT 0" },
 	{ "events", "SELECT id, time_ms, lane, event, detail FROM events "
 	    "LIMIT 0" },
+	{ "images", "SELECT " IMAGE_COLUMNS " FROM images LIMIT 0" },
 };
 
 /*
@@ -1098,4 +1119,154 @@ registry_integrity_ok(struct registry *r)
 	}
 	release(st);
 	return ok;
+}
+
+/* ---- Images ----
+ *
+ * One row per image: committed in "building" before limactl hears the
+ * instance name (the lanes' invariant 1), "ready" once the provisioned VM
+ * is stopped, deleted together with its VM (a failed or cancelled build
+ * leaves no row).
+ */
+
+static void
+image_row(sqlite3_stmt *st, struct image_record *rec)
+{
+	const char *s;
+
+	memset(rec, 0, sizeof *rec);
+	if ((s = (const char *)sqlite3_column_text(st, 0)) != NULL)
+		str_copy(rec->name, s, sizeof rec->name);
+	if ((s = (const char *)sqlite3_column_text(st, 1)) != NULL)
+		str_copy(rec->id, s, sizeof rec->id);
+	if ((s = (const char *)sqlite3_column_text(st, 2)) != NULL)
+		str_copy(rec->instance, s, sizeof rec->instance);
+	s = (const char *)sqlite3_column_text(st, 3);
+	rec->state = s != NULL && strcmp(s, "ready") == 0 ? IMAGE_READY :
+	    IMAGE_BUILDING;
+	if ((s = (const char *)sqlite3_column_text(st, 4)) != NULL)
+		str_copy(rec->from, s, sizeof rec->from);
+	rec->docker = sqlite3_column_int(st, 5) != 0;
+	rec->cpus = (uint32_t)sqlite3_column_int64(st, 6);
+	rec->memory_mib = (uint32_t)sqlite3_column_int64(st, 7);
+	rec->disk_gib = (uint32_t)sqlite3_column_int64(st, 8);
+	if ((s = (const char *)sqlite3_column_text(st, 9)) != NULL)
+		str_copy(rec->scripts, s, sizeof rec->scripts);
+	rec->created_at_ms = sqlite3_column_int64(st, 10);
+	rec->build_ms = (uint64_t)sqlite3_column_int64(st, 11);
+}
+
+int
+registry_image_insert(struct registry *r, const struct image_record *rec)
+{
+	sqlite3_stmt *st = prepare(r, "INSERT INTO images (" IMAGE_COLUMNS
+	    ") VALUES (?1, ?2, ?3, 'building', ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)");
+	int rc;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, rec->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, rec->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, rec->instance, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, rec->from, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, rec->docker);
+	sqlite3_bind_int64(st, 6, rec->cpus);
+	sqlite3_bind_int64(st, 7, rec->memory_mib);
+	sqlite3_bind_int64(st, 8, rec->disk_gib);
+	sqlite3_bind_text(st, 9, rec->scripts, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 10, rec->created_at_ms);
+	rc = sqlite3_step(st);
+	release(st);
+	if (rc == SQLITE_DONE)
+		return REG_OK;
+	/* Extended result codes are on: only a taken name or instance. */
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
+		return REG_EXISTS;
+	log_warnx("registry: %s", sqlite3_errmsg(r->db));
+	return REG_ERROR;
+}
+
+int
+registry_image_get(struct registry *r, const char *name,
+    struct image_record *rec)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT " IMAGE_COLUMNS
+	    " FROM images WHERE name = ?1");
+	int rc;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		image_row(st, rec);
+		rc = REG_OK;
+	} else if (rc == SQLITE_DONE)
+		rc = REG_NOT_FOUND;
+	else {
+		log_warnx("registry: %s", sqlite3_errmsg(r->db));
+		rc = REG_ERROR;
+	}
+	release(st);
+	return rc;
+}
+
+int
+registry_image_set_ready(struct registry *r, const char *name,
+    uint64_t build_ms)
+{
+	sqlite3_stmt *st = prepare(r, "UPDATE images SET state = 'ready', "
+	    "build_ms = ?2 WHERE name = ?1 AND state = 'building'");
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)build_ms);
+	if (step_done(r, st) != REG_OK)
+		return REG_ERROR;
+	return sqlite3_changes(r->db) == 1 ? REG_OK : REG_NOT_FOUND;
+}
+
+int
+registry_image_delete(struct registry *r, const char *name)
+{
+	sqlite3_stmt *st = prepare(r, "DELETE FROM images WHERE name = ?1");
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (step_done(r, st) != REG_OK)
+		return REG_ERROR;
+	return sqlite3_changes(r->db) == 1 ? REG_OK : REG_NOT_FOUND;
+}
+
+int
+registry_image_list(struct registry *r, struct image_record **out, size_t *n)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT " IMAGE_COLUMNS
+	    " FROM images ORDER BY created_at_ms, name");
+	struct image_record *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (st == NULL)
+		return REG_ERROR;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			cap = cap != 0 ? cap * 2 : 8;
+			v = xreallocarray(v, cap, sizeof *v);
+		}
+		image_row(st, &v[cnt++]);
+	}
+	release(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("registry: %s", sqlite3_errmsg(r->db));
+		free(v);
+		return REG_ERROR;
+	}
+	*out = v;
+	*n = cnt;
+	return REG_OK;
 }

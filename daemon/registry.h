@@ -157,6 +157,39 @@ int registry_events_list(struct registry *, const char *lane,
     struct registry_event **out, size_t *n);
 /* Deletes lanes that ended before cutoff, with their labels and events. */
 int registry_prune(struct registry *, int64_t cutoff_ms, size_t *pruned);
+/* ---- Images (daemon/image.c) ---- */
+
+#define IMAGE_NAME_SIZE 64	/* user name: 1-63 of [a-z0-9._-] */
+#define IMAGE_ID_SIZE 65	/* sha256 hex */
+#define IMAGE_INSTANCE_SIZE 21	/* "ali-" + 16 hex + NUL */
+#define IMAGE_SCRIPTS_MAX 2048	/* script names, '\n'-separated */
+
+enum image_state { IMAGE_BUILDING = 1, IMAGE_READY = 2 };
+
+struct image_record {
+	char name[IMAGE_NAME_SIZE];
+	char id[IMAGE_ID_SIZE];
+	char instance[IMAGE_INSTANCE_SIZE];
+	int state;
+	char from[IMAGE_NAME_SIZE];
+	bool docker;
+	uint32_t cpus, memory_mib, disk_gib;
+	char scripts[IMAGE_SCRIPTS_MAX];
+	int64_t created_at_ms;
+	uint64_t build_ms;
+};
+
+/* In "building"; REG_EXISTS when the name (or instance) is taken. */
+int registry_image_insert(struct registry *, const struct image_record *);
+int registry_image_get(struct registry *, const char *name,
+    struct image_record *);
+int registry_image_set_ready(struct registry *, const char *name,
+    uint64_t build_ms);
+int registry_image_delete(struct registry *, const char *name);
+/* Oldest first; the caller frees *out. */
+int registry_image_list(struct registry *, struct image_record **out,
+    size_t *n);
+
 /* PRAGMA integrity_check == "ok". */
 bool registry_integrity_ok(struct registry *);
 const char *registry_errmsg(struct registry *);

@@ -168,7 +168,7 @@ finish() {
 	fi
 	# Whatever a failed test left: VMs (their sandboxes), then files.
 	if [ -d "$STATE/lima" ]; then
-		for d in "$STATE"/lima/al-*; do
+		for d in "$STATE"/lima/al-* "$STATE"/lima/ali-*; do
 			[ -d "$d" ] && sim delete --force "$(basename "$d")" \
 			    >/dev/null 2>&1
 		done

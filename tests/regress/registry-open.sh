@@ -19,7 +19,7 @@ no_socket() { [ ! -S "$SOCK" ]; }
 
 # ---- Missing: a fresh registry ----
 start_daemon || exit 1
-check_eq "a missing registry starts fresh (schema 1)" 1 \
+check_eq "a missing registry starts fresh (schema 2)" 2 \
     "$(sqlite3 "$DB" 'PRAGMA user_version')"
 L=$(ctl create)
 check_eq "and works" ready "$(lane_state "$L")"
