@@ -12,7 +12,6 @@ ControlMaster), and it adds `clone`. The replacements are installed into the
 simulator module's namespace by install(): its functions call each other
 through that namespace, so every caller uses the VM versions.
 """
-import errno
 import hashlib
 import json
 import os
@@ -21,7 +20,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -35,8 +33,7 @@ BUILD_IMAGE = os.path.join(HERE, 'build-image.sh')
 BOOT_MARKER = '/run/lima-boot-done'
 # Lima's QEMU driver waits this long for system_powerdown before killing.
 STOP_TIMEOUT = float(os.environ.get('LIMA_VM_STOP_TIMEOUT') or 180)
-# Free pages under this are reported by `start` before booting: TCG guests
-# are cheap (~0.6 GB RSS idle) but not free.
+# Lima's user-mode network (QEMU slirp): guest .15, host loopback .2, DNS .3.
 SUBNET = '192.168.5.0/24'
 
 
@@ -115,6 +112,19 @@ def ensure_user_key():
     if os.path.isfile(key) and os.path.isfile(key + '.pub'):
         return key
     os.makedirs(cfg, 0o755, exist_ok=True)
+    # Concurrent creates must not mix the halves of two pairs.
+    import fcntl
+    lock = os.open(os.path.join(cfg, '.user.lock'), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.isfile(key) and os.path.isfile(key + '.pub'):
+            return key
+        return _make_user_key(key)
+    finally:
+        os.close(lock)
+
+
+def _make_user_key(key):
     tmp = key + '.%d.tmp' % os.getpid()
     for p in (tmp, tmp + '.pub'):
         try:

@@ -125,7 +125,9 @@ check_match "the home is /home/NAME.linux" '^/home/[a-z0-9_-]+\.linux$' "$(g sh 
 
 ctl rm "$L" >/dev/null
 check "rm removes the VM" test ! -e "$(instance_dir "$L")"
-check "and its QEMU" sh -c "! pgrep -f '$(instance_dir "$L")/disk' >/dev/null"
+# A function, not `sh -c`: pgrep -f would find the shell's own command line.
+no_qemu() { ! pgrep -f "file=$1/disk," >/dev/null; }
+check "and its QEMU" wait_for 5 no_qemu "$(instance_dir "$L")"
 stop_daemon
 
 # --- limactl itself on QEMU: cidata, stop, clone, delete --------------------
@@ -196,7 +198,7 @@ OUT=$(lc shell p -- true 2>&1); RC=$?
 check_eq "shell on a stopped instance exits 1" 1 "$RC"
 check_match "saying so" 'is stopped' "$OUT"
 check "clone copies the stopped instance" lc clone p q
-check "with its own overlay" test "$(qemu-img info -U "$LIMA_HOME/q/disk" | grep -c 'backing file')" = 1 \
+check "with its own overlay" test "$(qemu-img info -U "$LIMA_HOME/q/disk" | grep -c '^backing file:')" = 1 \
     -a ! "$LIMA_HOME/q/disk" -ef "$LIMA_HOME/p/disk"
 check "the clone starts" lc start --timeout 20m q
 check_match "with its own hostname" '^lima-q$' "$(lc shell q -- hostname)"
@@ -207,7 +209,7 @@ check_eq "cloning a running instance fails" 1 "$RC"
 check_match "as Lima says" 'cannot clone a running instance' "$OUT"
 check "delete --force on a running instance" lc delete --force q
 check "removes it" test ! -e "$LIMA_HOME/q"
-check "and its QEMU" sh -c "! pgrep -f '$LIMA_HOME/q/disk' >/dev/null"
+check "and its QEMU" wait_for 5 no_qemu "$LIMA_HOME/q"
 check "delete of the stopped one" lc delete p
 check "start --timeout expiry" sh -c "'$LIMACTL' --tty=false create --name=s '$T/p.yaml' 2>/dev/null &&
     ! '$LIMACTL' --tty=false start --timeout 2s s 2>'$T/s.err'"
