@@ -21,8 +21,8 @@ SIM=${LIMA_SIM:-$REPO/tests/lima-sim/limactl}
 export LIMA_SIM_BOOT_MS=${LIMA_SIM_BOOT_MS:-20}
 BOOT_S=${AL_BOOT_S:-0}
 # Real VMs: the suites that are not specific to the simulator run against
-# tests/lima-vm too (make check-vm); the few checks that need the
-# simulator's fault injection or timing say so with a SKIP.
+# tests/lima-vm too (make check-vm), with longer waits (tw) and lifetimes
+# (life) where a boot is involved.
 case $SIM in */lima-vm/limactl) VM=1 ;; *) VM=0 ;; esac
 
 # life N: a lane lifetime of N seconds once its VM is up (lifetimes count
@@ -43,12 +43,6 @@ sleep_until_ms() {
 	now=$(date +%s%3N)
 	[ "$1" -gt "$now" ] && sleep "$(( ($1 - now) / 1000 + 1 ))"
 	return 0
-}
-
-# skip "why": a check this limactl cannot make, counted as skipped.
-skip() {
-	_n=$((_n + 1))
-	echo "ok $_n - # SKIP $*"
 }
 
 # Short paths: Lima's instance sockets must fit in sun_path.
