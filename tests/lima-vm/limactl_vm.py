@@ -739,9 +739,10 @@ def vm_pid_alive(pid, kind=None):
 def vm_sweep_guest_procs(d, exclude=()):
     """SIGKILL what an interrupted start or a killed hostagent left for this
     instance: a QEMU whose pid file was never written, and the ssh
-    ControlMaster (found by the instance's disk and ControlPath)."""
+    ControlMaster (found by the instance's disk and by the title the master
+    gives itself, "ssh: PATH [mux]")."""
     marks = (('file=%s,' % qemu_escape(os.path.join(d, 'disk'))).encode(),
-             ('ControlPath="%s"' % os.path.join(d, 'ssh.sock')).encode())
+             ('ssh: %s [mux]' % os.path.join(d, 'ssh.sock')).encode())
     me = os.getpid()
     found = []
     try:

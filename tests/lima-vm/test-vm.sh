@@ -42,23 +42,25 @@ ctl exec "$L" -- sh -c 'kill -SEGV $$'; check_eq "death by SIGSEGV gives 139" 13
 
 # A dead ssh is not a command's exit 255: kill the ControlMaster (every
 # session of the lane runs over it) while a command runs.
+# The master renames itself "ssh: PATH [mux]"; its clients keep their
+# command line.
 master() {
-	pgrep -f "ControlPath=\"$(instance_dir "$L")/ssh.sock\"" | head -n 1
+	pgrep -f "^ssh: $(instance_dir "$L")/ssh\.sock \[mux\]" | head -n 1
 }
 check "the lane's ssh ControlMaster runs" test -n "$(master)"
-"$LANECTL" --socket "$SOCK" exec "$L" -- sleep 120 > /dev/null 2> "$T/dead.err" &
+"$LANECTL" --socket "$SOCK" exec "$L" -- sleep 600 > /dev/null 2> "$T/dead.err" &
 EX=$!
-has_120() { g ps -eo args | grep -q '^sleep 120'; }
-wait_for "$(tw 3)" has_120
+has_600() { g ps -eo args | grep -q '^sleep 600'; }
+check "a long command runs" wait_for "$(tw 10)" has_600
 kill -KILL "$(master)"
 wait "$EX"; RC=$?
 check "an exec whose ssh died does not exit 255 (it exited $RC)" test "$RC" -ne 255
 check_eq "it is an Agent Lane failure (125)" 125 "$RC"
 check_match "reported as UNAVAILABLE" UNAVAILABLE "$(cat "$T/dead.err")"
 check_eq "the next exec opens a new connection" ok "$(g echo ok)"
-LIMA_HOME=$STATE/lima "$LIMACTL" shell "$L" -- sleep 120 >/dev/null 2>&1 &
+LIMA_HOME=$STATE/lima "$LIMACTL" shell "$L" -- sleep 600 >/dev/null 2>&1 &
 SH=$!
-wait_for "$(tw 3)" has_120
+check "a long command runs through limactl shell" wait_for "$(tw 10)" has_600
 kill -KILL "$(master)"
 wait "$SH"
 check_eq "limactl shell itself exits 255 when ssh dies" 255 "$?"
@@ -69,10 +71,10 @@ check_eq "and a command's own exit 255 is 255 there too" 255 "$?"
 "$LANECTL" --socket "$SOCK" exec "$L" -- sh -c 'sleep 401 & sleep 402' >/dev/null 2>&1 &
 CLI=$!
 has_40x() { g ps -eo args | grep -Eq '^sleep 40[12]'; }
-check "the guest command and its child run" wait_for "$(tw 3)" has_40x
+check "the guest command and its child run" wait_for "$(tw 10)" has_40x
 kill -KILL "$CLI"; wait "$CLI" 2>/dev/null
 no_40x() { ! has_40x; }
-check "killing the client kills the guest process group" wait_for "$(tw 5)" no_40x
+check "killing the client kills the guest process group" wait_for "$(tw 10)" no_40x
 
 # --- copy a 100 MiB tree both ways -----------------------------------------
 H=$T/big
