@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lima.h"
@@ -285,6 +286,8 @@ main(int argc, char **argv)
 	if (registry_open(path, &d.reg, err, sizeof err) != REG_OK)
 		fatalx("registry: %s", err);
 
+	/* Before libevent allocates anything: buffers held secrets. */
+	compat_libevent_wipe_on_free();
 	/*
 	 * The changelist folds the several epoll_ctl calls a connection's
 	 * interest changes make within one loop turn (enable write, disable,
@@ -320,8 +323,10 @@ main(int argc, char **argv)
 	    AGENT_LANE_VERSION, d.cfg.state_dir, limactl, (long)d.uid);
 
 	reaper_init(&d);
+	image_init(&d);
 	pool_init(&d);
 	reaper_start(&d);
+	image_recover(&d);
 	/* After recovery: pool lanes kept from the last run count. */
 	pool_start(&d);
 	if (event_base_dispatch(d.base) == -1)
@@ -335,6 +340,7 @@ main(int argc, char **argv)
 	listener_stop(&d);
 	lane_persist_activity(&d);
 	lane_free_all(&d);
+	image_free_all(&d);
 	conn_close_all(&d);
 	proc_shutdown(&d.procs);
 	reaper_stop(&d);

@@ -269,7 +269,8 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 	int64_t now;
 	int rc;
 
-	if (d->pool == NULL)
+	/* Pool lanes boot from the base template: an image boots cold. */
+	if (d->pool == NULL || plan->image[0] != '\0')
 		return false;
 	/* The oldest booted lane of the shape: the first in the list. */
 	TAILQ_FOREACH(l, &d->lanes, entry)
