@@ -109,6 +109,9 @@ struct al_daemon_info {
 	uint64_t default_idle_timeout_s;
 	uint64_t max_exec_timeout_s;
 	uint64_t max_copy_out_bytes;
+	uint32_t pid;			/* the daemon's process id */
+	int64_t started_at_ms;		/* Unix epoch milliseconds */
+	char state_dir[1024];
 };
 
 struct al_client;

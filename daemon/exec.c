@@ -128,10 +128,10 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		    "the shell command contains a NUL byte");
 		return;
 	}
-	if (req->workdir != NULL && req->workdir[0] != '\0' &&
-	    (req->workdir[0] != '/' || strlen(req->workdir) > 4096)) {
+	/* A relative workdir is in the workspace (session_start joins it). */
+	if (req->workdir != NULL && strlen(req->workdir) > 4096) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "workdir must be an absolute guest path");
+		    "workdir is longer than 4096 bytes");
 		return;
 	}
 	for (size_t i = 0; i < req->n_env; i++) {

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "proc.h"
 #include "registry.h"
+#include "text.h"
 #include "units.h"
 #include "util.h"
 
@@ -45,7 +46,7 @@ static void lane_step_create(struct lane *);
 
 /* ---- The request check ---- */
 
-/* Lane names in keys, printable values: labels end up in logs and JSON. */
+/* Name-like keys, printable UTF-8 values: labels end up in logs and JSON. */
 static bool
 label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 {
@@ -64,12 +65,11 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 		    LANE_LABEL_VALUE_MAX);
 		return false;
 	}
-	for (size_t i = 0; i < vl; i++)
-		if ((unsigned char)lb->value[i] < 0x20 ||
-		    (unsigned char)lb->value[i] == 0x7f) {
-			snprintf(err, errlen, "label values must be printable");
-			return false;
-		}
+	if (vl > 0 && !text_utf8_printable(lb->value)) {
+		snprintf(err, errlen, "label %s: the value must be valid UTF-8 "
+		    "without control characters", lb->key);
+		return false;
+	}
 	return true;
 }
 

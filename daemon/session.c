@@ -211,7 +211,7 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
     const struct session_hooks *hooks, uint64_t timeout_ms, bool input_open)
 {
 	struct session *s = xcalloc(1, sizeof *s);
-	char err[256];
+	char err[256], cwd[LANE_WORKSPACE_MAX + 4100];
 
 	s->d = d;
 	s->c = c;
@@ -224,9 +224,30 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 		free(s);
 		return NULL;
 	}
-	/* Default: the lane's workspace. */
+	/*
+	 * Default: the lane's workspace; a relative directory is in it, as a
+	 * relative copy path is. Joined here, where the lane is known, so
+	 * that clients need no extra call to learn the workspace.
+	 */
 	if (spec->cwd == NULL)
 		spec->cwd = s->act.lane->workspace;
+	else if (spec->cwd[0] != '/') {
+		if (s->act.lane->workspace[0] != '/') {
+			session_fail(s,
+			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+			    "lane %s has no workspace for the relative "
+			    "directory %s", s->act.lane->name, spec->cwd);
+			return NULL;
+		}
+		if ((size_t)snprintf(cwd, sizeof cwd, "%s/%s",
+		    s->act.lane->workspace, spec->cwd) >= sizeof cwd) {
+			session_fail(s,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "working directory too long");
+			return NULL;
+		}
+		spec->cwd = cwd;
+	}
 	s->g = gexec_start(d->base, &d->procs, d->lima, spec, &session_gexec_ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s", err);

@@ -21,9 +21,8 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 	struct ctl_parsed p;
 	struct al_exec_result res;
 	struct al_error err;
-	struct al_lane l;
 	const char *env[EXEC_MAX_ENV + 1], *lane, *v, *workdir = NULL;
-	char *owned[EXEC_MAX_ENV], wd[sizeof l.workspace + 4096 + 2];
+	char *owned[EXEC_MAX_ENV];
 	size_t nenv = 0, nowned = 0;
 	uint64_t ms;
 	int r;
@@ -57,27 +56,7 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("usage: agent-lanectl exec [OPTIONS] LANE [--] "
 		    "CMD [ARG...] (see agent-lanectl help exec)");
 	lane = p.operands[0];
-	/*
-	 * A relative --workdir is in the workspace, as a relative cp path is.
-	 * The daemon takes absolute directories only, so the client resolves
-	 * it against the workspace the daemon reports for the lane.
-	 */
-	if (workdir != NULL && workdir[0] != '/') {
-		if (al_get(ctl->client, lane, &l, &err) == -1) {
-			r = -1;
-			goto out;
-		}
-		if (l.workspace[0] != '/') {
-			err.code = AL_FAILED_PRECONDITION;
-			snprintf(err.message, sizeof err.message, "lane %s has no "
-			    "workspace for the relative --workdir %s", lane,
-			    workdir);
-			r = -1;
-			goto out;
-		}
-		snprintf(wd, sizeof wd, "%s/%s", l.workspace, workdir);
-		workdir = wd;
-	}
+	/* A relative --workdir is in the workspace; the daemon joins it. */
 	o.workdir = workdir;
 	/*
 	 * --env NAME takes the value from our environment, so that secrets
