@@ -188,6 +188,17 @@ struct al_exec_opts {
 	int stdout_fd;			/* where the command's output goes */
 	int stderr_fd;
 	uint64_t timeout_ms;		/* 0: none */
+	/*
+	 * A pseudo-terminal in the guest: the command's stdin, stdout and
+	 * stderr are its terminal and all output goes to stdout_fd. Its
+	 * size is tty_fd's (TIOCGWINSZ; -1 or not a terminal: 24x80), sent
+	 * again whenever winch_fd (-1: never) becomes readable; the library
+	 * drains winch_fd, which the caller's SIGWINCH handler writes to.
+	 * Putting the caller's terminal in raw mode is the caller's job.
+	 */
+	bool tty;
+	int tty_fd;
+	int winch_fd;
 };
 
 struct al_exec_result {

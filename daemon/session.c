@@ -89,7 +89,8 @@ session_stdin(struct session *s, const void *data, size_t len)
 void
 session_stdin_close(struct session *s)
 {
-	s->input_open = false;
+	/* A terminal still takes window sizes. */
+	s->input_open = s->tty;
 	if (s->g != NULL)
 		gexec_stdin_close(s->g);
 }
@@ -219,6 +220,7 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 	s->what = spec->what;
 	s->timeout_ms = timeout_ms;
 	s->input_open = input_open;
+	s->tty = spec->tty;
 	s->act.cancel = session_cancel;
 	if (lane_activity_begin(d, c, spec->lane, &s->act) == NULL) {
 		free(s);

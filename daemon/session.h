@@ -44,6 +44,7 @@ struct session {
 	bool input_open;	/* the client may still send input frames */
 	bool in_paused;		/* client input paused for the guest's sake */
 	bool out_paused;	/* guest output paused for the client's sake */
+	bool tty;		/* the command has a guest terminal */
 
 	/* For the hooks. */
 	uint64_t bytes;

@@ -59,6 +59,7 @@ static const struct {
 	{ "events", cmd_events },
 	{ "reap", cmd_reap },
 	{ "exec", cmd_exec },
+	{ "shell", cmd_shell },
 	{ "cp", cmd_cp },
 	{ "daemon", cmd_daemon },
 	{ "version", cmd_version },
