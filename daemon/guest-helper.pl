@@ -12,8 +12,8 @@
 # T and W carry two 16-bit big-endian numbers. With T the command leads a
 # new session whose controlling terminal is the pty's slave, its stdin,
 # stdout and stderr; what it writes arrives as O, I is typed input (a ^C
-# byte interrupts it, as on any terminal) and Z is ignored (a terminal has
-# no end of input but ^D). The pty is allocated with /dev/ptmx and the
+# byte interrupts it, as on any terminal) and Z types ^D, the nearest a
+# terminal has to an end of input. The pty is allocated with /dev/ptmx and the
 # Linux ioctls TIOCSPTLCK, TIOCGPTN, TIOCSCTTY and TIOCSWINSZ, by number:
 # perl has no openpty, IO::Pty is not in a base install, and the numbers
 # are the same on every Linux architecture a lane runs (asm-generic).
@@ -112,11 +112,16 @@ if ($pid == 0) {
         # the controlling terminal (TIOCSCTTY says so explicitly).
         require POSIX;
         my $s;
-        if (!defined(POSIX::setsid()) || !sysopen($s, $pts, $O_RDWR)) {
+        my $sid = POSIX::setsid();
+        if (!defined($sid) || $sid < 0 || !sysopen($s, $pts, $O_RDWR)) {
             syswrite($st_w, "tty\0" . ($! + 0) . "\0$pts: $!");
             exit(126);
         }
         ioctl($s, $TIOCSCTTY, 0);
+        # Whatever started us may have ignored these (a non-interactive
+        # shell does for background jobs); keys typed at a terminal must
+        # work on the command.
+        $SIG{$_} = "DEFAULT" for qw(INT QUIT TSTP TTIN TTOU HUP TERM WINCH);
         close($ptm);
         open(STDIN, "<&", $s) or exit(127);
         open(STDOUT, ">&", $s) or exit(127);
@@ -143,7 +148,9 @@ if ($pid == 0) {
     print STDERR "agent-lane: $argv[0]: $!\n";
     exit($n == 2 ? 127 : 126);
 }
-setpgrp($pid, $pid);
+# A tty command makes its own session (and group): setpgid here could win
+# the race and make setsid fail in the child.
+setpgrp($pid, $pid) if !$tty;
 # The child's exit wakes select() below through a pipe: perl runs signal
 # handlers between operations, so a SIGCHLD that lands just before select()
 # would otherwise be noticed only when select() times out.
@@ -184,7 +191,7 @@ my %src = $tty ? (O => $ptm) : (O => $out_r, E => $err_r);
 sub input {
     while (my ($t, $d) = frame()) {
         if ($t eq "I") { $pend .= $d if $in_w; }
-        elsif ($t eq "Z") { $close_in = 1 if !$tty; }
+        elsif ($t eq "Z") { if ($tty) { $pend .= "\x04" if $in_w; } else { $close_in = 1; } }
         elsif ($t eq "W" && length($d) == 4) { winsize($ptm, $d) if $tty && $in_w; }
         else { reap_group(); exit(2); }
     }
