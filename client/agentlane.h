@@ -137,6 +137,11 @@ struct al_create_opts {
 	/* Called as the VM boots ("registered", "creating", "starting", ...). */
 	void (*progress)(const char *phase, const char *message, void *arg);
 	void *arg;
+	/*
+	 * false: if this call ends before the lane is ready (the caller was
+	 * interrupted, or died), the daemon destroys the lane.
+	 */
+	bool detach;
 };
 
 int al_create(struct al_client *, const struct al_create_opts *,

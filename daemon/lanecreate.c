@@ -139,6 +139,7 @@ lane_create_check(const struct config *cfg,
 		    req->labels[i]->value : "", sizeof lb->value);
 	}
 	plan->nlabels = req->n_labels;
+	plan->detach = req->detach;
 	if (live >= cfg->max_lanes) {
 		snprintf(err, errlen, "%zu lanes are live; the cap is %u "
 		    "(max_lanes)", live, cfg->max_lanes);
@@ -187,6 +188,7 @@ lane_create_start(struct laned *d, struct conn *c,
 	    "lifetime %llu s)", rec.name, rec.cpus, rec.memory_mib,
 	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
 	l = lane_new(d, &rec);
+	l->create_detached = plan->detach;
 	lane_waiter_add(l, c, LANE_WAIT_CREATE);
 	lane_waiters_progress(l, "registered", l->name);
 	lane_changed(d);

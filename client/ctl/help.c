@@ -30,6 +30,7 @@ static const struct ctl_option create_options[] = {
 	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
 	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
+	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
 	{ 0, NULL, NULL, NULL },
 };
 

@@ -8,9 +8,18 @@
 #include "ctl.h"
 #include "units.h"
 
+/* What create learnt while it waited: the name, once registered. */
+struct create_state {
+	char name[AL_NAME_MAX];
+};
+
 static void
 progress_cb(const char *phase, const char *message, void *arg)
 {
+	struct create_state *cs = arg;
+
+	if (strcmp(phase, "registered") == 0)
+		snprintf(cs->name, sizeof cs->name, "%s", message);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "agent-lanectl: %s%s%s\n", phase,
 		    message[0] ? ": " : "", message);
@@ -45,7 +54,8 @@ parse_label(const char *v, struct al_label *labels, size_t *n)
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_create_opts o = { .progress = progress_cb };
+	struct create_state cs = { .name = "" };
+	struct al_create_opts o = { .progress = progress_cb, .arg = &cs };
 	struct al_label labels[AL_LABELS_MAX];
 	struct ctl_parsed p;
 	struct al_lane lane;
@@ -87,14 +97,30 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 				return ctl_usage("--idle-timeout needs a duration of "
 				    "at least 1s: 30m, 1h, 600 (seconds)");
 			o.idle_timeout_s = n / 1000;
-		} else if (ctl_is(&p.opts[i], "label")) {
+		} else if (ctl_is(&p.opts[i], "detach"))
+			o.detach = true;
+		else if (ctl_is(&p.opts[i], "label")) {
 			if ((rc = parse_label(v, labels, &o.nlabels)) != 0)
 				return rc;
 		}
 	}
 	o.labels = labels;
-	if (al_create(ctl->client, &o, &lane, &err) == -1)
+	if (al_create(ctl->client, &o, &lane, &err) == -1) {
+		/*
+		 * Our connection is closed: the daemon destroys a lane whose
+		 * creator left before ready. Say which, since main dies of
+		 * the signal next and nothing else will.
+		 */
+		if (ctl_interrupted() && cs.name[0] != '\0')
+			fprintf(stderr, "agent-lanectl: create interrupted; lane "
+			    "%s %s\n", cs.name, o.detach ? "carries on "
+			    "(--detach)" : "is being destroyed");
+		else if (ctl_interrupted())
+			fprintf(stderr, "agent-lanectl: create interrupted; %s\n",
+			    o.detach ? "the lane carries on (--detach)" :
+			    "any lane it began is being destroyed");
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	}
 	if (ctl->json) {
 		ctl_lane_json(stdout, &lane);
 		fputc('\n', stdout);
