@@ -18,8 +18,27 @@
  * The first byte of output says what follows. The guest may lie about it or
  * replace tar: the client treats what comes back as hostile either way.
  */
+/*
+ * Copy-in extracts into a temporary directory beside the files it will
+ * replace, then renames each file into place (merging into directories
+ * that exist): an interrupted copy never leaves a partial file where the
+ * copy was going. A killed copy (its client went away: the whole process
+ * group is killed) cannot remove the directory itself, so a watcher in a
+ * session of its own does once the script is gone. mv -T and setsid: the
+ * guest has GNU coreutils and util-linux.
+ */
 static const char copy_in_script[] =
-    "mkdir -p -- \"$1\" && exec tar -x -p -f - -C \"$1\"";
+    "m() (for e in \"$1\"/* \"$1\"/.[!.]* \"$1\"/..?*; do "
+    "[ -e \"$e\" ] || [ -L \"$e\" ] || continue; b=${e##*/}; "
+    "if [ -d \"$e\" ] && [ ! -L \"$e\" ] && [ -d \"$2/$b\" ] && "
+    "[ ! -L \"$2/$b\" ]; then m \"$e\" \"$2/$b\" || exit 1; "
+    "else mv -fT -- \"$e\" \"$2/$b\" || exit 1; fi; done); "
+    "mkdir -p -- \"$1\" && t=$(mktemp -d -- \"$1/.agent-lane-in.XXXXXX\") "
+    "|| exit 1; "
+    "setsid sh -c 'while kill -0 \"$1\"; do sleep 1; done; rm -rf -- \"$2\"' "
+    "w $$ \"$t\" </dev/null >/dev/null 2>&1 & "
+    "tar -x -p -f - -C \"$t\" && m \"$t\" \"$1\"; r=$?; "
+    "rm -rf -- \"$t\"; exit $r";
 static const char copy_out_script[] =
     "if [ -d \"$1\" ]; then printf D && exec tar -c -f - -C \"$1\" .; "
     "elif [ -f \"$1\" ]; then printf F && exec cat -- \"$1\"; "
