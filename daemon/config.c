@@ -56,6 +56,7 @@ static const struct config_key config_keys[] = {
 	K(max_connections, CT_U32, 4, 4096, "client connections at once"),
 	K(max_execs_per_lane, CT_U32, 1, 1024, "concurrent execs and copies per lane"),
 	K(max_env_bytes, CT_BYTES, 0, 1u << 19, "total size of one exec's environment"),
+	K(max_audit_events, CT_U32, 1, 1000000, "exec and copy events kept per lane (the oldest go)"),
 	K(request_timeout_ms, CT_SECONDS, 100, 3600000, "time for a client to send hello and its request"),
 	K(start_timeout_ms, CT_SECONDS, 1000, 86400000, "limactl start timeout"),
 	K(command_timeout_ms, CT_SECONDS, 1000, 86400000, "timeout of other limactl calls"),
@@ -132,6 +133,7 @@ config_defaults(struct config *c)
 	c->max_connections = 256;
 	c->max_execs_per_lane = 32;
 	c->max_env_bytes = 256u * 1024;
+	c->max_audit_events = 10000;
 	c->request_timeout_ms = 30 * UNITS_MS_PER_S;
 	c->start_timeout_ms = 10 * UNITS_MS_PER_MIN;
 	c->command_timeout_ms = 3 * UNITS_MS_PER_MIN;

@@ -131,6 +131,7 @@ copy_in_done(struct session *s, const struct gexec_result *r)
 	done.bytes = s->bytes;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_IN_DONE;
 	resp.copy_in_done = &done;
+	session_audit(s, NULL, NULL);
 	session_finish(s, &resp);
 }
 
@@ -151,6 +152,7 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 		{ NULL, 0 },
 	};
 	struct gexec_spec spec;
+	struct session *s;
 
 	if (!copy_guest_path_ok(req->dest_dir)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
@@ -167,7 +169,9 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.stdin = true;
 	spec.stdin_direct = true;	/* the archive goes straight to tar */
 	spec.what = "copy-in";
-	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true);
+	if ((s = session_start(d, c, &spec, &copy_in_hooks, 0, true)) != NULL)
+		session_audit_begin(s, "copy-in", req->dest_dir,
+		    strlen(req->dest_dir));
 }
 
 /* ---- Copy out ---- */
@@ -250,6 +254,7 @@ copy_out_done(struct session *s, const struct gexec_result *r)
 	done.bytes = s->bytes;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_DONE;
 	resp.copy_out_done = &done;
+	session_audit(s, NULL, NULL);
 	session_finish(s, &resp);
 }
 
@@ -290,6 +295,10 @@ copy_handle_out(struct laned *d, struct conn *c,
 	spec.cwd = copy_cwd(req->path);
 	spec.stdin = false;
 	spec.what = "copy-out";
-	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) != NULL)
+	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) !=
+	    NULL) {
 		s->max_bytes = max;
+		session_audit_begin(s, "copy-out", req->path,
+		    strlen(req->path));
+	}
 }

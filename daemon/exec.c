@@ -94,6 +94,7 @@ exec_done(struct session *s, const struct gexec_result *r)
 	}
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EXEC_EXIT;
 	resp.exec_exit = &ex;
+	session_audit(s, r, NULL);
 	session_finish(s, &resp);
 }
 
@@ -127,6 +128,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	struct gexec_bytes *argv = NULL, *env = NULL;
 	char **envbuf = NULL;
 	struct gexec_spec spec;
+	struct session *s;
 	uint64_t timeout_ms = req->timeout_ms, env_bytes = 0;
 	size_t argc;
 
@@ -255,8 +257,9 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	spec.stdin = req->stdin;
 	spec.what = "exec";
 	/* With a tty, window sizes may come even when stdin does not. */
-	(void)session_start(d, c, &spec, &exec_hooks, timeout_ms,
-	    req->stdin || req->tty);
+	if ((s = session_start(d, c, &spec, &exec_hooks, timeout_ms,
+	    req->stdin || req->tty)) != NULL)
+		session_audit_begin(s, "exec", argv[0].data, argv[0].len);
 	/* The helper frames were queued; wipe our copies of the values. */
 	for (size_t i = 0; i < req->n_env; i++) {
 		memset(envbuf[i], 0, env[i].len);

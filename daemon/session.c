@@ -5,6 +5,7 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "conn.h"
 #include "laned.h"
 #include "log.h"
@@ -14,6 +15,30 @@
 
 #define CONTAINER(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+void
+session_audit_begin(struct session *s, const char *kind, const void *data,
+    size_t len)
+{
+	s->audit_kind = kind;
+	s->audit_len = len < sizeof s->audit - 1 ? len : sizeof s->audit - 1;
+	memcpy(s->audit, data, s->audit_len);
+	s->audit[s->audit_len] = '\0';
+}
+
+void
+session_audit(struct session *s, const struct gexec_result *r,
+    const char *failure)
+{
+	if (s->audited || s->audit_kind == NULL || s->act.lane == NULL)
+		return;
+	s->audited = true;
+	if (strcmp(s->audit_kind, "exec") == 0)
+		audit_exec(s->act.lane, s->audit, s->audit_len, r, failure);
+	else
+		audit_copy(s->act.lane, s->audit_kind, (const char *)s->audit,
+		    s->bytes, failure);
+}
 
 static void
 session_free(struct session *s)
@@ -49,6 +74,7 @@ session_fail(struct session *s, int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	str_sanitize(msg);
+	session_audit(s, NULL, msg);
 	log_info("%s in lane %s: %s: %s", s->what,
 	    s->act.lane != NULL ? s->act.lane->name : "?", wire_error_name(code),
 	    msg);
@@ -175,6 +201,7 @@ session_c_closed(struct conn *c, void *ctx)
 	/* The client is gone: kill the guest command's process group. */
 	log_info("%s in lane %s: client disconnected; killing the command",
 	    s->what, s->act.lane != NULL ? s->act.lane->name : "?");
+	session_audit(s, NULL, "the client disconnected");
 	s->c = NULL;
 	session_free(s);
 }

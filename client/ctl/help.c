@@ -79,6 +79,11 @@ static const struct ctl_option cp_options[] = {
 	{ 0, NULL, NULL, NULL },
 };
 
+static const struct ctl_option events_options[] = {
+	{ 'f', "follow", NULL, "keep printing new events until the lane ends" },
+	{ 0, NULL, NULL, NULL },
+};
+
 static const struct ctl_option reap_options[] = {
 	{ 0, "orphans", NULL, "delete orphaned VMs instead of listing them" },
 	{ 0, NULL, NULL, NULL },
@@ -144,8 +149,12 @@ const struct ctl_command ctl_commands[] = {
 	    "  cp LANE:PATH -           write PATH as a tar stream to standard\n"
 	    "                           output\n",
 	    cp_options, 0, false, CTL_COMPLETE_FILES, NULL },
-	{ "events", NULL, "LANE", "show a lane's audit trail", NULL,
-	    no_options, 0, true, CTL_COMPLETE_LANE, NULL },
+	{ "events", NULL, "LANE", "show a lane's audit trail",
+	    "Lifecycle events, every exec (argv[0] and how it ended; never\n"
+	    "its arguments or environment) and every copy (direction, guest\n"
+	    "path, bytes). -f prints new events as they come until the lane\n"
+	    "has ended; --json then prints one object a line.\n",
+	    events_options, 0, true, CTL_COMPLETE_LANE, NULL },
 	{ "reap", NULL, "", "reconcile now: destroy lanes whose VM is gone",
 	    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
 	    "deletes them.\n",

@@ -465,43 +465,114 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 	return 0;
 }
 
+static void
+print_event(const struct al_event *e, bool json, bool first)
+{
+	char t[32];
+
+	ctl_time(e->time_ms, t, sizeof t);
+	if (!json) {
+		printf("%s  %-18s %s\n", t, e->event, e->detail);
+		return;
+	}
+	if (!first)
+		fputc(',', stdout);
+	fprintf(stdout, "{\"time_ms\":%lld,\"time\":", (long long)e->time_ms);
+	ctl_json_string(stdout, t);
+	fputs(",\"event\":", stdout);
+	ctl_json_string(stdout, e->event);
+	fputs(",\"detail\":", stdout);
+	ctl_json_string(stdout, e->detail);
+	fputc('}', stdout);
+}
+
+static bool
+same_event(const struct al_event *a, const struct al_event *b)
+{
+	return a->time_ms == b->time_ms && strcmp(a->event, b->event) == 0 &&
+	    strcmp(a->detail, b->detail) == 0;
+}
+
+/*
+ * events -f: polls and prints what follows the last event printed (the
+ * oldest audit events may be trimmed meanwhile, so not by count), until
+ * the lane has ended and its last events are out.
+ */
+static int
+events_follow(struct ctl *ctl, const char *name, bool json)
+{
+	struct al_event last, *ev;
+	struct al_lane l;
+	struct al_error err;
+	bool have = false, ended = false;
+	size_t n, from;
+
+	for (;;) {
+		/* The state first: events up to the end are then all listed. */
+		if (al_get(ctl->client, name, &l, &err) == -1)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+		ended = l.state == AL_LANE_DESTROYED || l.state == AL_LANE_FAILED;
+		if (al_events(ctl->client, name, &ev, &n, &err) == -1)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+		from = 0;
+		if (have) {
+			from = n;
+			for (size_t i = n; i > 0; i--)
+				if (same_event(&ev[i - 1], &last)) {
+					from = i;
+					break;
+				}
+			if (from == n && n > 0 && !same_event(&ev[n - 1], &last))
+				from = 0;	/* all new since (trimmed) */
+		}
+		for (size_t i = from; i < n; i++) {
+			if (json) {
+				print_event(&ev[i], true, true);
+				fputc('\n', stdout);
+			} else
+				print_event(&ev[i], false, true);
+		}
+		if (n > 0) {
+			last = ev[n - 1];
+			have = true;
+		}
+		free(ev);
+		if (fflush(stdout) == EOF)
+			return CTL_EXIT_FAILURE;
+		if (ended)
+			return 0;
+		usleep(500 * 1000);
+		if (ctl_interrupted())
+			return 0;
+	}
+}
+
 int
 cmd_events(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_parsed p;
 	struct al_event *ev;
 	struct al_error err;
-	bool json = ctl->json;
+	bool follow = false;
 	size_t n;
-	char t[32];
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
-	json = ctl->json;
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "follow"))
+			follow = true;
 	if (p.noperands != 1)
-		return ctl_usage("usage: agent-lanectl events [--json] LANE");
+		return ctl_usage("usage: agent-lanectl events [-f] [--json] LANE");
+	if (follow)
+		return events_follow(ctl, p.operands[0], ctl->json);
 	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	if (json)
+	if (ctl->json)
 		fputc('[', stdout);
-	for (size_t i = 0; i < n; i++) {
-		ctl_time(ev[i].time_ms, t, sizeof t);
-		if (json) {
-			if (i > 0)
-				fputc(',', stdout);
-			fprintf(stdout, "{\"time_ms\":%lld,\"time\":",
-			    (long long)ev[i].time_ms);
-			ctl_json_string(stdout, t);
-			fputs(",\"event\":", stdout);
-			ctl_json_string(stdout, ev[i].event);
-			fputs(",\"detail\":", stdout);
-			ctl_json_string(stdout, ev[i].detail);
-			fputc('}', stdout);
-		} else
-			printf("%s  %-18s %s\n", t, ev[i].event, ev[i].detail);
-	}
-	if (json)
+	for (size_t i = 0; i < n; i++)
+		print_event(&ev[i], ctl->json, i == 0);
+	if (ctl->json)
 		fputs("]\n", stdout);
 	free(ev);
 	return 0;
