@@ -2,6 +2,8 @@
 #
 #   make                 build build/agent-laned, build/agent-lanectl, libagentlane
 #   make check           build and run every test suite (one summary line at the end)
+#   make check-vm        the real-VM tier: regress suites and VM-only checks on
+#                        QEMU guests (tests/lima-vm; tens of minutes under TCG)
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make deps            install build and test dependencies (apt or Homebrew)
 #
@@ -9,7 +11,8 @@
 #   make BUILD=build/asan SANITIZE=address,undefined CC=clang
 #   make fuzz            libFuzzer targets in build/fuzz/ (clang)
 
-VERSION    := 0.1.0
+# One version: the library header's (AL_VERSION_STRING).
+VERSION    := $(shell sed -n 's/^\#define AL_VERSION_STRING "\(.*\)"/\1/p' client/agentlane.h)
 PREFIX     ?= /usr/local
 BUILD      ?= build
 PKG_CONFIG ?= pkg-config
@@ -31,7 +34,8 @@ ifeq ($(UNAME_S),Darwin)
 PLATFORM_CFLAGS := -D_DARWIN_C_SOURCE
 SHLIB_EXT := dylib
 # The install name is set for the real prefix by `make install`.
-SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT)
+SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT) \
+	-compatibility_version 1 -current_version 1
 # libarchive and sqlite are keg-only in Homebrew.
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
 export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(PKG_CONFIG_PATH)
@@ -65,7 +69,10 @@ endif
 CPPFLAGS += -I$(BUILD)/gen -Iproto -Idaemon -Iclient -DAGENT_LANE_VERSION='"$(VERSION)"' \
 	$(PLATFORM_CFLAGS)
 CFLAGS   ?=
-CFLAGS   += -std=c11 $(WARNINGS) $(OPTFLAGS) $(SANFLAGS) -fPIC $(PKG_CFLAGS)
+# Hidden by default: libagentlane exports only what agentlane.h marks AL_API
+# (its protobuf-c code would clash with a host program's own copy).
+CFLAGS   += -std=c11 $(WARNINGS) $(OPTFLAGS) $(SANFLAGS) -fPIC -fvisibility=hidden \
+	$(PKG_CFLAGS)
 LDFLAGS  += $(SANFLAGS)
 LDLIBS   += $(PKG_LIBS) -lm
 
@@ -99,7 +106,7 @@ LIBLANED_A      := $(BUILD)/liblaned.a
 LANED           := $(BUILD)/agent-laned
 LANECTL         := $(BUILD)/agent-lanectl
 
-.PHONY: all check tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
+.PHONY: all check check-vm tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
 # Objects made through pattern chains are kept, not deleted after linking.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -114,18 +121,25 @@ $(GEN_C) $(GEN_H) &: proto/agentlane.proto
 	$(Q)$(PROTOC_C) --proto_path=proto --c_out=$(BUILD)/gen proto/agentlane.proto
 
 # The guest helper travels as `perl -e`: embed it without comments or
-# indentation to keep the limactl command line short. `use strict` is
-# checked here, at build time, and left out of the embedded copy: loading
-# strict.pm in the guest would cost every exec time for nothing.
-$(GEN_HELPER): daemon/guest-helper.pl
+# indentation to keep the limactl command line short. `use strict` is left
+# out of the embedded copy (loading strict.pm in the guest would cost every
+# exec time for nothing) and checked here instead, at build time, on the
+# stripped program itself: what is checked is what runs.
+GEN_HELPER_PL := $(BUILD)/gen/guest-helper.min.pl
+$(GEN_HELPER_PL): daemon/guest-helper.pl
 	@mkdir -p $(BUILD)/gen
 	$(call say,GEN,$@)
-	$(Q)perl -c $< 2>/dev/null || { perl -c $<; exit 1; }
+	$(Q)sed -e '/^[[:space:]]*#/d' -e '/^use strict;$$/d' -e 's/^[[:space:]]*//' \
+	    -e '/^$$/d' $< > $@.tmp
+	$(Q)perl -Mstrict -c $@.tmp 2>/dev/null || { perl -Mstrict -c $@.tmp; rm -f $@.tmp; exit 1; }
+	$(Q)mv -f $@.tmp $@
+
+$(GEN_HELPER): $(GEN_HELPER_PL)
+	$(call say,GEN,$@)
 	$(Q){ echo '/* Generated from daemon/guest-helper.pl. */'; \
 	  echo 'extern const char guest_helper_source[];'; \
 	  echo 'const char guest_helper_source[] ='; \
-	  sed -e '/^[[:space:]]*#/d' -e '/^use strict;$$/d' -e 's/^[[:space:]]*//' -e '/^$$/d' \
-	      -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; \
 	  echo ';'; } > $@
 
 # The service files agent-lanectl installs, compiled in so that `daemon
@@ -142,13 +156,15 @@ $(GEN_TEMPLATES): $(TEMPLATES)
 	    echo ';'; \
 	  done; } > $@
 
-$(BUILD)/obj/%.o: %.c $(GEN_H)
+# Objects depend on the Makefile too: a flag change (visibility, say) must
+# not leave stale objects behind.
+$(BUILD)/obj/%.o: %.c $(GEN_H) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c -o $@ $<
 
 # The generated file lives under $(BUILD); it is not ours to lint.
-$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H)
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c $(GEN_H) Makefile
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -c -o $@ $<
@@ -208,6 +224,10 @@ node:
 # One driver runs every suite and prints "N passed, N failed" last.
 check: tests asan fuzz node
 	@tests/check.sh
+
+# Real VMs (tests/lima-vm/README.md): builds the guest image on first use.
+check-vm: all
+	@tests/check.sh vm-full
 
 # The newcomer's first command: dependencies, the Node package, everything.
 setup: deps

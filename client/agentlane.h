@@ -4,9 +4,29 @@
  * Every call opens its own connection to the daemon's socket, says hello,
  * makes one request and closes; nothing is shared between calls, so the
  * functions are safe to use from several threads with separate clients.
- * Every function returns 0 on success or -1 with *err filled (err may be
- * NULL). The library never changes signal dispositions; writes to the
- * socket cannot raise SIGPIPE.
+ * Every call returns an enum al_code: AL_OK (0) on success, otherwise the
+ * same code as err->code with err->message filled (err may be NULL). The
+ * library never changes signal dispositions; writes to the socket cannot
+ * raise SIGPIPE. It never calls setlocale(3) and does not depend on the
+ * locale: file names are copied as bytes.
+ *
+ * Descriptors 0, 1 and 2: a program that may run with one of them closed
+ * should open /dev/null on the missing ones at start-up (agent-lanectl
+ * does), or the next file it opens becomes its "stderr". The library
+ * itself never leaves its socket or files on 0-2: it moves them above 2.
+ *
+ * ABI and soname. Only the functions declared here are exported (the
+ * protobuf code inside the library is hidden). The shared library is
+ * libagentlane.so.0 (on macOS libagentlane.dylib, compatibility version 1);
+ * the number after ".so." (and the dylib's compatibility version) is bumped
+ * on any incompatible change: a
+ * function removed or its signature changed, an enum value renumbered, or
+ * an output struct (al_lane, al_event, al_daemon_info, al_reap_report,
+ * al_exec_result, al_error) changing size or layout. Option structs grow
+ * without a bump: they begin with a size field that their AL_*_INIT macro
+ * fills, new fields are only appended, and the library treats fields
+ * beyond the caller's size as zero. Always initialize them with the macro.
+ * AL_VERSION_NUM and al_version() tell the header and the library apart.
  */
 #ifndef AGENTLANE_H
 #define AGENTLANE_H
@@ -18,6 +38,26 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The exported API; everything else in the library is hidden. */
+#if defined(__GNUC__) || defined(__clang__)
+#define AL_API __attribute__((visibility("default")))
+#else
+#define AL_API
+#endif
+
+/* 0xMMmmpp: major, minor, patch. The Makefile reads AL_VERSION_STRING. */
+#define AL_VERSION_MAJOR 0
+#define AL_VERSION_MINOR 1
+#define AL_VERSION_PATCH 0
+#define AL_VERSION_STRING "0.1.0"
+#define AL_VERSION_NUM ((AL_VERSION_MAJOR << 16) | (AL_VERSION_MINOR << 8) | \
+    AL_VERSION_PATCH)
+
+/* The library's AL_VERSION_NUM, which may be newer than the header's. */
+AL_API unsigned al_version(void);
+/* "0.1.0" */
+AL_API const char *al_version_string(void);
 
 #define AL_PROTOCOL_VERSION 1
 
@@ -43,6 +83,10 @@ enum al_code {
 	AL_UNSAFE = 103,	/* a copied-out archive tried to escape or was hostile */
 };
 
+/* Most lanes al_list and events al_events collect over all pages. */
+#define AL_LIST_MAX 10000
+#define AL_EVENTS_MAX 100000
+
 struct al_error {
 	int code;
 	int os_errno;		/* errno behind AL_IO and AL_CONNECT, else 0 */
@@ -50,7 +94,7 @@ struct al_error {
 };
 
 /* "NOT_FOUND", "CONNECT", ... */
-const char *al_code_name(int code);
+AL_API const char *al_code_name(int code);
 
 /*
  * Asks every call in progress to stop: async-signal-safe, meant for a
@@ -58,7 +102,7 @@ const char *al_code_name(int code);
  * cleans up as on any failure (a copy-out removes its temporary file, an
  * exec's command is killed) and fails with AL_CANCELLED. Process-wide.
  */
-void al_interrupt(void);
+AL_API void al_interrupt(void);
 
 enum al_lane_state {
 	AL_LANE_CREATING = 1,
@@ -69,7 +113,7 @@ enum al_lane_state {
 };
 
 /* "creating", "ready", "destroying", "destroyed", "failed" */
-const char *al_state_name(int state);
+AL_API const char *al_state_name(int state);
 
 #define AL_NAME_MAX 24
 #define AL_LABELS_MAX 16
@@ -117,16 +161,20 @@ struct al_daemon_info {
 struct al_client;
 
 /*
- * socket_path NULL: $AGENT_LANE_SOCKET, else ~/.agent-lane/run/agent-laned.sock.
+ * socket_path NULL or "": $AGENT_LANE_SOCKET, else
+ * $HOME/.agent-lane/run/agent-laned.sock (the daemon's default too).
  * name appears in the daemon's logs ("agent-lanectl/0.1.0").
  */
-struct al_client *al_client_new(const char *socket_path, const char *name);
-void al_client_free(struct al_client *);
-const char *al_client_socket(const struct al_client *);
+AL_API struct al_client *al_client_new(const char *socket_path,
+    const char *name);
+AL_API void al_client_free(struct al_client *);
+AL_API const char *al_client_socket(const struct al_client *);
 
-int al_hello(struct al_client *, struct al_daemon_info *, struct al_error *);
+AL_API enum al_code al_hello(struct al_client *, struct al_daemon_info *,
+    struct al_error *);
 
 struct al_create_opts {
+	size_t size;		/* sizeof(struct al_create_opts): use the macro */
 	uint32_t cpus;		/* 0: the daemon's default */
 	uint32_t memory_mib;
 	uint32_t disk_gib;
@@ -134,6 +182,7 @@ struct al_create_opts {
 	uint64_t idle_timeout_s;
 	const struct al_label *labels;
 	size_t nlabels;
+	const char *image;	/* NULL or "": a fresh VM; else clone this image */
 	/* Called as the VM boots ("registered", "creating", "starting", ...). */
 	void (*progress)(const char *phase, const char *message, void *arg);
 	void *arg;
@@ -143,19 +192,27 @@ struct al_create_opts {
 	 */
 	bool detach;
 };
+#define AL_CREATE_OPTS_INIT { .size = sizeof(struct al_create_opts) }
 
-int al_create(struct al_client *, const struct al_create_opts *,
+/* opts may be NULL (the daemon's defaults). */
+AL_API enum al_code al_create(struct al_client *, const struct al_create_opts *,
     struct al_lane *, struct al_error *);
-int al_get(struct al_client *, const char *name, struct al_lane *,
-    struct al_error *);
-/* *lanes is allocated; free() it. all: include ended lanes. */
-int al_list(struct al_client *, bool all, struct al_lane **lanes, size_t *n,
-    struct al_error *);
+AL_API enum al_code al_get(struct al_client *, const char *name,
+    struct al_lane *, struct al_error *);
+/*
+ * *lanes is allocated (free it with al_lanes_free). all: include ended
+ * lanes. The daemon may answer in pages; they are collected, each on its
+ * own connection, up to AL_LIST_MAX lanes (then AL_TOO_LARGE, never a
+ * silent cut).
+ */
+AL_API enum al_code al_list(struct al_client *, bool all,
+    struct al_lane **lanes, size_t *n, struct al_error *);
+AL_API void al_lanes_free(struct al_lane *lanes);
 /* Waits until the VM is deleted; the final lane is returned. */
-int al_destroy(struct al_client *, const char *name, struct al_lane *,
-    struct al_error *);
-int al_extend(struct al_client *, const char *name, uint64_t by_s,
-    struct al_lane *, bool *capped, struct al_error *);
+AL_API enum al_code al_destroy(struct al_client *, const char *name,
+    struct al_lane *, struct al_error *);
+AL_API enum al_code al_extend(struct al_client *, const char *name,
+    uint64_t by_s, struct al_lane *, bool *capped, struct al_error *);
 
 struct al_event {
 	int64_t time_ms;
@@ -164,9 +221,13 @@ struct al_event {
 	char detail[512];
 };
 
-/* *events is allocated; free() it. */
-int al_events(struct al_client *, const char *name, struct al_event **events,
-    size_t *n, struct al_error *);
+/*
+ * *events is allocated (free it with al_events_free). Paged like al_list,
+ * up to AL_EVENTS_MAX events.
+ */
+AL_API enum al_code al_events(struct al_client *, const char *name,
+    struct al_event **events, size_t *n, struct al_error *);
+AL_API void al_events_free(struct al_event *events);
 
 struct al_reap_report {
 	char (*orphans)[AL_NAME_MAX];
@@ -179,19 +240,22 @@ struct al_reap_report {
 	size_t npending;
 };
 
-int al_reap(struct al_client *, bool delete_orphans, struct al_reap_report *,
-    struct al_error *);
-void al_reap_report_free(struct al_reap_report *);
+AL_API enum al_code al_reap(struct al_client *, bool delete_orphans,
+    struct al_reap_report *, struct al_error *);
+AL_API void al_reap_report_free(struct al_reap_report *);
 
 struct al_exec_opts {
+	size_t size;			/* sizeof(struct al_exec_opts) */
 	const char *const *argv;	/* NULL-terminated; or: */
 	const char *shell;		/* run as /bin/sh -c SHELL */
 	size_t shell_len;		/* 0: strlen(shell) */
 	const char *workdir;		/* NULL: the lane's workspace */
-	const char *const *env;		/* NULL-terminated "NAME=VALUE" */
+	/* NULL-terminated "NAME=VALUE"; the library's copies of the values
+	 * (and of the request holding them) are wiped before they are freed. */
+	const char *const *env;
 	int stdin_fd;			/* -1: the command gets no input */
-	int stdout_fd;			/* where the command's output goes */
-	int stderr_fd;
+	int stdout_fd;			/* where its output goes; -1: discarded */
+	int stderr_fd;			/* -1: discarded */
 	uint64_t timeout_ms;		/* 0: none */
 	/*
 	 * A pseudo-terminal in the guest: the command's stdin, stdout and
@@ -205,6 +269,13 @@ struct al_exec_opts {
 	int tty_fd;
 	int winch_fd;
 };
+/*
+ * No input, output discarded, no timeout, no terminal: set argv or shell
+ * and the fds.
+ */
+#define AL_EXEC_OPTS_INIT { .size = sizeof(struct al_exec_opts), \
+    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .tty_fd = -1, \
+    .winch_fd = -1 }
 
 struct al_exec_result {
 	bool signaled;
@@ -218,8 +289,8 @@ struct al_exec_result {
  * slows the command, memory stays bounded). A write error on stdout_fd or
  * stderr_fd (EPIPE) ends the call and the command is killed.
  */
-int al_exec(struct al_client *, const char *lane, const struct al_exec_opts *,
-    struct al_exec_result *, struct al_error *);
+AL_API enum al_code al_exec(struct al_client *, const char *lane,
+    const struct al_exec_opts *, struct al_exec_result *, struct al_error *);
 
 /* Called with the bytes sent or received so far. */
 typedef void (*al_progress_fn)(uint64_t bytes, void *arg);
@@ -231,9 +302,9 @@ typedef void (*al_progress_fn)(uint64_t bytes, void *arg);
  * Modes and symbolic links inside the tree are kept; sockets, FIFOs and
  * devices are refused.
  */
-int al_copy_in(struct al_client *, const char *lane, const char *host_path,
-    const char *guest_path, al_progress_fn, void *arg, uint64_t *bytes,
-    struct al_error *);
+AL_API enum al_code al_copy_in(struct al_client *, const char *lane,
+    const char *host_path, const char *guest_path, al_progress_fn, void *arg,
+    uint64_t *bytes, struct al_error *);
 
 enum al_copy_kind {
 	AL_COPY_FILE = 1,
@@ -241,11 +312,13 @@ enum al_copy_kind {
 };
 
 struct al_copy_out_opts {
+	size_t size;		/* sizeof(struct al_copy_out_opts) */
 	uint64_t max_bytes;	/* 0: the daemon's bound */
 	uint64_t max_entries;	/* directories; 0: 100000 */
 	al_progress_fn progress;
 	void *arg;
 };
+#define AL_COPY_OUT_OPTS_INIT { .size = sizeof(struct al_copy_out_opts) }
 
 /*
  * Copies a guest file or directory to host_path (inside it, if host_path is
@@ -253,11 +326,78 @@ struct al_copy_out_opts {
  * the destination directory, fsynced and renamed; a directory is extracted
  * with libarchive's secure flags into a fresh temporary directory that is
  * renamed into place. On any failure the destination is untouched and no
- * temporary file is left.
+ * temporary file is left. Temporary names are ".NAME.agent-lane-PID-XXXXXX";
+ * leftovers of a killed copy to the same destination (ours by that name,
+ * owned by us, not a symbolic link; the PID gone and idle a minute, or idle
+ * a day) are removed first. opts may be NULL.
  */
-int al_copy_out(struct al_client *, const char *lane, const char *guest_path,
-    const char *host_path, const struct al_copy_out_opts *, uint64_t *bytes,
-    int *kind, struct al_error *);
+AL_API enum al_code al_copy_out(struct al_client *, const char *lane,
+    const char *guest_path, const char *host_path,
+    const struct al_copy_out_opts *, uint64_t *bytes, int *kind,
+    struct al_error *);
+
+/*
+ * Images: stopped, provisioned VMs that lanes are cloned from
+ * (al_create_opts.image). See agent-lanectl(1), "image".
+ */
+#define AL_IMAGE_NAME_MAX 64
+#define AL_IMAGE_SCRIPTS_MAX 64
+
+struct al_image {
+	char name[AL_IMAGE_NAME_MAX];
+	char id[65];		/* sha256 of the inputs, hex */
+	char from[AL_IMAGE_NAME_MAX];
+	bool docker;
+	uint32_t cpus, memory_mib, disk_gib;
+	size_t nscripts;
+	char scripts[AL_IMAGE_SCRIPTS_MAX][256];
+	int64_t created_at_ms;
+	uint64_t build_ms;
+	bool cached;		/* a build found identical inputs: nothing ran */
+	uint32_t in_use;	/* clones and builds using it now */
+};
+
+struct al_provision_script {
+	const char *name;	/* shown in progress and errors */
+	const void *data;
+	size_t len;
+};
+
+struct al_image_build_opts {
+	size_t size;		/* sizeof(struct al_image_build_opts) */
+	const char *name;	/* NULL or "": named by content ("p-" + hex) */
+	const struct al_provision_script *scripts;
+	size_t nscripts;
+	const char *from;	/* NULL: the lane template */
+	bool docker;		/* rootless Docker Engine for the lane user */
+	uint32_t cpus, memory_mib, disk_gib;	/* 0: daemon defaults */
+	/* Phases ("creating", "provision", ...) as the build goes. */
+	void (*progress)(const char *phase, const char *message, void *arg);
+	void *arg;
+	int stdout_fd;		/* the scripts' output; -1: dropped */
+	int stderr_fd;
+};
+/* The scripts' output is dropped unless stdout_fd/stderr_fd are set. */
+#define AL_IMAGE_BUILD_OPTS_INIT { \
+	.size = sizeof(struct al_image_build_opts), \
+	.stdout_fd = -1, .stderr_fd = -1 }
+
+/*
+ * Builds an image (or finds the identical one: image->cached). Blocks for
+ * the whole build; al_interrupt() cancels it, and the daemon then deletes
+ * the half-built VM. A failing script's error quotes its last stderr lines.
+ */
+AL_API enum al_code al_image_build(struct al_client *,
+    const struct al_image_build_opts *, struct al_image *, struct al_error *);
+/* *images is allocated (free it with al_images_free). */
+AL_API enum al_code al_image_list(struct al_client *, struct al_image **images,
+    size_t *n, struct al_error *);
+AL_API void al_images_free(struct al_image *images);
+AL_API enum al_code al_image_get(struct al_client *, const char *name,
+    struct al_image *, struct al_error *);
+/* Fails with AL_FAILED_PRECONDITION while a clone or build uses it. */
+AL_API enum al_code al_image_remove(struct al_client *, const char *name,
+    struct al_image *, struct al_error *);
 
 #ifdef __cplusplus
 }

@@ -2,13 +2,89 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__linux__)
+#include <poll.h>
+#else
+#include <sys/event.h>
+#endif
 #if defined(__APPLE__)
+#include <malloc/malloc.h>
 #include <sys/random.h>
+#else
+#include <malloc.h>
 #endif
 
+#include <event2/event.h>
+
 #include "compat.h"
+#include "wire.h"
+
+static size_t
+usable_size(void *p)
+{
+#if defined(__APPLE__)
+	return malloc_size(p);
+#else
+	return malloc_usable_size(p);
+#endif
+}
+
+static void *
+wipe_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void
+wipe_free(void *p)
+{
+	if (p == NULL)
+		return;
+	wire_wipe(p, usable_size(p));
+	free(p);
+}
+
+/* Never realloc in place: the old block is wiped before it is let go. */
+static void *
+wipe_realloc(void *p, size_t n)
+{
+	size_t old;
+	void *q;
+
+	if (p == NULL)
+		return malloc(n);
+	if ((q = malloc(n != 0 ? n : 1)) == NULL)
+		return NULL;
+	old = usable_size(p);
+	memcpy(q, p, old < n ? old : n);
+	wipe_free(p);
+	return q;
+}
+
+void
+compat_libevent_wipe_on_free(void)
+{
+	event_set_mem_functions(wipe_malloc, wipe_realloc, wipe_free);
+}
+
+const char *
+compat_sqlite_pragmas(void)
+{
+#if defined(__APPLE__)
+	/*
+	 * fsync() on macOS does not reach the platter; without F_FULLFSYNC,
+	 * synchronous=FULL is not power-safe there, for commits or for WAL
+	 * checkpoints.
+	 */
+	return "PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON;";
+#else
+	return "";
+#endif
+}
 
 int
 compat_set_cloexec(int fd)
@@ -154,4 +230,39 @@ compat_cloexec_from(int lowfd)
 	for (long fd = lowfd, max = sysconf(_SC_OPEN_MAX); fd < max && fd < 65536;
 	    fd++)
 		(void)compat_set_cloexec((int)fd);
+}
+
+/*
+ * Whether the peer of a stream socket has closed (or shut down its writing
+ * side), even with unread data still queued: the data comes first in the
+ * stream, so a read would not tell. Linux says so with POLLRDHUP; on the
+ * BSDs and macOS a kqueue read filter raises EV_EOF. 1, 0 or -1.
+ */
+int
+compat_peer_closed(int fd)
+{
+#if defined(__linux__)
+	struct pollfd pfd = { .fd = fd, .events = POLLIN | POLLRDHUP };
+
+	if (poll(&pfd, 1, 0) == -1)
+		return -1;
+	return (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+#else
+	struct kevent kev, out;
+	struct timespec zero = { 0, 0 };
+	int kq, n, saved;
+
+	/* A kqueue is not inherited across fork: no close-on-exec needed. */
+	if ((kq = kqueue()) == -1)
+		return -1;
+	EV_SET(&kev, fd, EVFILT_READ, EV_ADD, 0, 0, NULL);
+	n = kevent(kq, &kev, 1, &out, 1, &zero);
+	saved = errno;
+	(void)close(kq);
+	if (n == -1) {
+		errno = saved;
+		return -1;
+	}
+	return n == 1 && (out.flags & (EV_EOF | EV_ERROR)) != 0;
+#endif
 }

@@ -13,6 +13,7 @@
 #include "log.h"
 #include "units.h"
 #include "util.h"
+#include "wire.h"
 
 enum config_type {
 	CT_STRING,	/* free text */
@@ -63,6 +64,8 @@ static const struct config_key config_keys[] = {
 	K(destroy_retry_max_ms, CT_SECONDS, 100, 86400000, "longest pause between limactl delete retries"),
 	K(retention_ms, CT_SECONDS, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
 	K(tick_ms, CT_SECONDS, 100, 3600000, "wall-clock deadline re-check period"),
+	K(max_images, CT_U32, 1, 1024, "images kept at once (builds included)"),
+	K(image_build_timeout_ms, CT_SECONDS, 1000, 86400000, "deadline of one image build"),
 	K(debug, CT_BOOL, 0, 1, "debug logging"),
 };
 
@@ -84,12 +87,12 @@ config_home(void)
 char *
 config_default_socket(void)
 {
-	const char *env = getenv("AGENT_LANE_SOCKET");
+	const char *env = getenv(WIRE_SOCKET_ENV);
 	char *path;
 
 	if (env != NULL && env[0] != '\0')
 		return xstrdup(env);
-	xasprintf(&path, "%s/.agent-lane/run/agent-laned.sock", config_home());
+	xasprintf(&path, "%s/" WIRE_DEFAULT_SOCKET_REL, config_home());
 	return path;
 }
 
@@ -140,6 +143,8 @@ config_defaults(struct config *c)
 	c->destroy_retry_max_ms = 5 * UNITS_MS_PER_MIN;
 	c->retention_ms = 7 * 24 * 60 * UNITS_MS_PER_MIN;
 	c->tick_ms = 30 * UNITS_MS_PER_S;
+	c->max_images = 32;
+	c->image_build_timeout_ms = 60 * UNITS_MS_PER_MIN;
 }
 
 /* Storage-unit suffixes users do not type: max_lifetime is max_lifetime_ms. */

@@ -1,9 +1,11 @@
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -16,6 +18,7 @@
 #include "laned.h"
 #include "log.h"
 #include "util.h"
+#include "wire.h"
 
 /*
  * After its last frame a connection lingers: the daemon shuts down its
@@ -25,6 +28,13 @@
  */
 #define CONN_LINGER_MS 2000
 #define CONN_LINGER_BYTES (16u * 1024u * 1024u)
+/*
+ * How often a paused connection is checked for its peer's close where the
+ * event backend cannot report it (EV_FEATURE_EARLY_CLOSE: epoll has it).
+ */
+#define CONN_HUP_POLL_MS 100
+/* At shutdown, how long the final answers may take to go out, in all. */
+#define CONN_SHUTDOWN_FLUSH_MS 1000
 
 enum conn_state {
 	CONN_HELLO,	/* waiting for Hello */
@@ -42,6 +52,12 @@ struct conn {
 	struct bufferevent *bev;
 	enum conn_state state;
 	bool paused;
+	/*
+	 * While input is paused the bufferevent does not read, so it would
+	 * not see the end of the stream either: this watches for the peer's
+	 * close on its own (EV_CLOSED, or a timer where the backend lacks it).
+	 */
+	struct event *hup;
 	struct event *timer;	/* request timeout, linger, deferred free */
 	size_t lingered;	/* input bytes discarded while lingering */
 	const struct conn_handler *handler;
@@ -68,6 +84,7 @@ conn_free_cb(evutil_socket_t fd, short what, void *arg)
 
 	TAILQ_REMOVE(&c->d->conns, c, entry);
 	c->d->nconns--;
+	event_free(c->hup);
 	bufferevent_free(c->bev);	/* closes the socket */
 	event_free(c->timer);
 	log_debug("conn %llu: closed", (unsigned long long)c->id);
@@ -89,6 +106,7 @@ conn_kill(struct conn *c)
 	c->state = CONN_DEAD;
 	c->handler = NULL;
 	bufferevent_disable(c->bev, EV_READ | EV_WRITE);
+	event_del(c->hup);
 	if (h != NULL && h->closed != NULL)
 		h->closed(c, c->ctx);
 	evtimer_del(c->timer);
@@ -120,6 +138,7 @@ conn_linger(struct conn *c)
 	if (evtimer_add(c->timer, &tv) != 0)
 		fatalx("evtimer_add");
 	c->paused = false;
+	event_del(c->hup);
 	if (bufferevent_enable(c->bev, EV_READ) != 0)
 		fatalx("bufferevent_enable");
 }
@@ -134,6 +153,19 @@ conn_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	    (unsigned long long)c->d->cfg.request_timeout_ms);
 	conn_fail(c, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 	    "no request received in time");
+}
+
+static void
+conn_hup_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (!(what & EV_CLOSED) &&
+	    compat_peer_closed(bufferevent_getfd(c->bev)) == 0)
+		return;
+	log_debug("conn %llu: peer closed while its input was paused",
+	    (unsigned long long)c->id);
+	conn_kill(c);
 }
 
 void
@@ -155,7 +187,12 @@ conn_accept(struct laned *d, int fd, uid_t uid)
 	c->state = CONN_HELLO;
 	c->bev = bufferevent_socket_new(d->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->timer = evtimer_new(d->base, conn_timeout_cb, c);
-	if (c->bev == NULL || c->timer == NULL)
+	if (event_base_get_features(d->base) & EV_FEATURE_EARLY_CLOSE)
+		c->hup = event_new(d->base, fd, EV_CLOSED | EV_PERSIST,
+		    conn_hup_cb, c);
+	else
+		c->hup = event_new(d->base, -1, EV_PERSIST, conn_hup_cb, c);
+	if (c->bev == NULL || c->timer == NULL || c->hup == NULL)
 		fatalx("conn: out of memory");
 	TAILQ_INSERT_TAIL(&d->conns, c, entry);
 	d->nconns++;
@@ -284,9 +321,15 @@ conn_pause_input(struct conn *c, bool paused)
 	    c->state == CONN_LINGER || c->paused == paused)
 		return;
 	c->paused = paused;
-	if (paused)
+	if (paused) {
+		struct timeval tv = tv_from_ms(CONN_HUP_POLL_MS);
+
 		bufferevent_disable(c->bev, EV_READ);
-	else {
+		if (event_add(c->hup, event_get_fd(c->hup) == -1 ? &tv :
+		    NULL) != 0)
+			fatalx("event_add");
+	} else {
+		event_del(c->hup);
 		if (bufferevent_enable(c->bev, EV_READ) != 0)
 			fatalx("bufferevent_enable");
 		/* Frames may already be buffered: parse them now. */
@@ -417,6 +460,10 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		if (len > 0 && payload == NULL)
 			fatalx("evbuffer_pullup");
 		req = wire_unpack_request(payload, len);
+		/* An Exec carries environment values: not left in the buffer. */
+		if (req != NULL &&
+		    req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC)
+			wire_wipe(payload, len);
 		evbuffer_drain(in, len);
 		if (req == NULL || req->body_case ==
 		    AGENTLANE__V1__REQUEST__BODY__NOT_SET) {
@@ -470,11 +517,64 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_kill(c);
 }
 
+static uint64_t
+conn_mono_ms(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+		fatal("clock_gettime");
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Writes what is queued for the client, waiting for it to read until the
+ * shared deadline at most: the daemon is exiting, so this blocks.
+ */
+static void
+conn_flush_now(struct conn *c, uint64_t deadline_ms)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	int fd = bufferevent_getfd(c->bev);
+	uint64_t now;
+
+	/* The bufferevent freezes its output's start for its own writer. */
+	evbuffer_unfreeze(out, 1);
+	while (evbuffer_get_length(out) > 0) {
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+
+		if (evbuffer_write(out, fd) >= 0)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			break;
+		if ((now = conn_mono_ms()) >= deadline_ms)
+			break;
+		if (poll(&pfd, 1, (int)(deadline_ms - now)) == -1 &&
+		    errno != EINTR)
+			break;
+	}
+	evbuffer_freeze(out, 1);
+}
+
 void
 conn_close_all(struct laned *d)
 {
+	uint64_t deadline = conn_mono_ms() + CONN_SHUTDOWN_FLUSH_MS;
 	struct conn *c;
 
-	TAILQ_FOREACH(c, &d->conns, entry)
+	/*
+	 * A call still in flight is told why it ends, as docs/protocol.md
+	 * promises, rather than seeing a bare close; answers already queued
+	 * (calls cancelled by the lanes going away) go out too, for as long
+	 * as the clients read within the deadline.
+	 */
+	TAILQ_FOREACH(c, &d->conns, entry) {
+		if (c->state == CONN_HELLO || c->state == CONN_REQUEST ||
+		    c->state == CONN_CALL)
+			conn_fail(c, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "agent-laned is shutting down");
+		if (c->state != CONN_DEAD)
+			conn_flush_now(c, deadline);
 		conn_kill(c);
+	}
 }

@@ -10,8 +10,10 @@
 #include "util.h"
 
 /* Exit statuses of the copy-out script below. */
-#define COPY_NOT_FOUND 66
 #define COPY_NOT_REGULAR 65
+#define COPY_NOT_FOUND 66
+#define COPY_DENIED 67
+#define COPY_UNREADABLE 68
 
 /*
  * Run in the guest with the path as $1 (never spliced into the script).
@@ -39,11 +41,26 @@ static const char copy_in_script[] =
     "w $$ \"$t\" </dev/null >/dev/null 2>&1 & "
     "tar -x -p -f - -C \"$t\" && m \"$t\" \"$1\"; r=$?; "
     "rm -rf -- \"$t\"; exit $r";
+/*
+ * When the path cannot be read, perl (the guest helper's interpreter, so
+ * always there) finds out why from the failing call's errno: ENOENT and
+ * ENOTDIR are "not found", EACCES and EPERM "denied" (Linux numbers), and
+ * the guest's own words go to stderr with the path.
+ */
 static const char copy_out_script[] =
-    "if [ -d \"$1\" ]; then printf D && exec tar -c -f - -C \"$1\" .; "
-    "elif [ -f \"$1\" ]; then printf F && exec cat -- \"$1\"; "
-    "elif [ -e \"$1\" ]; then echo \"not a regular file or directory\" >&2; "
-    "exit 65; else echo \"no such file or directory\" >&2; exit 66; fi";
+    "if [ -d \"$1\" ] && [ -r \"$1\" ] && [ -x \"$1\" ]; then "
+    "printf D && exec tar -c -f - -C \"$1\" .; fi; "
+    "if [ -f \"$1\" ] && [ -r \"$1\" ]; then printf F && exec cat -- \"$1\"; fi; "
+    "if [ -e \"$1\" ] && [ ! -d \"$1\" ] && [ ! -f \"$1\" ]; then "
+    "echo \"not a regular file or directory\" >&2; exit 65; fi; "
+    "exec perl -e '"
+    "my $p = shift; "
+    "my $ok = -d $p ? opendir(my $d, $p) && chdir($p) : open(my $f, \"<\", $p); "
+    "my $n = $! + 0; "
+    "if ($ok) { print STDERR \"$p: changed while being read\\n\"; exit(68); } "
+    "print STDERR \"$p: $!\\n\"; "
+    "exit($n == 2 || $n == 20 ? 66 : $n == 13 || $n == 1 ? 67 : 68);"
+    "' -- \"$1\"";
 
 bool
 copy_guest_path_ok(const char *path)
@@ -65,19 +82,39 @@ copy_stderr(struct session *s, int stream, const uint8_t *data, size_t len)
 		session_stderr_keep(s, data, len);
 }
 
-/* The guest's last stderr line, for error messages. */
+/*
+ * tar's closing lines say only that it failed; the cause is on the line
+ * before them.
+ */
+static bool
+copy_tar_trailer(const char *line)
+{
+	return strcmp(line, "tar: Exiting with failure status due to previous "
+	    "errors") == 0 ||
+	    strcmp(line, "tar: Error is not recoverable: exiting now") == 0;
+}
+
+/* The guest's last meaningful stderr line, for error messages. */
 static const char *
 copy_guest_message(struct session *s)
 {
 	char *p = s->stderr_tail;
 	size_t n = s->stderr_len;
+	const char *line;
 
-	while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
-		p[--n] = '\0';
-	for (size_t i = n; i > 0; i--)
-		if (p[i - 1] == '\n')
-			return p + i;
-	return p;
+	for (;;) {
+		while (n > 0 && (p[n - 1] == '\n' || p[n - 1] == '\r'))
+			p[--n] = '\0';
+		line = p;
+		for (size_t i = n; i > 0; i--)
+			if (p[i - 1] == '\n') {
+				line = p + i;
+				break;
+			}
+		if (line == p || !copy_tar_trailer(line))
+			return line;
+		n = (size_t)(line - p);
+	}
 }
 
 /* ---- Copy in ---- */
@@ -234,7 +271,13 @@ copy_out_done(struct session *s, const struct gexec_result *r)
 	}
 	if (r->end == GEXEC_EXITED && r->code == COPY_NOT_FOUND && s->kind == 0) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no such file or directory in the guest");
+		    "not found in the guest: %s", copy_guest_message(s));
+		return;
+	}
+	if (r->end == GEXEC_EXITED && r->code == COPY_DENIED && s->kind == 0) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__PERMISSION_DENIED,
+		    "the guest user may not read it: %s",
+		    copy_guest_message(s));
 		return;
 	}
 	if (r->end == GEXEC_EXITED && r->code == COPY_NOT_REGULAR &&

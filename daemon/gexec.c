@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "agentlane.pb-c.h"
+#include "compat.h"
 #include "gexec.h"
 #include "guestproto.h"
 #include "iobuf.h"
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "proc.h"
 #include "util.h"
+#include "wire.h"
 
 /* Give limactl this long to exit on its own once the helper reported. */
 #define GEXEC_LINGER_MS 5000
@@ -36,7 +38,10 @@ struct gexec {
 	char proc_stderr[PROC_STDERR_TAIL + 1];
 
 	struct bufferevent *in;		/* helper stdin */
-	bool in_closed;			/* Z sent, or direct input ended */
+	bool in_closed;			/* the owner ended the command's input */
+	bool z_sent;
+	struct evbuffer *stdin_q;	/* framed input beyond the window */
+	size_t unacked;			/* I bytes the helper did not ack */
 	bool direct;			/* unframed input straight to the command */
 	struct evbuffer *held;		/* direct input before the command runs */
 
@@ -53,6 +58,7 @@ struct gexec {
 };
 
 static void gexec_process(struct gexec *);
+static int gexec_put(struct gexec *, char, const void *, size_t);
 
 static void
 gexec_free_if_idle(struct gexec *g)
@@ -69,6 +75,7 @@ gexec_free_if_idle(struct gexec *g)
 		event_free(g->linger);
 	if (g->held != NULL)
 		evbuffer_free(g->held);
+	evbuffer_free(g->stdin_q);
 	evbuffer_free(g->inbuf);
 	free(g->what);
 	free(g);
@@ -184,6 +191,46 @@ gexec_direct_flush(struct gexec *g)
 	gexec_direct_close_if_drained(g);
 }
 
+/*
+ * Sends queued input as far as the helper's window allows, then the end of
+ * input once everything before it went.
+ */
+static void
+gexec_stdin_push(struct gexec *g)
+{
+	size_t n;
+	uint8_t *p;
+
+	if (g->in == NULL || g->direct)
+		return;
+	while (g->unacked < GEXEC_STDIN_WINDOW &&
+	    (n = evbuffer_get_length(g->stdin_q)) > 0) {
+		if (n > 65536)
+			n = 65536;
+		if (n > GEXEC_STDIN_WINDOW - g->unacked)
+			n = GEXEC_STDIN_WINDOW - g->unacked;
+		if ((p = evbuffer_pullup(g->stdin_q, (ssize_t)n)) == NULL)
+			fatalx("evbuffer_pullup");
+		(void)gexec_put(g, 'I', p, n);
+		if (evbuffer_drain(g->stdin_q, n) != 0)
+			fatalx("evbuffer_drain");
+		g->unacked += n;
+	}
+	if (g->in_closed && !g->z_sent &&
+	    evbuffer_get_length(g->stdin_q) == 0) {
+		g->z_sent = true;
+		(void)gexec_put(g, 'Z', NULL, 0);
+	}
+}
+
+static void
+gexec_stdin_drained(struct gexec *g)
+{
+	if (g->ops != NULL && g->ops->stdin_drained != NULL &&
+	    gexec_stdin_pending(g) < GEXEC_STDIN_LOW)
+		g->ops->stdin_drained(g, g->arg);
+}
+
 static void
 gexec_frame(struct gexec *g, const struct guest_frame *f)
 {
@@ -205,6 +252,16 @@ gexec_frame(struct gexec *g, const struct guest_frame *f)
 		if (f->len > 0)
 			g->ops->output(g, f->type == GUEST_STDOUT ? 1 : 2,
 			    f->data, f->len, g->arg);
+		break;
+	case GUEST_ACK:
+		if (!g->started || f->acked > g->unacked) {
+			gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "guest helper acknowledged input it was not sent");
+			return;
+		}
+		g->unacked -= f->acked;
+		gexec_stdin_push(g);
+		gexec_stdin_drained(g);
 		break;
 	case GUEST_EXIT:
 		memset(&r, 0, sizeof r);
@@ -383,8 +440,7 @@ gexec_in_write_cb(struct bufferevent *bev, void *arg)
 		if (g->in == NULL)
 			return;
 	}
-	if (g->ops != NULL && g->ops->stdin_drained != NULL)
-		g->ops->stdin_drained(g, g->arg);
+	gexec_stdin_drained(g);
 }
 
 static void
@@ -395,8 +451,10 @@ gexec_in_event_cb(struct bufferevent *bev, short what, void *arg)
 	/* The helper stopped reading (it exited); input has nowhere to go. */
 	bufferevent_free(g->in);
 	g->in = NULL;
-	if (g->ops != NULL && g->ops->stdin_drained != NULL)
-		g->ops->stdin_drained(g, g->arg);
+	g->unacked = 0;
+	if (evbuffer_drain(g->stdin_q, evbuffer_get_length(g->stdin_q)) != 0)
+		fatalx("evbuffer_drain");
+	gexec_stdin_drained(g);
 }
 
 static int
@@ -424,6 +482,35 @@ gexec_put_size(struct gexec *g, char type, uint16_t rows, uint16_t cols)
 	(void)gexec_put(g, type, sz, sizeof sz);
 }
 
+static void
+secret_cleanup(const void *data, size_t len, void *arg)
+{
+	wire_wipe(arg, len);
+	free(arg);
+}
+
+/*
+ * A frame holding a secret (an environment entry): the output buffer
+ * references our copy instead of copying it into its own chains, so that
+ * the one copy is wiped once written.
+ */
+static int
+gexec_put_secret(struct gexec *g, char type, const void *data, size_t len)
+{
+	uint8_t *buf;
+
+	if (g->in == NULL)
+		return -1;
+	buf = xmalloc(GUEST_HEADER + len);
+	guest_header(buf, type, (uint32_t)len);
+	if (len > 0)
+		memcpy(buf + GUEST_HEADER, data, len);
+	if (evbuffer_add_reference(bufferevent_get_output(g->in), buf,
+	    GUEST_HEADER + len, secret_cleanup, buf) != 0)
+		fatalx("evbuffer_add_reference");
+	return 0;
+}
+
 struct gexec *
 gexec_start(struct event_base *base, struct proc_list *procs,
     struct lima *lima, const struct gexec_spec *spec,
@@ -447,7 +534,8 @@ gexec_start(struct event_base *base, struct proc_list *procs,
 	g->out_fd = -1;
 	xasprintf(&g->what, "%s (%s)", spec->what, spec->lane);
 	guest_parser_init(&g->parser);
-	if ((g->inbuf = evbuffer_new()) == NULL)
+	if ((g->inbuf = evbuffer_new()) == NULL ||
+	    (g->stdin_q = evbuffer_new()) == NULL)
 		fatalx("evbuffer_new");
 
 	memset(&ps, 0, sizeof ps);
@@ -459,6 +547,7 @@ gexec_start(struct event_base *base, struct proc_list *procs,
 	g->proc = proc_spawn(base, procs, &ps, gexec_proc_done, g, err, errlen);
 	lima_argv_free(argv);
 	if (g->proc == NULL) {
+		evbuffer_free(g->stdin_q);
 		evbuffer_free(g->inbuf);
 		free(g->what);
 		free(g);
@@ -485,7 +574,8 @@ gexec_start(struct event_base *base, struct proc_list *procs,
 	(void)gexec_put(g, 'C', spec->cwd != NULL ? spec->cwd : "",
 	    spec->cwd != NULL ? strlen(spec->cwd) : 0);
 	for (size_t i = 0; i < spec->nenv; i++)
-		(void)gexec_put(g, 'E', spec->env[i].data, spec->env[i].len);
+		(void)gexec_put_secret(g, 'E', spec->env[i].data,
+		    spec->env[i].len);
 	for (size_t i = 0; i < spec->argc; i++)
 		(void)gexec_put(g, 'A', spec->argv[i].data, spec->argv[i].len);
 	if (spec->stdin_direct) {
@@ -505,8 +595,6 @@ gexec_start(struct event_base *base, struct proc_list *procs,
 int
 gexec_stdin(struct gexec *g, const void *data, size_t len)
 {
-	const uint8_t *p = data;
-
 	if (g->in_closed || g->in == NULL)
 		return -1;
 	if (g->direct) {
@@ -515,14 +603,9 @@ gexec_stdin(struct gexec *g, const void *data, size_t len)
 			fatalx("evbuffer_add");
 		return 0;
 	}
-	while (len > 0) {
-		size_t n = len > 65536 ? 65536 : len;
-
-		if (gexec_put(g, 'I', p, n) == -1)
-			return -1;
-		p += n;
-		len -= n;
-	}
+	if (evbuffer_add(g->stdin_q, data, len) != 0)
+		fatalx("evbuffer_add");
+	gexec_stdin_push(g);
 	return 0;
 }
 
@@ -535,7 +618,7 @@ gexec_stdin_close(struct gexec *g)
 	if (g->direct)
 		gexec_direct_close_if_drained(g);
 	else
-		(void)gexec_put(g, 'Z', NULL, 0);
+		gexec_stdin_push(g);
 }
 
 void
@@ -549,9 +632,17 @@ size_t
 gexec_stdin_pending(const struct gexec *g)
 {
 	size_t n = g->held != NULL ? evbuffer_get_length(g->held) : 0;
+	size_t out = 0;
 
 	if (g->in != NULL)
-		n += evbuffer_get_length(bufferevent_get_output(g->in));
+		out = evbuffer_get_length(bufferevent_get_output(g->in));
+	/*
+	 * Unacknowledged input includes what is still in the pipe's buffer;
+	 * the larger of the two also bounds a guest that acks what it never
+	 * read.
+	 */
+	n += evbuffer_get_length(g->stdin_q);
+	n += out > g->unacked ? out : g->unacked;
 	return n;
 }
 

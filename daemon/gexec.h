@@ -76,6 +76,13 @@ struct gexec_ops {
 
 #define GEXEC_STDIN_HIGH (1024u * 1024u)
 #define GEXEC_STDIN_LOW (256u * 1024u)
+/*
+ * Stdin bytes sent to the helper and not yet acknowledged (`K` frames): the
+ * helper's buffer never holds more, so it can always keep reading its
+ * channel, and so always sees it close, even while the command does not
+ * read its stdin.
+ */
+#define GEXEC_STDIN_WINDOW (1024u * 1024u)
 
 /* Children go on procs (reaped by proc_reap); events run on base. */
 struct gexec *gexec_start(struct event_base *, struct proc_list *,

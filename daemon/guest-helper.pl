@@ -22,7 +22,12 @@
 # End of input without Z after R means agent-laned (or the client) is gone:
 # the command's whole process group is killed.
 # Output: the magic line, then P pid, O stdout, E stderr, X exit status
-# ("c<code>" or "s<signal>"), or F failure ("cwd\0errno\0message").
+# ("c<code>" or "s<signal>"), or F failure ("cwd\0errno\0message"), and
+# K n (32-bit big-endian): n more bytes of I input were taken (written to
+# the command, or dropped once its stdin closed; the ^D a tty's Z types is
+# not I input). agent-laned keeps at most
+# 1 MiB unacknowledged, so this program reads its input all the time, and
+# sees the channel close even while the command leaves its stdin unread.
 use strict;
 $SIG{PIPE} = "IGNORE";
 my ($EINTR, $EAGAIN, $O_NONBLOCK, $F_GETFL, $F_SETFL, $F_SETPIPE_SZ) =
@@ -186,12 +191,24 @@ for my $fh (grep { defined } ($direct ? () : (\*STDIN, $in_w))) {
     my $fl = fcntl($fh, $F_GETFL, 0);
     fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
 }
-my ($pend, $close_in, $status, $quiet) = ("", 0, undef, 0);
+my ($pend, $close_in, $status, $quiet, $ack, $eot) = ("", 0, undef, 0, 0, 0);
 my %src = $tty ? (O => $ptm) : (O => $out_r, E => $err_r);
+# Bytes leaving $pend (written, or dropped once the command's stdin is
+# gone) are acknowledged, but for the ^D a tty's Z typed: the daemon never
+# sent it as I. It is the last byte of $pend (no I follows Z), so it
+# leaves only with the rest of $pend.
+sub took {
+    my ($n) = @_;
+    if ($eot && $n == length($pend)) { $n--; $eot = 0; }
+    $ack += $n;
+}
 sub input {
     while (my ($t, $d) = frame()) {
-        if ($t eq "I") { $pend .= $d if $in_w; }
-        elsif ($t eq "Z") { if ($tty) { $pend .= "\x04" if $in_w; } else { $close_in = 1; } }
+        if ($t eq "I") { if ($in_w) { $pend .= $d; } else { $ack += length($d); } }
+        elsif ($t eq "Z") {
+            if (!$tty) { $close_in = 1; }
+            elsif ($in_w) { $pend .= "\x04"; $eot = 1; }
+        }
         elsif ($t eq "W" && length($d) == 4) { winsize($ptm, $d) if $tty && $in_w; }
         else { reap_group(); exit(2); }
     }
@@ -207,7 +224,7 @@ while (1) {
     last if defined($status) && (!%src || $quiet >= 2);
     if ($in_w && $close_in && !length($pend)) { close($in_w); $in_w = undef; }
     my ($rin, $win) = ("", "");
-    vec($rin, 0, 1) = 1 if !$direct && length($pend) < 1048576;
+    vec($rin, 0, 1) = 1 if !$direct;
     vec($rin, fileno($_), 1) = 1 for values(%src);
     vec($rin, fileno($sig_r), 1) = 1;
     vec($win, fileno($in_w), 1) = 1 if $in_w && length($pend);
@@ -222,7 +239,7 @@ while (1) {
         elsif (defined($r) || ($! != $EINTR && $! != $EAGAIN)) {
             # A pty's master reads EIO once the last slave is closed.
             close($src{$k}); delete($src{$k});
-            ($in_w, $pend) = (undef, "") if $tty;
+            if ($tty) { took(length($pend)); ($in_w, $pend) = (undef, ""); }
         }
     }
     if (vec($rout, 0, 1)) {
@@ -234,12 +251,14 @@ while (1) {
     }
     if ($in_w && length($pend) && vec($wout, fileno($in_w), 1)) {
         my $w = syswrite($in_w, $pend);
-        if (defined($w)) { substr($pend, 0, $w) = ""; }
+        if (defined($w)) { took($w); substr($pend, 0, $w) = ""; }
         elsif ($! != $EINTR && $! != $EAGAIN) {
+            took(length($pend));
             close($in_w) if !$tty;
             ($in_w, $pend) = (undef, "");
         }
     }
+    if ($ack >= 65536 || ($ack && !length($pend))) { put("K", pack("N", $ack)); $ack = 0; }
 }
 $status = $? if !defined($status) && waitpid($pid, 0) == $pid;
 put("X", ($status & 127) ? "s" . ($status & 127) : "c" . ($status >> 8));

@@ -83,7 +83,7 @@ parse_failed(struct guest_frame *f)
 		return false;
 	memcpy(f->what, a, (size_t)(b - 1 - a));
 	f->what[b - 1 - a] = '\0';
-	str_sanitize(f->what);
+	str_sanitize_ascii(f->what);
 	f->err_no = (int)v;
 	c++;
 	{
@@ -148,6 +148,7 @@ guest_parse(struct guest_parser *p, const uint8_t *buf, size_t len,
 	case GUEST_STDERR:
 	case GUEST_EXIT:
 	case GUEST_FAILED:
+	case GUEST_ACK:
 		break;
 	default:
 		p->reason = "unknown frame type from the guest helper";
@@ -170,6 +171,20 @@ guest_parse(struct guest_parser *p, const uint8_t *buf, size_t len,
 	if (out->type == GUEST_FAILED && !parse_failed(out)) {
 		p->reason = "malformed failure report from the guest helper";
 		return GUEST_ERROR;
+	}
+	if (out->type == GUEST_ACK) {
+		if (plen != 4) {
+			p->reason = "malformed acknowledgement from the guest "
+			    "helper";
+			return GUEST_ERROR;
+		}
+		{
+			const uint8_t *d = buf + off + GUEST_HEADER;
+
+			out->acked = ((uint32_t)d[0] << 24) |
+			    ((uint32_t)d[1] << 16) | ((uint32_t)d[2] << 8) |
+			    d[3];
+		}
 	}
 	if (out->type == GUEST_STARTED &&
 	    parse_bounded(out->data, out->len, 1, 4194304) < 0) {

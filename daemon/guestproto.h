@@ -32,6 +32,7 @@ enum guest_frame_type {
 	GUEST_STDERR = 'E',
 	GUEST_EXIT = 'X',	/* code or sig set */
 	GUEST_FAILED = 'F',	/* what/err_no/message set */
+	GUEST_ACK = 'K',	/* acked set: stdin bytes the helper took */
 };
 
 struct guest_frame {
@@ -43,6 +44,7 @@ struct guest_frame {
 	char what[16];		/* GUEST_FAILED: "cwd" */
 	int err_no;
 	char message[256];
+	uint32_t acked;		/* GUEST_ACK */
 };
 
 struct guest_parser {

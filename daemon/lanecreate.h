@@ -26,6 +26,7 @@ struct lane_create_plan {
 	struct lane_label labels[LANE_LABELS_MAX];
 	size_t nlabels;
 	bool detach;		/* survives its client's disconnect */
+	char image[IMAGE_NAME_SIZE];	/* "" or the image to clone */
 };
 
 /*

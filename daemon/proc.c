@@ -15,6 +15,7 @@
 #include "log.h"
 #include "proc.h"
 #include "util.h"
+#include "wire.h"
 
 struct proc {
 	struct proc_list *list;
@@ -48,12 +49,7 @@ struct proc {
 void
 proc_status_string(int status, char *buf, size_t len)
 {
-	if (WIFEXITED(status))
-		snprintf(buf, len, "exit %d", WEXITSTATUS(status));
-	else if (WIFSIGNALED(status))
-		snprintf(buf, len, "signal %d", WTERMSIG(status));
-	else
-		snprintf(buf, len, "status %#x", status);
+	wire_wait_string(buf, len, status);
 }
 
 static void

@@ -37,7 +37,14 @@ struct timeval tv_from_ms(uint64_t ms);
 void tail_append(char *buf, size_t cap, size_t *len, const void *data,
     size_t n);
 
-/* Replaces every byte that is not printable ASCII with '?', in place. */
+/*
+ * Makes text from outside (the guest, limactl) fit a protobuf string and a
+ * terminal, in place: well-formed UTF-8 is kept; each invalid byte, and
+ * each control character (C0, DEL, C1, bidirectional overrides), becomes
+ * '?'. The result is never longer.
+ */
 void str_sanitize(char *s);
+/* For identifiers: every byte that is not printable ASCII becomes '?'. */
+void str_sanitize_ascii(char *s);
 
 #endif

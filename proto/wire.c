@@ -4,8 +4,12 @@
  * client/client.c with blocking I/O); this file only turns messages into
  * bytes and back.
  */
+/* macOS declares memset_s only on request. */
+#define __STDC_WANT_LIB_EXT1__ 1
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "wire.h"
 
@@ -67,6 +71,35 @@ AlResponse *
 wire_unpack_response(const uint8_t *buf, size_t len)
 {
 	return agentlane__v1__response__unpack(NULL, len, buf);
+}
+
+void
+wire_wipe(void *p, size_t len)
+{
+	if (p == NULL || len == 0)
+		return;
+#if defined(__APPLE__)
+	(void)memset_s(p, len, 0, len);
+#else
+	explicit_bzero(p, len);
+#endif
+}
+
+void
+wire_exit_string(char *buf, size_t len, bool signaled, int value)
+{
+	snprintf(buf, len, "%s %d", signaled ? "signal" : "exit", value);
+}
+
+void
+wire_wait_string(char *buf, size_t len, int status)
+{
+	if (WIFEXITED(status))
+		wire_exit_string(buf, len, false, WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		wire_exit_string(buf, len, true, WTERMSIG(status));
+	else
+		snprintf(buf, len, "status %#x", status);
 }
 
 static const char *const error_names[] = {

@@ -8,6 +8,7 @@
 #ifndef AGENTLANE_WIRE_H
 #define AGENTLANE_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,6 +20,13 @@
 #define WIRE_MAX_FRAME (1024u * 1024u)
 /* Largest data payload a sender puts in one ExecOutput/ExecInput/DataChunk. */
 #define WIRE_CHUNK (64u * 1024u)
+/*
+ * Bytes a Request or Response adds around a chunk's data (oneof tag and
+ * length, the data field's tag and length, flags), with room to spare:
+ * a sender under a smaller frame cap sends cap - this per frame. The
+ * smallest configurable cap (4096) leaves 4032 bytes of data.
+ */
+#define WIRE_CHUNK_OVERHEAD 64u
 
 typedef Agentlane__V1__Request AlRequest;
 typedef Agentlane__V1__Response AlResponse;
@@ -44,6 +52,29 @@ int wire_pack_response(const AlResponse *resp, uint8_t **out, size_t *outlen);
 /* Unpacks one payload (without header); NULL when malformed. */
 AlRequest *wire_unpack_request(const uint8_t *buf, size_t len);
 AlResponse *wire_unpack_response(const uint8_t *buf, size_t len);
+
+/*
+ * Zeroes memory that held a secret (an exec's environment, its input)
+ * before it is freed: explicit_bzero (memset_s on macOS), which the
+ * compiler may not drop as it may a memset before free.
+ */
+void wire_wipe(void *p, size_t len);
+
+/*
+ * The control socket when none is given: $AGENT_LANE_SOCKET, else this
+ * path under the user's home directory. The daemon, libagentlane and the
+ * TypeScript provider (client/sandcastle/src/client.ts) all use it; a node
+ * test checks that the provider and agent-lanectl agree.
+ */
+#define WIRE_SOCKET_ENV "AGENT_LANE_SOCKET"
+#define WIRE_DEFAULT_SOCKET_REL ".agent-lane/run/agent-laned.sock"
+
+/*
+ * How a process ended, as every log line and error message says it:
+ * "exit 3" or "signal 9". wire_wait_string takes a wait(2) status.
+ */
+void wire_exit_string(char *buf, size_t len, bool signaled, int value);
+void wire_wait_string(char *buf, size_t len, int status);
 
 /* "INVALID_ARGUMENT", ... ; "UNKNOWN" for values outside the enum. */
 const char *wire_error_name(int code);

@@ -2,10 +2,13 @@
  * agent-lanectl: the command-line client of agent-laned. A thin layer over
  * libagentlane; see agent-lanectl(1).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "wire.h"
@@ -45,6 +48,32 @@ catch_interrupts(void)
 	(void)sigaction(SIGHUP, &sa, NULL);
 }
 
+/*
+ * A descriptor 0, 1 or 2 that our caller closed (`2>&-`) would be the next
+ * one open(2) or socket(2) returns: the control socket would land there and
+ * the guest's output would be written into it. Hold them on /dev/null, as
+ * the daemon does. 0 or -1 (and we cannot run safely).
+ */
+static int
+reserve_stdio(void)
+{
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++) {
+		int nfd;
+
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		if ((nfd = open("/dev/null", fd == STDIN_FILENO ? O_RDONLY :
+		    O_WRONLY)) == -1)
+			return -1;
+		if (nfd != fd) {
+			/* Lower descriptors were all open: cannot happen. */
+			close(nfd);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* What runs each command; help.c describes them. */
 static const struct {
 	const char *name;
@@ -62,6 +91,7 @@ static const struct {
 	{ "shell", cmd_shell },
 	{ "cp", cmd_cp },
 	{ "daemon", cmd_daemon },
+	{ "image", cmd_image },
 	{ "version", cmd_version },
 	{ "help", cmd_help },
 	{ "completion", cmd_completion },
@@ -79,7 +109,7 @@ cmd_version(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	if (p.noperands > 0)
 		return ctl_usage("version takes no arguments");
-	if (al_hello(ctl->client, &info, &err) == -1) {
+	if (al_hello(ctl->client, &info, &err) != AL_OK) {
 		/* The client's version is worth printing all the same. */
 		if (ctl->json) {
 			printf("{\"client\":{\"version\":");
@@ -113,6 +143,13 @@ main(int argc, char **argv)
 	struct ctl ctl = { .prog = "agent-lanectl" };
 	int i = 1, rc;
 
+	if (reserve_stdio() == -1)
+		return CTL_EXIT_FAILURE;
+	/*
+	 * No setlocale(3): file names are copied as bytes (libagentlane
+	 * writes pax with hdrcharset=BINARY), so the locale could only make
+	 * the copy depend on the environment it ran in.
+	 */
 	/* A closed output pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
 	catch_interrupts();

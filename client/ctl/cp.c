@@ -86,8 +86,11 @@ cp_fail(struct ctl *ctl, const char *lane, const char *gpath,
 {
 	if (ctl_interrupted())
 		return CTL_EXIT_FAILURE;
-	fprintf(stderr, "agent-lanectl: cp: %s:%s: %s: %s\n", lane, gpath,
-	    al_code_name(err->code), err->message);
+	fputs("agent-lanectl: cp: ", stderr);
+	ctl_put_safe(stderr, lane);
+	fputc(':', stderr);
+	ctl_put_safe(stderr, gpath);
+	fprintf(stderr, ": %s: %s\n", al_code_name(err->code), err->message);
 	ctl_hint(ctl, err);
 	return CTL_EXIT_FAILURE;
 }
@@ -129,14 +132,14 @@ check_destination(const char *host)
 int
 cmd_cp(struct ctl *ctl, int argc, char **argv)
 {
-	struct al_copy_out_opts oo = { 0 };
+	struct al_copy_out_opts oo = AL_COPY_OUT_OPTS_INIT;
 	struct progress pr = { .tty = isatty(STDERR_FILENO) };
 	struct ctl_parsed p;
 	struct al_error err;
 	char *args[2];
 	const char *lane, *gpath, *v;
 	uint64_t bytes = 0;
-	bool bad0, bad1;
+	bool bad0, bad1, max_bytes_set = false;
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -144,9 +147,11 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < p.nopts; i++) {
 		v = p.opts[i].value;
 		if (ctl_is(&p.opts[i], "max-bytes")) {
-			if (!ctl_size(v, 1, &oo.max_bytes) || oo.max_bytes == 0)
+			/* 0 is the protocol's "the daemon's cap". */
+			if (!ctl_size(v, 1, &oo.max_bytes))
 				return ctl_usage("--max-bytes needs a size: "
-				    "1048576, 512K, 64M, 1G");
+				    "1048576, 512K, 64M, 1G (0: the daemon's cap)");
+			max_bytes_set = true;
 		} else if (ctl_is(&p.opts[i], "max-entries")) {
 			if (!ctl_uint(v, UINT64_MAX, &oo.max_entries) ||
 			    oo.max_entries == 0 ||
@@ -181,13 +186,13 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		oo.progress = progress_cb;
 		oo.arg = &pr;
 		if (al_copy_out(ctl->client, lane, gpath, args[1], &oo, &bytes,
-		    NULL, &err) == -1)
+		    NULL, &err) != AL_OK)
 			return cp_fail(ctl, lane, gpath, &err);
 	} else if (split_remote(args[1], &lane, &gpath, &bad1)) {
 		if (bad0)
 			return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
 			    "hexadecimal digits)", args[0]);
-		if (oo.max_bytes != 0 || oo.max_entries != 0)
+		if (max_bytes_set || oo.max_entries != 0)
 			return ctl_usage("cp: --max-bytes and --max-entries "
 			    "bound copies out of a lane");
 		if (strcmp(args[0], "-") == 0) {
@@ -201,7 +206,7 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 			return CTL_EXIT_FAILURE;
 		}
 		if (al_copy_in(ctl->client, lane, args[0], gpath, progress_cb,
-		    &pr, &bytes, &err) == -1)
+		    &pr, &bytes, &err) != AL_OK)
 			return cp_fail(ctl, lane, gpath, &err);
 	} else if (bad0 || bad1)
 		return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "

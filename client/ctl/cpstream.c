@@ -185,7 +185,7 @@ cp_in_stream(struct ctl *ctl, const char *lane, const char *guest_dir,
 	/* The directory's contents go into guest_dir, created as needed. */
 	if (rc == 0)
 		rc = al_copy_in(ctl->client, lane, dir, guest_dir, NULL, NULL,
-		    &bytes, err);
+		    &bytes, err) == AL_OK ? 0 : -1;
 	remove_tree(dir);
 	return rc;
 }
@@ -300,7 +300,8 @@ cp_out_stream(struct ctl *ctl, const char *lane, const char *guest_path,
 	if (make_tmpdir(dir, sizeof dir, err) == -1)
 		return -1;
 	/* Lands as dir/base: dir exists and is a directory. */
-	rc = al_copy_out(ctl->client, lane, guest_path, dir, o, NULL, NULL, err);
+	rc = al_copy_out(ctl->client, lane, guest_path, dir, o, NULL, NULL,
+	    err) == AL_OK ? 0 : -1;
 	if (rc == 0) {
 		/* Members are named from base on, so archive from inside dir. */
 		if ((cwdfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||

@@ -102,6 +102,7 @@ bool ctl_client_open(struct ctl *);
 bool ctl_interrupted(void);
 /* Prints "agent-lanectl: CODE: message" (unless interrupted), returns status. */
 int ctl_fail(const struct ctl *, const struct al_error *, int status);
+void ctl_put_safe(FILE *, const char *);
 /* For CONNECT: how to start the daemon or point at another socket. */
 void ctl_hint(const struct ctl *, const struct al_error *);
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -156,5 +157,13 @@ int cmd_daemon(struct ctl *, int, char **);
 int cmd_version(struct ctl *, int, char **);
 int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);
+int cmd_image(struct ctl *, int, char **);
+
+/*
+ * Builds (or finds) an image from script files, with progress and the
+ * scripts' output on standard error. 0, or the exit status after saying why.
+ */
+int ctl_build_image(struct ctl *, struct al_image_build_opts *,
+    const char *const *paths, size_t npaths, struct al_image *);
 
 #endif

@@ -493,13 +493,14 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 			    true) == 0;
 	}
 	installed = access(file, F_OK) == 0;
-	answering = al_hello(ctl->client, &info, &err) == 0;
-	if (answering && al_list(ctl->client, false, &lanes, &n, &lerr) == 0) {
+	answering = al_hello(ctl->client, &info, &err) == AL_OK;
+	if (answering && al_list(ctl->client, false, &lanes, &n, &lerr) ==
+	    AL_OK) {
 		listed = true;
 		for (size_t i = 0; i < n; i++)
 			if (lanes[i].state > 0 && lanes[i].state < 6)
 				count[lanes[i].state]++;
-		free(lanes);
+		al_lanes_free(lanes);
 	}
 	if (ctl->json) {
 		printf("{\"service\":{");

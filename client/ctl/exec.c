@@ -11,6 +11,7 @@
 
 #include "ctl.h"
 #include "units.h"
+#include "wire.h"
 
 #define EXEC_MAX_ENV 1024
 
@@ -25,10 +26,7 @@ static const char *const shell_argv[] = { "/bin/sh", "-c",
 static int
 exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
 {
-	struct al_exec_opts o = {
-		.stdin_fd = STDIN_FILENO, .stdout_fd = STDOUT_FILENO,
-		.stderr_fd = STDERR_FILENO,
-	};
+	struct al_exec_opts o = AL_EXEC_OPTS_INIT;
 	struct ctl_parsed p = *pp;
 	struct al_exec_result res;
 	struct al_error err;
@@ -39,6 +37,9 @@ exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
 	bool tty = is_shell, interactive = is_shell, raw = false;
 	int r;
 
+	o.stdin_fd = STDIN_FILENO;
+	o.stdout_fd = STDOUT_FILENO;
+	o.stderr_fd = STDERR_FILENO;
 	for (size_t i = 0; i < p.nopts; i++) {
 		v = p.opts[i].value;
 		if (ctl_is(&p.opts[i], "workdir")) {
@@ -148,11 +149,15 @@ exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
 		snprintf(err.message, sizeof err.message, "raw mode");
 		goto out;
 	}
-	r = al_exec(ctl->client, lane, &o, &res, &err);
+	r = al_exec(ctl->client, lane, &o, &res, &err) == AL_OK ? 0 : -1;
 	ctl_tty_restore();
 out:
-	while (nowned > 0)
-		free(owned[--nowned]);
+	/* NAME=VALUE from our environment: secrets, wiped before free. */
+	while (nowned > 0) {
+		nowned--;
+		wire_wipe(owned[nowned], strlen(owned[nowned]));
+		free(owned[nowned]);
+	}
 	/* Our reader went away (`| head`): end quietly, as SIGPIPE would. */
 	if (r == -1 && err.code == AL_IO && err.os_errno == EPIPE)
 		return 128 + SIGPIPE;

@@ -55,8 +55,11 @@ int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
 	struct create_state cs = { .name = "" };
-	struct al_create_opts o = { .progress = progress_cb, .arg = &cs };
+	struct al_create_opts o = AL_CREATE_OPTS_INIT;
 	struct al_label labels[AL_LABELS_MAX];
+	const char *paths[AL_IMAGE_SCRIPTS_MAX];
+	size_t npaths = 0;
+	struct al_image im;
 	struct ctl_parsed p;
 	struct al_lane lane;
 	struct al_error err;
@@ -64,6 +67,8 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	uint64_t n;
 	int rc;
 
+	o.progress = progress_cb;
+	o.arg = &cs;
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
 	if (p.noperands > 0)
@@ -102,10 +107,28 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		else if (ctl_is(&p.opts[i], "label")) {
 			if ((rc = parse_label(v, labels, &o.nlabels)) != 0)
 				return rc;
+		} else if (ctl_is(&p.opts[i], "image"))
+			o.image = v;
+		else if (ctl_is(&p.opts[i], "provision")) {
+			if (npaths == AL_IMAGE_SCRIPTS_MAX)
+				return ctl_usage("at most %d provision scripts",
+				    AL_IMAGE_SCRIPTS_MAX);
+			paths[npaths++] = v;
 		}
 	}
+	if (npaths > 0 && o.image != NULL)
+		return ctl_usage("create: --image and --provision exclude each "
+		    "other");
+	if (npaths > 0) {
+		/* Named by content: the same scripts give the same image. */
+		struct al_image_build_opts bo = AL_IMAGE_BUILD_OPTS_INIT;
+
+		if ((rc = ctl_build_image(ctl, &bo, paths, npaths, &im)) != 0)
+			return rc;
+		o.image = im.name;
+	}
 	o.labels = labels;
-	if (al_create(ctl->client, &o, &lane, &err) == -1) {
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
 		/*
 		 * Our connection is closed: the daemon destroys a lane whose
 		 * creator left before ready. Say which, since main dies of
@@ -270,7 +293,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_usage("ls: -q and --json are alternatives");
 	}
-	if (al_list(ctl->client, all, &lanes, &n, &err) == -1) {
+	if (al_list(ctl->client, all, &lanes, &n, &err) != AL_OK) {
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
@@ -313,7 +336,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	}
 	if (ctl->json)
 		fputs("]\n", stdout);
-	free(lanes);
+	al_lanes_free(lanes);
 	free(filters);
 	return 0;
 }
@@ -331,7 +354,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	if (p.noperands != 1)
 		return ctl_usage("usage: agent-lanectl show [--json] LANE");
-	if (al_get(ctl->client, p.operands[0], &l, &err) == -1)
+	if (al_get(ctl->client, p.operands[0], &l, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		ctl_lane_json(stdout, &l);
@@ -388,19 +411,19 @@ cmd_rm(struct ctl *ctl, int argc, char **argv)
 	if (!all && p.noperands == 0 && !force)
 		return ctl_usage("usage: agent-lanectl rm [-f] LANE... | "
 		    "rm --all");
-	if (all && al_list(ctl->client, false, &lanes, &n, &err) == -1)
+	if (all && al_list(ctl->client, false, &lanes, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (!all)
 		n = p.noperands;
 	if ((names = calloc(n + 1, sizeof *names)) == NULL) {
-		free(lanes);
+		al_lanes_free(lanes);
 		ctl_errx("out of memory");
 		return CTL_EXIT_FAILURE;
 	}
 	for (size_t i = 0; i < n && !ctl_interrupted(); i++) {
 		const char *name = all ? lanes[i].name : p.operands[i];
 
-		if (al_destroy(ctl->client, name, &l, &err) == -1) {
+		if (al_destroy(ctl->client, name, &l, &err) != AL_OK) {
 			/* -f: gone already, or never was, is what was asked. */
 			if (force && err.code == AL_NOT_FOUND)
 				continue;
@@ -428,7 +451,7 @@ cmd_rm(struct ctl *ctl, int argc, char **argv)
 		fputc('\n', stdout);
 	}
 	free(names);
-	free(lanes);
+	al_lanes_free(lanes);
 	return rc;
 }
 
@@ -451,7 +474,7 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("extend: bad duration \"%s\": at least 1s, e.g. "
 		    "30m, 1h30m, 1.5h, 600 (seconds)", p.operands[1]);
 	if (al_extend(ctl->client, p.operands[0], ms / 1000, &l, &capped,
-	    &err) == -1)
+	    &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		fputs("{\"lane\":", stdout);
@@ -509,10 +532,10 @@ events_follow(struct ctl *ctl, const char *name, bool json)
 
 	for (;;) {
 		/* The state first: events up to the end are then all listed. */
-		if (al_get(ctl->client, name, &l, &err) == -1)
+		if (al_get(ctl->client, name, &l, &err) != AL_OK)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 		ended = l.state == AL_LANE_DESTROYED || l.state == AL_LANE_FAILED;
-		if (al_events(ctl->client, name, &ev, &n, &err) == -1)
+		if (al_events(ctl->client, name, &ev, &n, &err) != AL_OK)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 		from = 0;
 		if (have) {
@@ -536,7 +559,7 @@ events_follow(struct ctl *ctl, const char *name, bool json)
 			last = ev[n - 1];
 			have = true;
 		}
-		free(ev);
+		al_events_free(ev);
 		if (fflush(stdout) == EOF)
 			return CTL_EXIT_FAILURE;
 		if (ended)
@@ -566,7 +589,7 @@ cmd_events(struct ctl *ctl, int argc, char **argv)
 		return ctl_usage("usage: agent-lanectl events [-f] [--json] LANE");
 	if (follow)
 		return events_follow(ctl, p.operands[0], ctl->json);
-	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) == -1)
+	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json)
 		fputc('[', stdout);
@@ -574,7 +597,7 @@ cmd_events(struct ctl *ctl, int argc, char **argv)
 		print_event(&ev[i], ctl->json, i == 0);
 	if (ctl->json)
 		fputs("]\n", stdout);
-	free(ev);
+	al_events_free(ev);
 	return 0;
 }
 
@@ -601,7 +624,7 @@ cmd_reap(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < p.nopts; i++)
 		if (ctl_is(&p.opts[i], "orphans"))
 			orphans = true;
-	if (al_reap(ctl->client, orphans, &rep, &err) == -1)
+	if (al_reap(ctl->client, orphans, &rep, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		fputs("{\"destroyed\":", stdout);

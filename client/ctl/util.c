@@ -19,6 +19,17 @@ ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
 	return status;
 }
 
+/*
+ * Writes s with control characters as '?': a path the user typed or a
+ * guest produced must not drive the terminal it is echoed to.
+ */
+void
+ctl_put_safe(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++)
+		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
 void
 ctl_hint(const struct ctl *ctl, const struct al_error *err)
 {

@@ -16,16 +16,55 @@
 #define MSG_NOSIGNAL 0		/* macOS: SO_NOSIGPIPE is set on the socket */
 #endif
 
-static const char *const code_names[] = {
-	"OK", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION", "TOO_LARGE", "DEADLINE_EXCEEDED",
-	"PERMISSION_DENIED", "UNAVAILABLE", "INTERNAL", "VERSION_MISMATCH",
-	"LIMA_FAILED", "CANCELLED",
-};
-
 static volatile sig_atomic_t interrupted;
 
-void
+AL_API unsigned
+al_version(void)
+{
+	return AL_VERSION_NUM;
+}
+
+AL_API const char *
+al_version_string(void)
+{
+	return AL_VERSION_STRING;
+}
+
+struct al_error *
+al_error_begin(struct al_error *err, struct al_error *local)
+{
+	if (err == NULL)
+		err = local;
+	memset(err, 0, sizeof *err);
+	return err;
+}
+
+enum al_code
+al_result(int rc, const struct al_error *err)
+{
+	if (rc == 0)
+		return AL_OK;
+	/* Every failure path sets a code; never report success by mistake. */
+	return err->code != AL_OK ? (enum al_code)err->code : AL_INTERNAL;
+}
+
+int
+al_opts_copy(void *dst, size_t dstsize, const void *src, struct al_error *err)
+{
+	size_t size;
+
+	memset(dst, 0, dstsize);
+	memcpy(&size, src, sizeof size);
+	if (size < sizeof size) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "option struct without "
+		    "its size: initialize it with its AL_..._INIT macro");
+		return -1;
+	}
+	memcpy(dst, src, size < dstsize ? size : dstsize);
+	return 0;
+}
+
+AL_API void
 al_interrupt(void)
 {
 	interrupted = 1;
@@ -37,7 +76,7 @@ al_interrupted(void)
 	return interrupted != 0;
 }
 
-const char *
+AL_API const char *
 al_code_name(int code)
 {
 	switch (code) {
@@ -49,15 +88,15 @@ al_code_name(int code)
 		return "IO";
 	case AL_UNSAFE:
 		return "UNSAFE";
+	case AL_OK:
+		return "OK";
 	default:
-		if (code >= 0 && (size_t)code < sizeof code_names /
-		    sizeof *code_names)
-			return code_names[code];
-		return "UNKNOWN";
+		/* The daemon's codes: the protocol's one table. */
+		return wire_error_name(code);
 	}
 }
 
-const char *
+AL_API const char *
 al_state_name(int state)
 {
 	return wire_lane_state_name(state);
@@ -107,7 +146,7 @@ al_error_from_response(struct al_error *err, const AlResponse *resp)
 		    (int)resp->body_case);
 }
 
-struct al_client *
+AL_API struct al_client *
 al_client_new(const char *socket_path, const char *name)
 {
 	struct al_client *c = calloc(1, sizeof *c);
@@ -118,7 +157,7 @@ al_client_new(const char *socket_path, const char *name)
 		return NULL;
 	if (socket_path != NULL && socket_path[0] != '\0')
 		c->socket_path = strdup(socket_path);
-	else if ((env = getenv("AGENT_LANE_SOCKET")) != NULL && env[0] != '\0')
+	else if ((env = getenv(WIRE_SOCKET_ENV)) != NULL && env[0] != '\0')
 		c->socket_path = strdup(env);
 	else {
 		home = getenv("HOME");
@@ -127,8 +166,8 @@ al_client_new(const char *socket_path, const char *name)
 			home = pw->pw_dir;
 		if (home == NULL)
 			home = "/";
-		if (asprintf(&c->socket_path,
-		    "%s/.agent-lane/run/agent-laned.sock", home) == -1)
+		if (asprintf(&c->socket_path, "%s/" WIRE_DEFAULT_SOCKET_REL,
+		    home) == -1)
 			c->socket_path = NULL;
 	}
 	c->name = strdup(name != NULL ? name : "libagentlane");
@@ -139,7 +178,7 @@ al_client_new(const char *socket_path, const char *name)
 	return c;
 }
 
-void
+AL_API void
 al_client_free(struct al_client *c)
 {
 	if (c == NULL)
@@ -149,7 +188,7 @@ al_client_free(struct al_client *c)
 	free(c);
 }
 
-const char *
+AL_API const char *
 al_client_socket(const struct al_client *c)
 {
 	return c->socket_path;
@@ -199,6 +238,49 @@ io_all(int fd, void *buf, size_t len, enum io_op op)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/*
+ * A host program that closed 0, 1 or 2 would otherwise get our socket (or
+ * file) there, and its next write to "stderr" would go into the control
+ * stream. Moves fd to the lowest free descriptor above 2, close-on-exec.
+ */
+int
+al_fd_above_stdio(int fd)
+{
+	int nfd;
+
+	if (fd > STDERR_FILENO) {
+		if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
+			int saved = errno;
+
+			close(fd);
+			errno = saved;
+			return -1;
+		}
+		return fd;
+	}
+	nfd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
+	if (nfd == -1) {
+		int saved = errno;
+
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	return nfd;
+}
+
+size_t
+al_conn_chunk(const struct al_conn *conn)
+{
+	size_t chunk = WIRE_CHUNK;
+
+	if (conn->max_frame < chunk + WIRE_CHUNK_OVERHEAD)
+		chunk = conn->max_frame > 2 * WIRE_CHUNK_OVERHEAD ?
+		    conn->max_frame - WIRE_CHUNK_OVERHEAD : WIRE_CHUNK_OVERHEAD;
+	return chunk;
 }
 
 int
@@ -309,7 +391,10 @@ conn_connect(struct al_client *c, struct al_error *err)
 		al_set_errno(err, AL_CONNECT, "socket");
 		return -1;
 	}
-	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if ((fd = al_fd_above_stdio(fd)) == -1) {
+		al_set_errno(err, AL_CONNECT, "socket");
+		return -1;
+	}
 #if defined(SO_NOSIGPIPE)
 	{
 		int on = 1;
@@ -388,6 +473,7 @@ al_conn_open(struct al_client *c, struct al_conn *conn, const AlRequest *call,
 	    (call != NULL && wire_pack_request(call, &b, &blen) == -1) ||
 	    (both = realloc(h, hlen + blen)) == NULL) {
 		free(h);
+		wire_wipe(b, blen);
 		free(b);
 		al_set_error(err, AL_TOO_LARGE, "request above the frame limit");
 		al_conn_close(conn);
@@ -395,8 +481,12 @@ al_conn_open(struct al_client *c, struct al_conn *conn, const AlRequest *call,
 	}
 	if (blen > 0)
 		memcpy(both + hlen, b, blen);
+	/* The call may carry secrets (an exec's environment): no copy of it
+	 * goes back to the allocator readable. */
+	wire_wipe(b, blen);
 	free(b);
 	rc = send_all(conn->fd, both, hlen + blen);
+	wire_wipe(both, hlen + blen);
 	free(both);
 	if (rc == -1) {
 		al_set_errno(err, AL_CONNECT, "sending to agent-laned");
@@ -428,6 +518,8 @@ al_conn_close(struct al_conn *conn)
 		close(conn->fd);
 	conn->fd = -1;
 	free(conn->rbuf);
+	/* What we sent an exec: its input, which may be secret. */
+	wire_wipe(conn->wbuf, conn->wcap);
 	free(conn->wbuf);
 	conn->rbuf = conn->wbuf = NULL;
 }
@@ -450,16 +542,23 @@ al_conn_queue(struct al_conn *conn, const AlRequest *req, struct al_error *err)
 
 		while (cap < conn->wlen + len)
 			cap *= 2;
-		if ((nb = realloc(conn->wbuf, cap)) == NULL) {
+		/* Not realloc: the old buffer must be wiped, not abandoned. */
+		if ((nb = malloc(cap)) == NULL) {
+			wire_wipe(buf, len);
 			free(buf);
 			al_set_error(err, AL_IO, "out of memory");
 			return -1;
 		}
+		if (conn->wlen > 0)
+			memcpy(nb, conn->wbuf, conn->wlen);
+		wire_wipe(conn->wbuf, conn->wcap);
+		free(conn->wbuf);
 		conn->wbuf = nb;
 		conn->wcap = cap;
 	}
 	memcpy(conn->wbuf + conn->wlen, buf, len);
 	conn->wlen += len;
+	wire_wipe(buf, len);
 	free(buf);
 	return 0;
 }
@@ -575,15 +674,17 @@ al_lane_from_proto(struct al_lane *l, const Agentlane__V1__Lane *p)
 	}
 }
 
-int
+AL_API enum al_code
 al_hello(struct al_client *c, struct al_daemon_info *info, struct al_error *err)
 {
+	struct al_error local;
 	struct al_conn conn;
 
+	err = al_error_begin(err, &local);
 	if (al_conn_open(c, &conn, NULL, err) == -1)
-		return -1;
+		return al_result(-1, err);
 	if (info != NULL)
 		*info = conn.info;
 	al_conn_close(&conn);
-	return 0;
+	return AL_OK;
 }

@@ -1,12 +1,15 @@
 /* al_copy_in and al_copy_out: host files travel through the client. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -43,9 +46,10 @@ in_write(void *arg, const void *buf, size_t len, struct al_error *err)
 {
 	struct in_ctx *ctx = arg;
 	const uint8_t *p = buf;
+	size_t chunk = al_conn_chunk(ctx->conn);
 
 	while (len > 0) {
-		size_t n = len > WIRE_CHUNK ? WIRE_CHUNK : len;
+		size_t n = len > chunk ? chunk : len;
 
 		if (send_chunk(ctx->conn, p, n, false, err) == -1)
 			return -1;
@@ -84,24 +88,20 @@ in_answer(struct al_conn *conn, uint64_t *bytes, struct al_error *err)
 	return 0;
 }
 
-int
-al_copy_in(struct al_client *c, const char *lane, const char *host_path,
+static int
+do_copy_in(struct al_client *c, const char *lane, const char *host_path,
     const char *guest_path, al_progress_fn progress, void *arg,
     uint64_t *bytes, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__CopyIn ci = AGENTLANE__V1__COPY_IN__INIT;
 	struct in_ctx ctx = { .progress = progress, .arg = arg };
-	struct al_error local = { 0 };
 	struct al_conn conn;
 	struct stat sb;
 	char gp[PATH_MAX], dest[PATH_MAX], member[PATH_MAX];
 	size_t n;
 	int rc;
 
-	if (err == NULL)
-		err = &local;
-	err->code = AL_OK;
 	if (guest_path == NULL || guest_path[0] == '\0' ||
 	    strlen(guest_path) >= sizeof gp) {
 		al_set_error(err, AL_INVALID_ARGUMENT, "a guest path is needed");
@@ -153,6 +153,18 @@ al_copy_in(struct al_client *c, const char *lane, const char *host_path,
 	}
 	al_conn_close(&conn);
 	return rc;
+}
+
+AL_API enum al_code
+al_copy_in(struct al_client *c, const char *lane, const char *host_path,
+    const char *guest_path, al_progress_fn progress, void *arg,
+    uint64_t *bytes, struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_copy_in(c, lane, host_path, guest_path, progress,
+	    arg, bytes, err), err);
 }
 
 /* ---- Copy out ---- */
@@ -242,6 +254,99 @@ out_destination(const char *guest_path, const char *host_path, char *dest,
 	return 0;
 }
 
+/*
+ * Temporary names are ".BASE.agent-lane-PID-XXXXXX": the creator's pid lets
+ * a later copy to the same destination tell a file a SIGKILLed copy left
+ * from one that a running copy is still writing.
+ */
+#define TEMP_TAG ".agent-lane-"
+/* A dead creator's leftover is swept once it has been idle this long: a
+ * pid from another pid namespace sharing the directory looks dead to us. */
+#define TEMP_STALE_DEAD_S 60
+/* Whoever created it, a temporary idle this long is abandoned. */
+#define TEMP_STALE_ANY_S (24 * 60 * 60)
+
+static void
+temp_template(char *buf, size_t len, const char *parent, const char *base)
+{
+	snprintf(buf, len, "%s/.%s" TEMP_TAG "%ld-XXXXXX", parent, base,
+	    (long)getpid());
+}
+
+/* The creator's pid when name is one of ours for base, else 0. */
+static long
+temp_owner(const char *name, const char *base)
+{
+	size_t blen = strlen(base), tlen = strlen(TEMP_TAG);
+	const char *p;
+	char *end;
+	long pid;
+
+	if (name[0] != '.' || strncmp(name + 1, base, blen) != 0 ||
+	    strncmp(name + 1 + blen, TEMP_TAG, tlen) != 0)
+		return 0;
+	p = name + 1 + blen + tlen;
+	if (*p < '1' || *p > '9')
+		return 0;
+	errno = 0;
+	pid = strtol(p, &end, 10);
+	if (errno != 0 || pid <= 0 || *end != '-' || strlen(end + 1) != 6)
+		return 0;
+	for (p = end + 1; *p != '\0'; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9')))
+			return 0;
+	return pid;
+}
+
+/*
+ * Removes what killed copies to the same destination left behind. Only our
+ * own names for this destination, only plain files and directories owned
+ * by us (never a symbolic link), and only stale ones: the creator is gone
+ * and the file has been idle for a minute, or it has been idle for a day.
+ * Best effort: a failure here never fails the copy.
+ */
+static void
+sweep_stale(const char *parent, const char *base)
+{
+	time_t now = time(NULL);
+	struct dirent *de;
+	struct stat sb;
+	DIR *d;
+	int dfd;
+
+	if ((dfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(dfd)) == NULL) {
+		close(dfd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		long pid = temp_owner(de->d_name, base);
+		time_t idle;
+		bool dead;
+
+		if (pid == 0 || fstatat(dirfd(d), de->d_name, &sb,
+		    AT_SYMLINK_NOFOLLOW) == -1 || sb.st_uid != geteuid() ||
+		    !(S_ISREG(sb.st_mode) || S_ISDIR(sb.st_mode)))
+			continue;
+		idle = now - sb.st_mtime;
+		dead = pid != (long)getpid() && kill((pid_t)pid, 0) == -1 &&
+		    errno == ESRCH;
+		if (!((dead && idle >= TEMP_STALE_DEAD_S) ||
+		    idle >= TEMP_STALE_ANY_S))
+			continue;
+		if (S_ISDIR(sb.st_mode)) {
+			char path[PATH_MAX];
+
+			snprintf(path, sizeof path, "%s/%s", parent, de->d_name);
+			al_remove_tree(path);
+		} else
+			(void)unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 static void
 fsync_dir(const char *dir)
 {
@@ -264,12 +369,16 @@ out_file(struct out_ctx *ctx, const char *dest, const char *parent,
 	int fd;
 
 	/* O_CREAT|O_EXCL, in the destination's directory so rename is atomic. */
-	snprintf(tmp, sizeof tmp, "%s/.%s.agent-lane-XXXXXX", parent, base);
+	temp_template(tmp, sizeof tmp, parent, base);
 	if ((fd = mkstemp(tmp)) == -1) {
 		al_set_errno(err, AL_IO, parent);
 		return -1;
 	}
-	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	if ((fd = al_fd_above_stdio(fd)) == -1) {
+		al_set_errno(err, AL_IO, tmp);
+		(void)unlink(tmp);
+		return -1;
+	}
 	while ((n = out_read(ctx, &buf, err)) > 0)
 		if (al_write_all(fd, buf, (size_t)n) == -1) {
 			al_set_errno(err, AL_IO, tmp);
@@ -312,7 +421,7 @@ out_directory(struct out_ctx *ctx, const struct al_copy_out_opts *o,
 		al_set_error(err, AL_IO, "%s already exists", dest);
 		return -1;
 	}
-	snprintf(tmp, sizeof tmp, "%s/.%s.agent-lane-XXXXXX", parent, base);
+	temp_template(tmp, sizeof tmp, parent, base);
 	if (mkdtemp(tmp) == NULL) {
 		al_set_errno(err, AL_IO, parent);
 		return -1;
@@ -357,8 +466,8 @@ out_directory(struct out_ctx *ctx, const struct al_copy_out_opts *o,
 	return 0;
 }
 
-int
-al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
+static int
+do_copy_out(struct al_client *c, const char *lane, const char *guest_path,
     const char *host_path, const struct al_copy_out_opts *o, uint64_t *bytes,
     int *kind, struct al_error *err)
 {
@@ -377,6 +486,7 @@ al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 	if (out_destination(guest_path, host_path, dest, sizeof dest, parent,
 	    sizeof parent, base, sizeof base, err) == -1)
 		return -1;
+	sweep_stale(parent, base);
 	memset(&ctx, 0, sizeof ctx);
 	co.lane = (char *)lane;
 	co.path = (char *)guest_path;
@@ -419,4 +529,22 @@ al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 out:
 	al_conn_close(&conn);
 	return rc;
+}
+
+AL_API enum al_code
+al_copy_out(struct al_client *c, const char *lane, const char *guest_path,
+    const char *host_path, const struct al_copy_out_opts *o, uint64_t *bytes,
+    int *kind, struct al_error *err)
+{
+	struct al_copy_out_opts opts;
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	if (o != NULL) {
+		if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+			return al_result(-1, err);
+		o = &opts;
+	}
+	return al_result(do_copy_out(c, lane, guest_path, host_path, o, bytes,
+	    kind, err), err);
 }

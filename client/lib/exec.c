@@ -159,8 +159,8 @@ drain_answer(struct al_conn *conn, const struct al_exec_opts *o,
 	}
 }
 
-int
-al_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
+static int
+do_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
     struct al_exec_result *res, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
@@ -270,7 +270,9 @@ al_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 			goto out;
 		if (npfd >= 2 && winch != 1 &&
 		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
-			ssize_t n = read(o->stdin_fd, buf, WIRE_CHUNK);
+			/* Sized from the daemon's hello: its frame cap may
+			 * be as low as 4096 bytes. */
+			ssize_t n = read(o->stdin_fd, buf, al_conn_chunk(&conn));
 
 			if (n == -1 && (errno == EINTR || errno == EAGAIN))
 				continue;
@@ -298,6 +300,25 @@ out:
 	free(vars);
 	free(varv);
 	free(args);
+	/* The last piece of the caller's input. */
+	wire_wipe(buf, WIRE_CHUNK);
 	free(buf);
 	return rc;
+}
+
+AL_API enum al_code
+al_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
+    struct al_exec_result *res, struct al_error *err)
+{
+	struct al_exec_opts opts;
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	if (o == NULL) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "exec needs options");
+		return AL_INVALID_ARGUMENT;
+	}
+	if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+		return al_result(-1, err);
+	return al_result(do_exec(c, lane, &opts, res, err), err);
 }

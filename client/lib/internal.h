@@ -26,6 +26,20 @@ struct al_conn {
 	struct al_daemon_info info;
 };
 
+/*
+ * Public entry points call their implementation (0 or -1 with err set)
+ * through these: err is never NULL inside, and the call returns err's code.
+ */
+struct al_error *al_error_begin(struct al_error *err, struct al_error *local);
+enum al_code al_result(int rc, const struct al_error *err);
+/*
+ * Copies a caller's option struct, whose first member is its size, into a
+ * zeroed current one: fields the caller's (older) header did not have stay
+ * zero. -1 (AL_INVALID_ARGUMENT) when size was not set.
+ */
+int al_opts_copy(void *dst, size_t dstsize, const void *src,
+    struct al_error *err);
+
 void al_set_error(struct al_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void al_set_errno(struct al_error *, int code, const char *what);
@@ -60,6 +74,15 @@ void al_lane_from_proto(struct al_lane *, const Agentlane__V1__Lane *);
  * AL_CANCELLED (see al_set_error).
  */
 bool al_interrupted(void);
+
+/*
+ * Returns fd moved above 2 (closing the original) with FD_CLOEXEC set, or
+ * -1 with errno (fd closed).
+ */
+int al_fd_above_stdio(int fd);
+
+/* Largest data payload per frame under the cap the daemon announced. */
+size_t al_conn_chunk(const struct al_conn *);
 
 /* Whole-buffer write to a file descriptor, retrying on EINTR. */
 int al_write_all(int fd, const void *buf, size_t len);

@@ -51,8 +51,8 @@ lane_call(struct al_client *c, const AlRequest *req,
 	return 0;
 }
 
-int
-al_create(struct al_client *c, const struct al_create_opts *o,
+static int
+do_create(struct al_client *c, const struct al_create_opts *o,
     struct al_lane *out, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
@@ -79,14 +79,15 @@ al_create(struct al_client *c, const struct al_create_opts *o,
 		}
 		cl.n_labels = o->nlabels;
 		cl.labels = labelv;
+		cl.image = (char *)(o->image != NULL ? o->image : "");
 	}
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_CREATE_LANE;
 	req.create_lane = &cl;
 	return lane_call(c, &req, o, out, err);
 }
 
-int
-al_get(struct al_client *c, const char *name, struct al_lane *out,
+static int
+do_get(struct al_client *c, const char *name, struct al_lane *out,
     struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
@@ -98,8 +99,8 @@ al_get(struct al_client *c, const char *name, struct al_lane *out,
 	return lane_call(c, &req, NULL, out, err);
 }
 
-int
-al_destroy(struct al_client *c, const char *name, struct al_lane *out,
+static int
+do_destroy(struct al_client *c, const char *name, struct al_lane *out,
     struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
@@ -111,41 +112,137 @@ al_destroy(struct al_client *c, const char *name, struct al_lane *out,
 	return lane_call(c, &req, NULL, out, err);
 }
 
-int
-al_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
-    struct al_error *err)
-{
-	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
-	Agentlane__V1__ListLanes ll = AGENTLANE__V1__LIST_LANES__INIT;
-	AlResponse *resp;
-	struct al_lane *v;
+/*
+ * Collects a paged answer: elements are appended to v (elem bytes each),
+ * up to max in all.
+ */
+struct pages {
+	void *v;
+	size_t n, cap, elem, max;
+	const char *what;
+	char *token;		/* next page's token; NULL when done */
+};
 
-	ll.all = all;
-	req.body_case = AGENTLANE__V1__REQUEST__BODY_LIST_LANES;
-	req.list_lanes = &ll;
-	if ((resp = call(c, &req, NULL, err)) == NULL)
-		return -1;
-	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_LANE_LIST) {
-		al_error_from_response(err, resp);
-		al_response_free(resp);
-		return -1;
-	}
-	v = calloc(resp->lane_list->n_lanes + 1, sizeof *v);
-	if (v == NULL) {
-		al_response_free(resp);
-		al_set_error(err, AL_IO, "out of memory");
+/* Room for more elements; -1 (TOO_LARGE or out of memory) with err. */
+static int
+pages_grow(struct pages *pg, size_t more, struct al_error *err)
+{
+	if (more > pg->max - pg->n) {
+		al_set_error(err, AL_TOO_LARGE, "more than %zu %s: the answer "
+		    "is not collected in part", pg->max, pg->what);
 		return -1;
 	}
-	for (size_t i = 0; i < resp->lane_list->n_lanes; i++)
-		al_lane_from_proto(&v[i], resp->lane_list->lanes[i]);
-	*n = resp->lane_list->n_lanes;
-	*lanes = v;
-	al_response_free(resp);
+	if (pg->v == NULL || pg->n + more + 1 > pg->cap) {
+		size_t cap = pg->n + more + 1;
+		void *nv;
+
+		if (cap < 2 * pg->cap)
+			cap = 2 * pg->cap;
+		if (cap > pg->max + 1)
+			cap = pg->max + 1;
+		if ((nv = realloc(pg->v, cap * pg->elem)) == NULL) {
+			al_set_error(err, AL_IO, "out of memory");
+			return -1;
+		}
+		pg->v = nv;
+		pg->cap = cap;
+	}
+	memset((char *)pg->v + pg->n * pg->elem, 0, (more + 1) * pg->elem);
 	return 0;
 }
 
-int
-al_extend(struct al_client *c, const char *name, uint64_t by_s,
+/*
+ * Takes the next page's token. A page without elements that still asks for
+ * more would loop for ever: that is the daemon's error.
+ */
+static int
+pages_next(struct pages *pg, const char *token, size_t got,
+    struct al_error *err)
+{
+	free(pg->token);
+	pg->token = NULL;
+	if (token == NULL || token[0] == '\0')
+		return 0;
+	if (got == 0) {
+		al_set_error(err, AL_PROTOCOL, "an empty page of %s with a "
+		    "continuation token", pg->what);
+		return -1;
+	}
+	if ((pg->token = strdup(token)) == NULL) {
+		al_set_error(err, AL_IO, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+do_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
+    struct al_error *err)
+{
+	struct pages pg = { .elem = sizeof(struct al_lane), .max = AL_LIST_MAX,
+	    .what = "lanes" };
+	int rc = -1;
+
+	do {
+		AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+		Agentlane__V1__ListLanes ll = AGENTLANE__V1__LIST_LANES__INIT;
+		const Agentlane__V1__LaneList *list;
+		AlResponse *resp;
+
+		ll.all = all;
+		ll.page_token = pg.token != NULL ? pg.token : "";
+		req.body_case = AGENTLANE__V1__REQUEST__BODY_LIST_LANES;
+		req.list_lanes = &ll;
+		/* Each page on a new connection, as docs/protocol.md says. */
+		if ((resp = call(c, &req, NULL, err)) == NULL)
+			goto out;
+		if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_LANE_LIST) {
+			al_error_from_response(err, resp);
+			al_response_free(resp);
+			goto out;
+		}
+		list = resp->lane_list;
+		if (pages_grow(&pg, list->n_lanes, err) == -1 ||
+		    pages_next(&pg, list->next_page_token, list->n_lanes,
+		    err) == -1) {
+			al_response_free(resp);
+			goto out;
+		}
+		for (size_t i = 0; i < list->n_lanes; i++)
+			al_lane_from_proto(&((struct al_lane *)pg.v)[pg.n++],
+			    list->lanes[i]);
+		al_response_free(resp);
+	} while (pg.token != NULL);
+	*lanes = pg.v;
+	*n = pg.n;
+	pg.v = NULL;
+	rc = 0;
+out:
+	free(pg.token);
+	free(pg.v);
+	return rc;
+}
+
+AL_API enum al_code
+al_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
+    struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	*lanes = NULL;
+	*n = 0;
+	return al_result(do_list(c, all, lanes, n, err), err);
+}
+
+AL_API void
+al_lanes_free(struct al_lane *lanes)
+{
+	free(lanes);
+}
+
+static int
+do_extend(struct al_client *c, const char *name, uint64_t by_s,
     struct al_lane *out, bool *capped, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
@@ -172,45 +269,78 @@ al_extend(struct al_client *c, const char *name, uint64_t by_s,
 	return 0;
 }
 
-int
+static int
+do_events(struct al_client *c, const char *name, struct al_event **events,
+    size_t *n, struct al_error *err)
+{
+	struct pages pg = { .elem = sizeof(struct al_event),
+	    .max = AL_EVENTS_MAX, .what = "events" };
+	int rc = -1;
+
+	do {
+		AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+		Agentlane__V1__GetEvents ge = AGENTLANE__V1__GET_EVENTS__INIT;
+		const Agentlane__V1__EventList *list;
+		AlResponse *resp;
+
+		ge.lane = (char *)name;
+		ge.page_token = pg.token != NULL ? pg.token : "";
+		req.body_case = AGENTLANE__V1__REQUEST__BODY_GET_EVENTS;
+		req.get_events = &ge;
+		if ((resp = call(c, &req, NULL, err)) == NULL)
+			goto out;
+		if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_EVENT_LIST) {
+			al_error_from_response(err, resp);
+			al_response_free(resp);
+			goto out;
+		}
+		list = resp->event_list;
+		if (pages_grow(&pg, list->n_events, err) == -1 ||
+		    pages_next(&pg, list->next_page_token, list->n_events,
+		    err) == -1) {
+			al_response_free(resp);
+			goto out;
+		}
+		for (size_t i = 0; i < list->n_events; i++) {
+			const Agentlane__V1__Event *e = list->events[i];
+			struct al_event *v = &((struct al_event *)pg.v)[pg.n++];
+
+			v->time_ms = e->time_ms;
+			snprintf(v->lane, sizeof v->lane, "%s",
+			    e->lane != NULL ? e->lane : "");
+			snprintf(v->event, sizeof v->event, "%s",
+			    e->event != NULL ? e->event : "");
+			snprintf(v->detail, sizeof v->detail, "%s",
+			    e->detail != NULL ? e->detail : "");
+		}
+		al_response_free(resp);
+	} while (pg.token != NULL);
+	*events = pg.v;
+	*n = pg.n;
+	pg.v = NULL;
+	rc = 0;
+out:
+	free(pg.token);
+	free(pg.v);
+	return rc;
+}
+
+AL_API enum al_code
 al_events(struct al_client *c, const char *name, struct al_event **events,
     size_t *n, struct al_error *err)
 {
-	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
-	Agentlane__V1__GetEvents ge = AGENTLANE__V1__GET_EVENTS__INIT;
-	AlResponse *resp;
-	struct al_event *v;
+	struct al_error local;
 
-	ge.lane = (char *)name;
-	req.body_case = AGENTLANE__V1__REQUEST__BODY_GET_EVENTS;
-	req.get_events = &ge;
-	if ((resp = call(c, &req, NULL, err)) == NULL)
-		return -1;
-	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_EVENT_LIST) {
-		al_error_from_response(err, resp);
-		al_response_free(resp);
-		return -1;
-	}
-	if ((v = calloc(resp->event_list->n_events + 1, sizeof *v)) == NULL) {
-		al_response_free(resp);
-		al_set_error(err, AL_IO, "out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < resp->event_list->n_events; i++) {
-		const Agentlane__V1__Event *e = resp->event_list->events[i];
+	err = al_error_begin(err, &local);
+	*events = NULL;
+	*n = 0;
+	return al_result(do_events(c, name, events, n, err), err);
+}
 
-		v[i].time_ms = e->time_ms;
-		snprintf(v[i].lane, sizeof v[i].lane, "%s",
-		    e->lane != NULL ? e->lane : "");
-		snprintf(v[i].event, sizeof v[i].event, "%s",
-		    e->event != NULL ? e->event : "");
-		snprintf(v[i].detail, sizeof v[i].detail, "%s",
-		    e->detail != NULL ? e->detail : "");
-	}
-	*n = resp->event_list->n_events;
-	*events = v;
-	al_response_free(resp);
-	return 0;
+AL_API void
+al_events_free(struct al_event *events)
+{
+	free(events);
 }
 
 static int
@@ -225,8 +355,8 @@ copy_names(char (**dst)[AL_NAME_MAX], size_t *dn, char **src, size_t n)
 	return 0;
 }
 
-int
-al_reap(struct al_client *c, bool delete_orphans, struct al_reap_report *rep,
+static int
+do_reap(struct al_client *c, bool delete_orphans, struct al_reap_report *rep,
     struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
@@ -263,7 +393,7 @@ al_reap(struct al_client *c, bool delete_orphans, struct al_reap_report *rep,
 	return 0;
 }
 
-void
+AL_API void
 al_reap_report_free(struct al_reap_report *rep)
 {
 	free(rep->orphans);
@@ -271,4 +401,60 @@ al_reap_report_free(struct al_reap_report *rep)
 	free(rep->destroyed);
 	free(rep->pending);
 	memset(rep, 0, sizeof *rep);
+}
+
+AL_API enum al_code
+al_create(struct al_client *c, const struct al_create_opts *o,
+    struct al_lane *out, struct al_error *err)
+{
+	struct al_create_opts opts;
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	if (o != NULL) {
+		if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+			return al_result(-1, err);
+		o = &opts;
+	}
+	return al_result(do_create(c, o, out, err), err);
+}
+
+AL_API enum al_code
+al_get(struct al_client *c, const char *name, struct al_lane *out,
+    struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_get(c, name, out, err), err);
+}
+
+AL_API enum al_code
+al_destroy(struct al_client *c, const char *name, struct al_lane *out,
+    struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_destroy(c, name, out, err), err);
+}
+
+AL_API enum al_code
+al_extend(struct al_client *c, const char *name, uint64_t by_s,
+    struct al_lane *out, bool *capped, struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_extend(c, name, by_s, out, capped, err), err);
+}
+
+AL_API enum al_code
+al_reap(struct al_client *c, bool delete_orphans, struct al_reap_report *rep,
+    struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_reap(c, delete_orphans, rep, err), err);
 }

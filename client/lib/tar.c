@@ -38,6 +38,79 @@ create_write_cb(struct archive *a, void *arg, const void *buf, size_t len)
 	return (la_ssize_t)len;
 }
 
+/* Holes are handed to libarchive from here: it skips them, never reads. */
+static const char zeros[TAR_BLOCK];
+
+/* len bytes of the file from off, or of a hole (fd -1). */
+static int
+write_span(struct archive *a, int fd, int64_t off, int64_t len, char *buf,
+    const char *source, struct create_ctx *ctx)
+{
+	while (len > 0) {
+		size_t want = len < (int64_t)TAR_BLOCK ? (size_t)len : TAR_BLOCK;
+		const char *p = zeros;
+		ssize_t n = (ssize_t)want;
+
+		if (al_interrupted()) {
+			al_set_error(ctx->err, AL_CANCELLED, "interrupted");
+			return -1;
+		}
+		if (fd != -1) {
+			n = pread(fd, buf, want, (off_t)off);
+			if (n == -1 && errno == EINTR && !al_interrupted())
+				continue;
+			if (n <= 0) {
+				/* Shrunk while we read it: a silent short copy
+				 * would be worse than failing. */
+				al_set_error(ctx->err, AL_IO, "%s: %s", source,
+				    n == 0 ? "file changed while being copied" :
+				    strerror(errno));
+				return -1;
+			}
+			p = buf;
+		}
+		if (archive_write_data(a, p, (size_t)n) != n) {
+			if (!ctx->failed)
+				al_set_error(ctx->err, AL_IO, "%s: %s", source,
+				    archive_error_string(a));
+			return -1;
+		}
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/*
+ * A regular file's bytes. When libarchive found holes (SEEK_HOLE, FIEMAP)
+ * the entry carries a sparse map that pax records (GNU.sparse 1.0, which
+ * GNU tar in the guest extracts sparse) and only the data regions are read
+ * or sent: a 4 GiB file holding one byte is one block on the wire.
+ */
+static int
+write_contents(struct archive *a, struct archive_entry *e, int fd, char *buf,
+    const char *source, struct create_ctx *ctx)
+{
+	int64_t size = archive_entry_size(e), pos = 0, off, len;
+
+	if (archive_entry_sparse_reset(e) > 0) {
+		while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK) {
+			if (off < pos || len < 0 || off > size - len) {
+				al_set_error(ctx->err, AL_IO, "%s: file changed "
+				    "while being copied", source);
+				return -1;
+			}
+			if (write_span(a, -1, pos, off - pos, buf, source,
+			    ctx) == -1 ||
+			    write_span(a, fd, off, len, buf, source, ctx) == -1)
+				return -1;
+			pos = off + len;
+		}
+		return write_span(a, -1, pos, size - pos, buf, source, ctx);
+	}
+	return write_span(a, fd, 0, size, buf, source, ctx);
+}
+
 /* Writes one member: header, then the file's bytes for regular files. */
 static int
 add_entry(struct archive *a, struct archive_entry *e, const char *source,
@@ -46,7 +119,6 @@ add_entry(struct archive *a, struct archive_entry *e, const char *source,
 	mode_t type = archive_entry_filetype(e);
 	char *buf = NULL;
 	int fd = -1, rc = -1;
-	int64_t left;
 
 	if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
 		al_set_error(ctx->err, AL_IO, "%s: sockets, FIFOs and devices "
@@ -76,34 +148,8 @@ add_entry(struct archive *a, struct archive_entry *e, const char *source,
 			al_set_error(ctx->err, AL_IO, "out of memory");
 			goto out;
 		}
-		for (left = archive_entry_size(e); left > 0;) {
-			ssize_t n;
-
-			if (al_interrupted()) {
-				al_set_error(ctx->err, AL_CANCELLED, "interrupted");
-				goto out;
-			}
-			n = read(fd, buf, left < TAR_BLOCK ?
-			    (size_t)left : TAR_BLOCK);
-
-			if (n == -1 && errno == EINTR && !al_interrupted())
-				continue;
-			if (n <= 0) {
-				/* Shrunk while we read it: a silent short copy
-				 * would be worse than failing. */
-				al_set_error(ctx->err, AL_IO, "%s: %s", source,
-				    n == 0 ? "file changed while being copied" :
-				    strerror(errno));
-				goto out;
-			}
-			if (archive_write_data(a, buf, (size_t)n) != n) {
-				if (!ctx->failed)
-					al_set_error(ctx->err, AL_IO, "%s: %s",
-					    source, archive_error_string(a));
-				goto out;
-			}
-			left -= n;
-		}
+		if (write_contents(a, e, fd, buf, source, ctx) == -1)
+			goto out;
 	}
 	rc = 0;
 out:
@@ -176,6 +222,40 @@ out:
 	return rc;
 }
 
+/* One file, stored as `member`; read_disk supplies its sparse map. */
+static int
+create_file(struct archive *a, const char *path, const char *member,
+    struct create_ctx *ctx)
+{
+	struct archive *disk = archive_read_disk_new();
+	struct archive_entry *e = archive_entry_new();
+	int rc = -1;
+
+	if (disk == NULL || e == NULL) {
+		al_set_error(ctx->err, AL_IO, "out of memory");
+		goto out;
+	}
+	archive_read_disk_set_symlink_logical(disk);
+	archive_entry_copy_sourcepath(e, path);
+	if (archive_read_disk_entry_from_file(disk, e, -1, NULL) <
+	    ARCHIVE_WARN) {
+		al_set_error(ctx->err, AL_IO, "%s: %s", path,
+		    archive_error_string(disk));
+		goto out;
+	}
+	if (archive_entry_filetype(e) != AE_IFREG) {
+		al_set_error(ctx->err, AL_IO, "%s: not a regular file", path);
+		goto out;
+	}
+	archive_entry_copy_pathname(e, member);
+	rc = add_entry(a, e, path, ctx);
+out:
+	archive_entry_free(e);
+	if (disk != NULL)
+		archive_read_free(disk);
+	return rc;
+}
+
 int
 al_tar_create(const char *host_path, const char *member, al_tar_write_fn wfn,
     void *arg, struct al_error *err)
@@ -195,7 +275,16 @@ al_tar_create(const char *host_path, const char *member, al_tar_write_fn wfn,
 	}
 	/* pax: long names and large files, readable by GNU and BSD tar. */
 	/* 64 KiB blocks: each becomes one DataChunk frame. */
+	/*
+	 * hdrcharset=BINARY: names are stored as the bytes the file system
+	 * holds. Without it libarchive converts them from the caller's locale
+	 * to UTF-8 and fails on any non-ASCII name under LANG=C (and would
+	 * rewrite a Latin-1 name under a Latin-1 locale). The library must
+	 * not depend on its host program's setlocale(3).
+	 */
 	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") !=
+	    ARCHIVE_OK ||
 	    archive_write_set_bytes_per_block(a, (int)TAR_BLOCK) != ARCHIVE_OK ||
 	    archive_write_set_bytes_in_last_block(a, 1) != ARCHIVE_OK ||
 	    archive_write_open2(a, &ctx, NULL, create_write_cb, NULL, NULL) !=
@@ -206,18 +295,9 @@ al_tar_create(const char *host_path, const char *member, al_tar_write_fn wfn,
 	}
 	if (S_ISDIR(sb.st_mode))
 		rc = create_tree(a, host_path, &ctx);
-	else if (S_ISREG(sb.st_mode)) {
-		struct archive_entry *e = archive_entry_new();
-
-		if (e == NULL)
-			al_set_error(err, AL_IO, "out of memory");
-		else {
-			archive_entry_copy_stat(e, &sb);
-			archive_entry_copy_pathname(e, member);
-			rc = add_entry(a, e, host_path, &ctx);
-			archive_entry_free(e);
-		}
-	} else
+	else if (S_ISREG(sb.st_mode))
+		rc = create_file(a, host_path, member, &ctx);
+	else
 		al_set_error(err, AL_IO, "%s: not a regular file or directory",
 		    host_path);
 	if (rc == 0 && archive_write_close(a) != ARCHIVE_OK) {

@@ -1,7 +1,8 @@
 /*
  * What limactl prints, as hostile as a Lima home can make it: the
  * `limactl list --json` parser and the stderr message picker. Whatever
- * they return is bounded and printable.
+ * they return is bounded: names and statuses printable ASCII, messages
+ * well-formed UTF-8 without control characters.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -21,6 +22,52 @@ printable(const char *s, size_t size)
 	for (; s < end; s++)
 		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
 			return false;
+	return true;
+}
+
+/* Terminated within size, well-formed UTF-8 (RFC 3629), no C0/DEL/C1. */
+static bool
+utf8_text(const char *str, size_t size)
+{
+	const unsigned char *s = (const unsigned char *)str, *end;
+	uint32_t c, min;
+	size_t n;
+
+	if ((end = memchr(s, '\0', size)) == NULL)
+		return false;
+	while (s < end) {
+		if (s[0] < 0x80) {
+			if (s[0] < 0x20 || s[0] == 0x7f)
+				return false;
+			s++;
+			continue;
+		}
+		if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+			n = 2;
+			c = s[0] & 0x1f;
+			min = 0x80;
+		} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+			n = 3;
+			c = s[0] & 0x0f;
+			min = 0x800;
+		} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+			n = 4;
+			c = s[0] & 0x07;
+			min = 0x10000;
+		} else
+			return false;
+		if ((size_t)(end - s) < n)
+			return false;
+		for (size_t i = 1; i < n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return false;
+			c = (c << 6) | (s[i] & 0x3f);
+		}
+		if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) ||
+		    (c >= 0x80 && c <= 0x9f))
+			return false;
+		s += n;
+	}
 	return true;
 }
 
@@ -54,7 +101,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, size);
 	text[size] = '\0';
 	lima_error_message(l, text, msg, sizeof msg);
-	if (!printable(msg, sizeof msg))
+	if (!utf8_text(msg, sizeof msg))
 		abort();
 	free(text);
 	return 0;

@@ -3,6 +3,7 @@
  * and pkg-config): hello, create, exec with captured output, copy in and
  * out, list, destroy. Prints one TAP line per step.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,21 @@ check(int ok, const char *what, const struct al_error *err)
 	failed += !ok;
 }
 
+/* Set when, during a call, descriptor 0 or 2 (closed by us) was in use:
+ * the library's socket would then be where our "stderr" writes go. */
+static int stdio_taken;
+
+static void
+progress_cb(const char *phase, const char *message, void *arg)
+{
+	(void)phase;
+	(void)message;
+	(void)arg;
+	if (fcntl(STDIN_FILENO, F_GETFD) != -1 ||
+	    fcntl(STDERR_FILENO, F_GETFD) != -1)
+		stdio_taken = 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -31,8 +47,7 @@ main(int argc, char **argv)
 	struct al_exec_result res;
 	struct al_error err;
 	struct al_label label = { "suite", "libclient" };
-	struct al_create_opts co = { .timeout_s = 600, .labels = &label,
-	    .nlabels = 1 };
+	struct al_create_opts co = AL_CREATE_OPTS_INIT;
 	const char *argv_echo[] = { "sh", "-c", "printf 'out'; printf err >&2; exit 5", NULL };
 	char path[512], buf[64];
 	int out[2], errp[2];
@@ -42,18 +57,32 @@ main(int argc, char **argv)
 
 	if (argc != 3 || c == NULL)
 		return 2;
-	check(al_hello(c, &info, &err) == 0 && info.protocol_version ==
+	co.timeout_s = 600;
+	co.labels = &label;
+	co.nlabels = 1;
+	co.progress = progress_cb;
+	check(al_hello(c, &info, &err) == AL_OK && info.protocol_version ==
 	    AL_PROTOCOL_VERSION, "hello reports the protocol version", &err);
-	check(al_create(c, &co, &lane, &err) == 0 && lane.state ==
+	/* A host program running with 0 and 2 closed. */
+	close(STDIN_FILENO);
+	close(STDERR_FILENO);
+	check(al_create(c, &co, &lane, &err) == AL_OK && lane.state ==
 	    AL_LANE_READY, "create returns a ready lane", &err);
+	check(!stdio_taken, "with 0 and 2 closed, the socket stays above 2",
+	    NULL);
+	if (open("/dev/null", O_RDONLY) != STDIN_FILENO ||
+	    open("/dev/null", O_WRONLY) != STDERR_FILENO)
+		return 2;
 	check(lane.nlabels == 1 && strcmp(lane.labels[0].value, "libclient") == 0,
 	    "labels round-trip", NULL);
 
 	if (pipe(out) == -1 || pipe(errp) == -1)
 		return 2;
-	struct al_exec_opts eo = { .argv = argv_echo, .stdin_fd = -1,
-	    .stdout_fd = out[1], .stderr_fd = errp[1] };
-	check(al_exec(c, lane.name, &eo, &res, &err) == 0 && !res.signaled &&
+	struct al_exec_opts eo = AL_EXEC_OPTS_INIT;
+	eo.argv = argv_echo;
+	eo.stdout_fd = out[1];
+	eo.stderr_fd = errp[1];
+	check(al_exec(c, lane.name, &eo, &res, &err) == AL_OK && !res.signaled &&
 	    res.code == 5, "exec returns the exit status", &err);
 	close(out[1]);
 	close(errp[1]);
@@ -69,16 +98,16 @@ main(int argc, char **argv)
 	    fclose(f) != 0)
 		return 2;
 	check(al_copy_in(c, lane.name, path, "sub/in.txt", NULL, NULL, &bytes,
-	    &err) == 0 && bytes > 0, "copy in", &err);
+	    &err) == AL_OK && bytes > 0, "copy in", &err);
 	snprintf(path, sizeof path, "%s/back.txt", argv[2]);
 	check(al_copy_out(c, lane.name, "sub/in.txt", path, NULL, &bytes, NULL,
-	    &err) == 0 && bytes == 8, "copy out", &err);
-	check(al_list(c, false, &lanes, &nlanes, &err) == 0 && nlanes == 1 &&
+	    &err) == AL_OK && bytes == 8, "copy out", &err);
+	check(al_list(c, false, &lanes, &nlanes, &err) == AL_OK && nlanes == 1 &&
 	    strcmp(lanes[0].name, lane.name) == 0, "list", &err);
-	free(lanes);
-	check(al_destroy(c, lane.name, &lane, &err) == 0 &&
+	al_lanes_free(lanes);
+	check(al_destroy(c, lane.name, &lane, &err) == AL_OK &&
 	    lane.state == AL_LANE_DESTROYED, "destroy", &err);
-	check(al_get(c, "al-0000000000000000", &lane, &err) == -1 &&
+	check(al_get(c, "al-0000000000000000", &lane, &err) != AL_OK &&
 	    err.code == AL_NOT_FOUND, "typed NOT_FOUND", NULL);
 	al_client_free(c);
 	return failed ? 1 : 0;

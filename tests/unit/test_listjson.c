@@ -308,8 +308,9 @@ test_error_message_text(void **state)
 	    "\n\n",
 	    "time=\"2025-01-01T00:00:01Z\" level=fatal msg=\"boom\"");
 	expect_message(l, "first\nsecond", "second");
-	expect_message(l, "tab\there \x1b[31mred\x7f\xc3\xa9\n",
-	    "tab?here ?[31mred???");
+	/* Controls go; valid UTF-8 (here U+00E9) stays, an invalid byte goes. */
+	expect_message(l, "tab\there \x1b[31mred\x7f\xc3\xa9\xff\n",
+	    "tab?here ?[31mred?\xc3\xa9?");
 	expect_message(l, "", "");
 	expect_message(l, "\n\n\n", "");
 	expect_message(l, NULL, "");

@@ -20,6 +20,13 @@ export const PROTOCOL_VERSION = 1;
 export const MAX_FRAME_BYTES = 1024 * 1024;
 /** Senders keep data payloads at or below this. */
 export const MAX_DATA_CHUNK = 64 * 1024;
+/** Bytes a frame adds around a data payload, with room to spare (proto/wire.h). */
+const CHUNK_OVERHEAD = 64;
+/** Most lanes / events a paged answer is collected to, as in libagentlane. */
+export const LIST_MAX = 10000;
+export const EVENTS_MAX = 100000;
+/** Under $HOME when $AGENT_LANE_SOCKET is unset: WIRE_DEFAULT_SOCKET_REL in proto/wire.h. */
+export const DEFAULT_SOCKET_REL = ".agent-lane/run/agent-laned.sock";
 const CLIENT_NAME = "@agent-lane/provider-lima/0.1.0";
 /** Stop reading the socket once this much decoded data waits for the consumer. */
 const QUEUE_HIGH_WATER = 1024 * 1024;
@@ -110,6 +117,45 @@ export interface CreateLaneRequest {
   timeoutS?: number;
   idleTimeoutS?: number;
   labels?: Label[];
+  /** Clone this image (see buildImage) instead of creating a fresh VM. */
+  image?: string;
+}
+
+/** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
+export interface ProvisionScript {
+  /** Shown in progress and errors (e.g. the file name). */
+  name: string;
+  script: string | Uint8Array;
+}
+
+export interface BuildImageRequest {
+  /** [a-z0-9][a-z0-9._-]{0,62}; absent: named by content ("p-" + 16 hex). */
+  name?: string;
+  provision?: ProvisionScript[];
+  /** Build on top of this image. */
+  from?: string;
+  /** Install rootless Docker Engine for the lane user. */
+  docker?: boolean;
+  cpus?: number;
+  memoryMib?: number;
+  diskGib?: number;
+}
+
+export interface Image {
+  name: string;
+  /** sha256 of the inputs (hex). */
+  id: string;
+  from: string;
+  docker: boolean;
+  cpus: number;
+  memoryMib: number;
+  diskGib: number;
+  scripts: string[];
+  createdAtMs: number;
+  buildMs: number;
+  /** The build found identical inputs and built nothing. */
+  cached: boolean;
+  inUse: number;
 }
 
 export interface Progress {
@@ -189,7 +235,7 @@ export interface AgentLaneClientOptions {
 export function defaultSocketPath(): string {
   const fromEnv = process.env.AGENT_LANE_SOCKET;
   if (fromEnv) return fromEnv;
-  return path.join(os.homedir(), ".agent-lane", "run", "agent-laned.sock");
+  return path.join(os.homedir(), DEFAULT_SOCKET_REL);
 }
 
 // ---------------------------------------------------------------------------
@@ -293,6 +339,11 @@ class Connection {
   private ended = false;
   private closed = false;
   maxFrameBytes = MAX_FRAME_BYTES;
+
+  /** Data bytes per frame under the cap the daemon announced (as low as 4096). */
+  dataChunk(): number {
+    return Math.max(CHUNK_OVERHEAD, Math.min(MAX_DATA_CHUNK, this.maxFrameBytes - CHUNK_OVERHEAD));
+  }
   /** The daemon stopped reading (a direct write failed with EPIPE); its answer may still be readable. */
   private peerGone = false;
   /** Kinds of Response body received so far (queued or consumed). */
@@ -604,6 +655,7 @@ export class AgentLaneClient {
           timeoutS: req.timeoutS ?? 0,
           idleTimeoutS: req.idleTimeoutS ?? 0,
           labels: req.labels ?? [],
+          image: req.image ?? "",
         },
       });
       for (;;) {
@@ -622,13 +674,113 @@ export class AgentLaneClient {
     }
   }
 
+  /**
+   * Build an image, or find the identical one (`cached`). `onProgress` sees
+   * the phases, `onOutput` the provision scripts' output. Aborting `signal`
+   * closes the connection, which cancels the build: the daemon deletes the
+   * half-built VM.
+   */
+  async buildImage(
+    req: BuildImageRequest,
+    opts: {
+      onProgress?: (p: Progress) => void;
+      onOutput?: (stream: "stdout" | "stderr", data: Buffer) => void;
+      signal?: AbortSignal;
+    } = {},
+  ): Promise<Image> {
+    const { conn } = await this.open();
+    const onAbort = () => {
+      const reason = opts.signal?.reason;
+      conn.fail(reason instanceof Error ? reason : new AgentLaneError("CANCELLED", "image build cancelled by the client"));
+    };
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await conn.send({
+        buildImage: {
+          name: req.name ?? "",
+          provision: (req.provision ?? []).map((p) => ({
+            name: p.name,
+            script: typeof p.script === "string" ? Buffer.from(p.script, "utf8") : Buffer.from(p.script),
+          })),
+          from: req.from ?? "",
+          docker: req.docker ?? false,
+          cpus: req.cpus ?? 0,
+          memoryMib: req.memoryMib ?? 0,
+          diskGib: req.diskGib ?? 0,
+        },
+      });
+      for (;;) {
+        const m = await conn.expect("the built image");
+        if (m.body === "progress") {
+          opts.onProgress?.({ phase: m.progress.phase, message: m.progress.message });
+          continue;
+        }
+        if (m.body === "execOutput") {
+          const stream = m.execOutput.stream === "STDERR" || m.execOutput.stream === 2 ? "stderr" : "stdout";
+          opts.onOutput?.(stream, Buffer.from(m.execOutput.data ?? []));
+          continue;
+        }
+        if (m.body === "error") throw errorFrom(m.error);
+        if (m.body === "image") return toImage(m.image);
+        throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during BuildImage`);
+      }
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      conn.destroy();
+    }
+  }
+
+  async listImages(): Promise<Image[]> {
+    const list = await this.unary({ listImages: {} }, "imageList");
+    return (list.images ?? []).map(toImage);
+  }
+
+  async getImage(name: string): Promise<Image> {
+    return toImage(await this.unary({ getImage: { name } }, "image"));
+  }
+
+  /** Remove an image and its VM; FAILED_PRECONDITION while a clone or build uses it. */
+  async removeImage(name: string): Promise<Image> {
+    return toImage(await this.unary({ removeImage: { name } }, "image"));
+  }
+
   async getLane(name: string): Promise<Lane> {
     return toLane(await this.unary({ getLane: { name } }, "lane"));
   }
 
   async listLanes(all = false): Promise<Lane[]> {
-    const list = await this.unary({ listLanes: { all } }, "laneList");
-    return (list.lanes ?? []).map(toLane);
+    const lanes = await this.paged((pageToken) => ({ listLanes: { all, pageToken } }), "laneList", "lanes", LIST_MAX);
+    return lanes.map(toLane);
+  }
+
+  /**
+   * A paged answer: the call is repeated, each time on a new connection, with
+   * the daemon's nextPageToken until it comes back empty. More than `max`
+   * items is TOO_LARGE, never a silent cut.
+   */
+  private async paged(
+    build: (pageToken: string) => Record<string, unknown>,
+    want: string,
+    items: string,
+    max: number,
+  ): Promise<any[]> {
+    const out: any[] = [];
+    let token = "";
+    for (;;) {
+      const list = await this.unary(build(token), want);
+      const got: any[] = list[items] ?? [];
+      if (got.length > max - out.length) {
+        throw new AgentLaneError("TOO_LARGE", `more than ${max} ${items}: the answer is not collected in part`);
+      }
+      out.push(...got);
+      const next: string = list.nextPageToken ?? "";
+      if (next === "") return out;
+      if (got.length === 0) {
+        throw new AgentLaneError("UNAVAILABLE", `agent-laned sent an empty page of ${items} with a continuation token`);
+      }
+      token = next;
+    }
   }
 
   /** Destroy a lane; resolves with its final state once the VM is gone. Idempotent on the daemon side. */
@@ -642,8 +794,8 @@ export class AgentLaneClient {
   }
 
   async getEvents(lane: string): Promise<LaneEvent[]> {
-    const list = await this.unary({ getEvents: { lane } }, "eventList");
-    return (list.events ?? []).map((e: any) => ({ timeMs: e.timeMs, lane: e.lane, event: e.event, detail: e.detail }));
+    const events = await this.paged((pageToken) => ({ getEvents: { lane, pageToken } }), "eventList", "events", EVENTS_MAX);
+    return events.map((e: any) => ({ timeMs: e.timeMs, lane: e.lane, event: e.event, detail: e.detail }));
   }
 
   /**
@@ -701,9 +853,10 @@ export class AgentLaneClient {
       try {
         outer: for await (const piece of tarStream) {
           const buf = typeof piece === "string" ? Buffer.from(piece) : asBuffer(piece);
-          for (let off = 0; off < buf.length; off += MAX_DATA_CHUNK) {
+          const chunk = conn.dataChunk();
+          for (let off = 0; off < buf.length; off += chunk) {
             if (await answered()) break outer;
-            if (!(await conn.sendStreamed({ data: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } }))) break outer;
+            if (!(await conn.sendStreamed({ data: { data: buf.subarray(off, off + chunk) } }))) break outer;
           }
         }
         if (!(await answered())) await conn.sendStreamed({ data: { eof: true } });
@@ -824,6 +977,23 @@ export class AgentLaneClient {
   }
 }
 
+function toImage(m: any): Image {
+  return {
+    name: m.name ?? "",
+    id: m.id ?? "",
+    from: m.from ?? "",
+    docker: Boolean(m.docker),
+    cpus: Number(m.cpus ?? 0),
+    memoryMib: Number(m.memoryMib ?? 0),
+    diskGib: Number(m.diskGib ?? 0),
+    scripts: [...(m.scripts ?? [])],
+    createdAtMs: Number(m.createdAtMs ?? 0),
+    buildMs: Number(m.buildMs ?? 0),
+    cached: Boolean(m.cached),
+    inUse: Number(m.inUse ?? 0),
+  };
+}
+
 async function syncDir(dir: string): Promise<void> {
   let d: FileHandle | undefined;
   try {
@@ -937,9 +1107,10 @@ async function pumpStdin(
   };
   let gone = false;
   const sendBuf = async (buf: Buffer) => {
-    for (let off = 0; off < buf.length && !gone; off += MAX_DATA_CHUNK) {
+    const chunk = conn.dataChunk();
+    for (let off = 0; off < buf.length && !gone; off += chunk) {
       if (await stop()) return (gone = true);
-      gone = !(await send({ execInput: { data: buf.subarray(off, off + MAX_DATA_CHUNK) } }));
+      gone = !(await send({ execInput: { data: buf.subarray(off, off + chunk) } }));
     }
     return gone;
   };

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# libagentlane's ABI: its dynamic symbols are exactly the functions that
+# agentlane.h declares AL_API (no protobuf-c, no internals), and the
+# version in the header is the library's and the CLI's.
+set -u
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+LANECTL=${AGENT_LANECTL:-$REPO/build/agent-lanectl}
+LIB=$(cd "$(dirname "$LANECTL")" && pwd)/libagentlane.so
+H=$REPO/client/agentlane.h
+T=$(mktemp -d /tmp/alabi.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+n=0 failed=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+
+# Every declaration starts "AL_API <type> [*]al_name(": the name is the
+# last al_ identifier before the first "(" of the declaration.
+DECLARED=$(awk '/^AL_API /{ d = $0; while (d !~ /\(/ && (getline l) > 0) d = d " " l;
+    sub(/\(.*/, "", d); n = split(d, w, /[ *]+/); print w[n] }' "$H" | sort)
+EXPORTED=$(nm -D --defined-only "$LIB" | awk 'NF >= 3 { print $3 }' | sort)
+if [ -n "$DECLARED" ] && [ "$DECLARED" = "$EXPORTED" ]; then
+	ok "the library exports exactly the $(echo "$DECLARED" | wc -l) functions agentlane.h declares"
+else
+	not_ok "exported symbols differ from the API: $(diff <(echo "$DECLARED") <(echo "$EXPORTED") | grep '^[<>]' | head -20 | tr '\n' ' ')"
+fi
+if nm -D --defined-only "$LIB" | grep -q protobuf_c\\\|agentlane__v1__; then
+	not_ok "protobuf code is hidden"
+else
+	ok "protobuf code is hidden"
+fi
+# Every other symbol in the header is a macro or a type, not a function.
+if grep -Eq '^[a-z].*\bal_[a-z_]+\(' "$H"; then
+	not_ok "every function in agentlane.h is marked AL_API"
+else
+	ok "every function in agentlane.h is marked AL_API"
+fi
+
+cat > "$T/v.c" <<'C'
+#include <stdio.h>
+#include <agentlane.h>
+int main(void) {
+	struct al_exec_opts eo = AL_EXEC_OPTS_INIT;
+	struct al_copy_out_opts co = AL_COPY_OUT_OPTS_INIT;
+	struct al_create_opts cr = AL_CREATE_OPTS_INIT;
+	struct al_error err;
+	struct al_client *c = al_client_new("/nonexistent/sock", "abi");
+	printf("%u %u %s %d %d %d %d %d\n", al_version(), (unsigned)AL_VERSION_NUM,
+	    al_version_string(), eo.stdin_fd, eo.stdout_fd, eo.stderr_fd,
+	    eo.size == sizeof eo && co.size == sizeof co && cr.size == sizeof cr,
+	    al_hello(c, NULL, &err) == AL_CONNECT && err.code == AL_CONNECT);
+	al_client_free(c);
+	return 0;
+}
+C
+# The sanitizer build's library needs its runtime in the program too.
+CC_TEST="cc -std=c11"
+if nm -D "$LIB" | grep -q __asan_; then
+	CC_TEST="clang -std=c11 -fsanitize=address,undefined"
+fi
+if $CC_TEST -Wall -Werror -I"$REPO/client" -o "$T/v" "$T/v.c" -L"$(dirname "$LIB")" \
+    -lagentlane 2>"$T/cc.err"; then
+	ln -s "$LIB" "$T/libagentlane.so.0"
+	OUT=$(LD_LIBRARY_PATH=$T "$T/v")
+	set -- $OUT ""
+	if [ "$1" = "$2" ] && [ "$3" = "$("$LANECTL" --version | awk '{print $2}')" ]; then
+		ok "al_version() is AL_VERSION_NUM and the CLI's version ($3)"
+	else
+		not_ok "versions agree (got: $OUT)"
+	fi
+	if [ "$4 $5 $6" = "-1 -1 -1" ] && [ "$7" = 1 ]; then
+		ok "the INIT macros set the size and AL_EXEC_OPTS_INIT sets the fds to -1"
+	else
+		not_ok "INIT macros (got: $OUT)"
+	fi
+	if [ "$8" = 1 ]; then
+		ok "a call returns its al_code (AL_CONNECT for no daemon)"
+	else
+		not_ok "a call returns its al_code (got: $OUT)"
+	fi
+else
+	not_ok "a program using the API compiles against the built library: $(head -5 "$T/cc.err")"
+fi
+[ "$failed" -eq 0 ]

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# A client that goes away is noticed at once, whatever the daemon was doing
+# with its connection: even while it has stopped reading the client's
+# stdin (backpressure), the guest process group is killed and every slot
+# the call held (exec slot, connection, descriptors, limactl shell) is
+# given back. And when the daemon itself stops, calls in flight get a
+# typed UNAVAILABLE, not a bare close.
+. "$(dirname "$0")/lib.sh"
+
+# One exec slot: a leaked one makes the next exec fail.
+start_daemon --max-execs-per-lane 1 || exit 1
+L=$(ctl create --timeout 10m)
+
+# A duration no other test (or concurrent run) uses: how the guest command
+# is found from the host.
+NAP=$((200000 + RANDOM))
+guest_sleep() { pgrep -fx "sleep $NAP" >/dev/null; }
+lima_shell() {
+	local p
+	for p in $(pgrep -f 'limactl --tty=false shell' 2>/dev/null); do
+		if { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
+		    grep -qx "LIMA_HOME=$STATE/lima"; then
+			return 0
+		fi
+	done
+	return 1
+}
+daemon_nfds() { ls /proc/"$DAEMON_PID"/fd | wc -l; }
+
+check_eq "a first exec takes the one slot and gives it back" ok \
+    "$(ctl exec -n "$L" -- echo ok)"
+FDS0=$(daemon_nfds)
+
+# 100 MB of stdin to a command that never reads it: the guest's pipe and
+# the daemon's buffer fill, the daemon pauses reading the client, and the
+# client blocks writing. Then Ctrl-C.
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
+    >/dev/null 2>&1 &
+CLI=$!
+check "the guest command runs" wait_for 5 guest_sleep
+sleep 1	# long enough for stdin to back up to the client
+check "the daemon paused reading (the client is still blocked)" kill -0 "$CLI"
+kill -INT "$CLI"
+wait "$CLI" 2>/dev/null
+no_guest() { ! guest_sleep; }
+no_shell() { ! lima_shell; }
+fds_back() { [ "$(daemon_nfds)" -le "$FDS0" ]; }
+logged() { grep -q 'client disconnected' "$LOG"; }
+check "the guest command is killed at once" wait_for 2 no_guest
+check "its limactl shell is gone" wait_for 2 no_shell
+check "the daemon's descriptors are released ($(daemon_nfds) vs $FDS0)" wait_for 2 fds_back
+check "the disconnect is logged" wait_for 2 logged
+OUT=$(ctl exec -n "$L" -- echo ok 2>&1)
+check_eq "the exec slot is free again" ok "$OUT"
+check_eq "the lane stays ready" ready "$(lane_state "$L")"
+
+# The same with the client half-way through a frame: no difference.
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
+    >/dev/null 2>&1 &
+CLI=$!
+check "a second stuck exec runs" wait_for 5 guest_sleep
+sleep 1
+kill -KILL "$CLI"
+wait "$CLI" 2>/dev/null
+check "killed with SIGKILL, its guest command goes too" wait_for 2 no_guest
+check "and its descriptors" wait_for 2 fds_back
+
+# Where the event backend cannot report a close early (libevent's kqueue
+# and select backends), the daemon polls a paused socket instead: the same
+# again on select (epoll and poll both have EV_FEATURE_EARLY_CLOSE).
+stop_daemon
+EVENT_NOEPOLL=1 EVENT_NOPOLL=1 start_daemon --max-execs-per-lane 1 || exit 1
+FDS0=$(daemon_nfds)
+head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
+    >/dev/null 2>&1 &
+CLI=$!
+check "on select: the stuck exec runs" wait_for 5 guest_sleep
+sleep 1
+kill -INT "$CLI"
+wait "$CLI" 2>/dev/null
+check "on select: the guest command is killed at once" wait_for 2 no_guest
+check "on select: the descriptors are released" wait_for 2 fds_back
+check_eq "on select: the exec slot is free again" ok \
+    "$(ctl exec -n "$L" -- echo ok 2>&1)"
+
+# SIGTERM to the daemon: an exec in flight is told why it ended.
+"$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep "$NAP" >"$T/term.out" 2>"$T/term.err" &
+CLI=$!
+check "an exec runs when the daemon is stopped" wait_for 5 guest_sleep
+stop_daemon
+wait "$CLI"; RC=$?
+check_eq "the interrupted exec exits 125" 125 "$RC"
+check_match "with UNAVAILABLE" 'UNAVAILABLE' "$(cat "$T/term.err")"
+check_match "saying the daemon is shutting down" 'shutting down' "$(cat "$T/term.err")"
+check "and its guest command is killed" wait_for 3 no_guest
