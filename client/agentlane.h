@@ -154,6 +154,9 @@ struct al_daemon_info {
 	uint64_t default_idle_timeout_s;
 	uint64_t max_exec_timeout_s;
 	uint64_t max_copy_out_bytes;
+	uint32_t pid;			/* the daemon's process id */
+	int64_t started_at_ms;		/* Unix epoch milliseconds */
+	char state_dir[1024];
 };
 
 struct al_client;
@@ -184,6 +187,11 @@ struct al_create_opts {
 	/* Called as the VM boots ("registered", "creating", "starting", ...). */
 	void (*progress)(const char *phase, const char *message, void *arg);
 	void *arg;
+	/*
+	 * false: if this call ends before the lane is ready (the caller was
+	 * interrupted, or died), the daemon destroys the lane.
+	 */
+	bool detach;
 };
 #define AL_CREATE_OPTS_INIT { .size = sizeof(struct al_create_opts) }
 
@@ -250,10 +258,25 @@ struct al_exec_opts {
 	int stdout_fd;			/* where its output goes; -1: discarded */
 	int stderr_fd;			/* -1: discarded */
 	uint64_t timeout_ms;		/* 0: none */
+	/*
+	 * A pseudo-terminal in the guest: the command's stdin, stdout and
+	 * stderr are its terminal and all output goes to stdout_fd. Its
+	 * size is tty_fd's (TIOCGWINSZ; -1 or not a terminal: 24x80), sent
+	 * again whenever winch_fd (-1: never) becomes readable; the library
+	 * drains winch_fd, which the caller's SIGWINCH handler writes to.
+	 * Putting the caller's terminal in raw mode is the caller's job.
+	 */
+	bool tty;
+	int tty_fd;
+	int winch_fd;
 };
-/* No input, output discarded, no timeout: set argv or shell and the fds. */
+/*
+ * No input, output discarded, no timeout, no terminal: set argv or shell
+ * and the fds.
+ */
 #define AL_EXEC_OPTS_INIT { .size = sizeof(struct al_exec_opts), \
-    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1 }
+    .stdin_fd = -1, .stdout_fd = -1, .stderr_fd = -1, .tty_fd = -1, \
+    .winch_fd = -1 }
 
 struct al_exec_result {
 	bool signaled;

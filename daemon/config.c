@@ -21,8 +21,7 @@ enum config_type {
 	CT_U32,		/* plain integer */
 	CT_MEMORY,	/* "4GiB", "512MiB"; a plain number is GiB; stored as MiB */
 	CT_GIB,		/* a plain number of GiB, "40GiB" also accepted */
-	CT_SECONDS,	/* duration; a plain number is seconds */
-	CT_MINUTES,	/* duration; a plain number is minutes */
+	CT_SECONDS,	/* duration; a plain number is seconds, as in the CLI */
 	CT_BYTES,	/* size: "256MiB", a plain number is bytes */
 	CT_BOOL,
 	CT_SHAPE,	/* "COUNT [cpus=N] [memory=SIZE] [disk=N]", repeatable */
@@ -50,27 +49,28 @@ static const struct config_key config_keys[] = {
 	K(max_memory_mib, CT_MEMORY, 256, 1u << 22, "most memory a lane may ask for"),
 	K(default_disk_gib, CT_GIB, 1, 65536, "disk of a lane in GiB"),
 	K(max_disk_gib, CT_GIB, 1, 65536, "most disk a lane may ask for"),
-	K(default_lifetime_ms, CT_MINUTES, 1000, 366ull * 86400000, "hard lifetime when not asked (minutes unless suffixed)"),
-	K(max_lifetime_ms, CT_MINUTES, 1000, 366ull * 86400000, "longest lifetime from creation, extensions included"),
-	K(default_idle_timeout_ms, CT_MINUTES, 0, 366ull * 86400000, "idle timeout when not asked; 0 = none"),
+	K(default_lifetime_ms, CT_SECONDS, 1000, 366ull * 86400000, "hard lifetime when not asked"),
+	K(max_lifetime_ms, CT_SECONDS, 1000, 366ull * 86400000, "longest lifetime from creation, extensions included"),
+	K(default_idle_timeout_ms, CT_SECONDS, 0, 366ull * 86400000, "idle timeout when not asked; 0 = none"),
 	K(max_exec_timeout_ms, CT_SECONDS, 0, 366ull * 86400000, "longest per-exec timeout; 0 = lane deadline only"),
 	K(max_copy_out_bytes, CT_BYTES, 1, 1ull << 44, "copy-out bound"),
 	K(max_frame_bytes, CT_BYTES, 4096, 1u << 20, "largest protocol frame accepted"),
 	K(max_connections, CT_U32, 4, 4096, "client connections at once"),
 	K(max_execs_per_lane, CT_U32, 1, 1024, "concurrent execs and copies per lane"),
 	K(max_env_bytes, CT_BYTES, 0, 1u << 19, "total size of one exec's environment"),
+	K(max_audit_events, CT_U32, 1, 1000000, "exec and copy events kept per lane (the oldest go)"),
 	K(request_timeout_ms, CT_SECONDS, 100, 3600000, "time for a client to send hello and its request"),
 	K(start_timeout_ms, CT_SECONDS, 1000, 86400000, "limactl start timeout"),
 	K(command_timeout_ms, CT_SECONDS, 1000, 86400000, "timeout of other limactl calls"),
 	K(destroy_retry_max_ms, CT_SECONDS, 100, 86400000, "longest pause between limactl delete retries"),
-	K(retention_ms, CT_MINUTES, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
+	K(retention_ms, CT_SECONDS, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
 	K(tick_ms, CT_SECONDS, 100, 3600000, "wall-clock deadline re-check period"),
 	K(max_images, CT_U32, 1, 1024, "images kept at once (builds included)"),
-	K(image_build_timeout_ms, CT_MINUTES, 1000, 86400000, "deadline of one image build (minutes unless suffixed)"),
+	K(image_build_timeout_ms, CT_SECONDS, 1000, 86400000, "deadline of one image build"),
 	K(debug, CT_BOOL, 0, 1, "debug logging"),
 	K(pool_size, CT_U32, 0, POOL_LANES_MAX, "warm pool: booted lanes of the default shape kept ready; 0 = off"),
 	K(pool_shape, CT_SHAPE, 0, POOL_LANES_MAX, "warm pool: \"N cpus=C memory=M disk=D\" keeps N of another shape (repeatable)"),
-	K(pool_max_age_ms, CT_MINUTES, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
+	K(pool_max_age_ms, CT_SECONDS, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
 	K(pool_max_boots, CT_U32, 1, 64, "warm pool: lanes booting for the pool at once"),
 };
 
@@ -141,6 +141,7 @@ config_defaults(struct config *c)
 	c->max_connections = 256;
 	c->max_execs_per_lane = 32;
 	c->max_env_bytes = 256u * 1024;
+	c->max_audit_events = 10000;
 	c->request_timeout_ms = 30 * UNITS_MS_PER_S;
 	c->start_timeout_ms = 10 * UNITS_MS_PER_MIN;
 	c->command_timeout_ms = 3 * UNITS_MS_PER_MIN;
@@ -190,7 +191,7 @@ config_find(const char *key)
 
 		/*
 		 * Only the names users write: "max_lifetime_ms" would suggest
-		 * milliseconds while a plain number there means minutes.
+		 * milliseconds while a plain number there means seconds.
 		 */
 		if (strlen(norm) == bl && strncmp(norm, name, bl) == 0)
 			return &config_keys[i];
@@ -369,9 +370,6 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 		break;
 	case CT_SECONDS:
 		rc = units_parse_duration_ms(value, UNITS_MS_PER_S, &v);
-		break;
-	case CT_MINUTES:
-		rc = units_parse_duration_ms(value, UNITS_MS_PER_MIN, &v);
 		break;
 	case CT_BYTES:
 		rc = units_parse_size(value, &v);
@@ -554,7 +552,6 @@ config_print(const struct config *c, FILE *f)
 				    (unsigned long long)*(const uint64_t *)field);
 			break;
 		case CT_SECONDS:
-		case CT_MINUTES:
 			units_format_duration(*(const uint64_t *)field, dur,
 			    sizeof dur);
 			fprintf(f, "%s = %s\n", name, dur);

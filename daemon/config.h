@@ -40,6 +40,7 @@ struct config {
 	uint32_t max_connections;
 	uint32_t max_execs_per_lane;
 	uint32_t max_env_bytes;
+	uint32_t max_audit_events;	/* per lane: exec and copy events kept */
 	uint64_t request_timeout_ms;	/* hello + request must arrive within */
 	uint64_t start_timeout_ms;	/* limactl start */
 	uint64_t command_timeout_ms;	/* every other limactl call */

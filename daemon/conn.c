@@ -375,6 +375,9 @@ conn_hello(struct conn *c, const AlRequest *req)
 	hr.protocol_version = WIRE_PROTOCOL_VERSION;
 	hr.daemon_version = (char *)AGENT_LANE_VERSION;
 	hr.limits = &lim;
+	hr.pid = (uint32_t)getpid();
+	hr.started_at_ms = c->d->started_at_ms;
+	hr.state_dir = cfg->state_dir;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_HELLO;
 	resp.hello = &hr;
 	if (conn_send(c, &resp) == 0)

@@ -20,8 +20,27 @@
  * The first byte of output says what follows. The guest may lie about it or
  * replace tar: the client treats what comes back as hostile either way.
  */
+/*
+ * Copy-in extracts into a temporary directory beside the files it will
+ * replace, then renames each file into place (merging into directories
+ * that exist): an interrupted copy never leaves a partial file where the
+ * copy was going. A killed copy (its client went away: the whole process
+ * group is killed) cannot remove the directory itself, so a watcher in a
+ * session of its own does once the script is gone. mv -T and setsid: the
+ * guest has GNU coreutils and util-linux.
+ */
 static const char copy_in_script[] =
-    "mkdir -p -- \"$1\" && exec tar -x -p -f - -C \"$1\"";
+    "m() (for e in \"$1\"/* \"$1\"/.[!.]* \"$1\"/..?*; do "
+    "[ -e \"$e\" ] || [ -L \"$e\" ] || continue; b=${e##*/}; "
+    "if [ -d \"$e\" ] && [ ! -L \"$e\" ] && [ -d \"$2/$b\" ] && "
+    "[ ! -L \"$2/$b\" ]; then m \"$e\" \"$2/$b\" || exit 1; "
+    "else mv -fT -- \"$e\" \"$2/$b\" || exit 1; fi; done); "
+    "mkdir -p -- \"$1\" && t=$(mktemp -d -- \"$1/.agent-lane-in.XXXXXX\") "
+    "|| exit 1; "
+    "setsid sh -c 'while kill -0 \"$1\"; do sleep 1; done; rm -rf -- \"$2\"' "
+    "w $$ \"$t\" </dev/null >/dev/null 2>&1 & "
+    "tar -x -p -f - -C \"$t\" && m \"$t\" \"$1\"; r=$?; "
+    "rm -rf -- \"$t\"; exit $r";
 /*
  * When the path cannot be read, perl (the guest helper's interpreter, so
  * always there) finds out why from the failing call's errno: ENOENT and
@@ -149,6 +168,7 @@ copy_in_done(struct session *s, const struct gexec_result *r)
 	done.bytes = s->bytes;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_IN_DONE;
 	resp.copy_in_done = &done;
+	session_audit(s, NULL, NULL);
 	session_finish(s, &resp);
 }
 
@@ -169,6 +189,7 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 		{ NULL, 0 },
 	};
 	struct gexec_spec spec;
+	struct session *s;
 
 	if (!copy_guest_path_ok(req->dest_dir)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
@@ -185,7 +206,9 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.stdin = true;
 	spec.stdin_direct = true;	/* the archive goes straight to tar */
 	spec.what = "copy-in";
-	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true);
+	if ((s = session_start(d, c, &spec, &copy_in_hooks, 0, true)) != NULL)
+		session_audit_begin(s, "copy-in", req->dest_dir,
+		    strlen(req->dest_dir));
 }
 
 /* ---- Copy out ---- */
@@ -274,6 +297,7 @@ copy_out_done(struct session *s, const struct gexec_result *r)
 	done.bytes = s->bytes;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_DONE;
 	resp.copy_out_done = &done;
+	session_audit(s, NULL, NULL);
 	session_finish(s, &resp);
 }
 
@@ -314,6 +338,10 @@ copy_handle_out(struct laned *d, struct conn *c,
 	spec.cwd = copy_cwd(req->path);
 	spec.stdin = false;
 	spec.what = "copy-out";
-	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) != NULL)
+	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) !=
+	    NULL) {
 		s->max_bytes = max;
+		session_audit_begin(s, "copy-out", req->path,
+		    strlen(req->path));
+	}
 }

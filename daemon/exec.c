@@ -14,6 +14,19 @@
 
 #define EXEC_MAX_ARGS 65536
 
+/* A terminal size as the guest takes it; false if out of range. */
+static bool
+exec_window(const Agentlane__V1__WindowSize *w, uint16_t *rows,
+    uint16_t *cols)
+{
+	if (w->rows == 0 || w->rows > UINT16_MAX || w->cols == 0 ||
+	    w->cols > UINT16_MAX)
+		return false;
+	*rows = (uint16_t)w->rows;
+	*cols = (uint16_t)w->cols;
+	return true;
+}
+
 static void
 exec_input(struct session *s, const AlRequest *req)
 {
@@ -25,6 +38,24 @@ exec_input(struct session *s, const AlRequest *req)
 		return;
 	}
 	in = req->exec_input;
+	if (in->window != NULL) {
+		uint16_t rows, cols;
+
+		if (!s->tty) {
+			session_fail(s,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "a window size is for an exec with a tty");
+			return;
+		}
+		if (!exec_window(in->window, &rows, &cols)) {
+			session_fail(s,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "window sizes are 1-65535 rows and columns");
+			return;
+		}
+		if (s->g != NULL)
+			gexec_resize(s->g, rows, cols);
+	}
 	if (in->data.len > 0)
 		session_stdin(s, in->data.data, in->data.len);
 	if (in->eof)
@@ -65,6 +96,7 @@ exec_done(struct session *s, const struct gexec_result *r)
 	}
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EXEC_EXIT;
 	resp.exec_exit = &ex;
+	session_audit(s, r, NULL);
 	session_finish(s, &resp);
 }
 
@@ -107,6 +139,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	struct gexec_bytes *argv = NULL, *env = NULL;
 	char **envbuf = NULL;
 	struct gexec_spec spec;
+	struct session *s;
 	uint64_t timeout_ms = req->timeout_ms, env_bytes = 0;
 	size_t argc;
 
@@ -139,10 +172,10 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		    "the shell command contains a NUL byte");
 		return;
 	}
-	if (req->workdir != NULL && req->workdir[0] != '\0' &&
-	    (req->workdir[0] != '/' || strlen(req->workdir) > 4096)) {
+	/* A relative workdir is in the workspace (session_start joins it). */
+	if (req->workdir != NULL && strlen(req->workdir) > 4096) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "workdir must be an absolute guest path");
+		    "workdir is longer than 4096 bytes");
 		return;
 	}
 	for (size_t i = 0; i < req->n_env; i++) {
@@ -170,6 +203,16 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		    d->cfg.max_env_bytes);
 		return;
 	}
+	spec.tty_rows = 24;
+	spec.tty_cols = 80;
+	if (req->window != NULL && (!req->tty ||
+	    !exec_window(req->window, &spec.tty_rows, &spec.tty_cols))) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    req->tty ? "window sizes are 1-65535 rows and columns" :
+		    "a window size is for an exec with a tty");
+		return;
+	}
+	spec.tty = req->tty;
 	if (d->cfg.max_exec_timeout_ms > 0) {
 		if (timeout_ms > d->cfg.max_exec_timeout_ms) {
 			conn_send_error(c,
@@ -224,7 +267,10 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	spec.nenv = req->n_env;
 	spec.stdin = req->stdin;
 	spec.what = "exec";
-	(void)session_start(d, c, &spec, &exec_hooks, timeout_ms, req->stdin);
+	/* With a tty, window sizes may come even when stdin does not. */
+	if ((s = session_start(d, c, &spec, &exec_hooks, timeout_ms,
+	    req->stdin || req->tty)) != NULL)
+		session_audit_begin(s, "exec", argv[0].data, argv[0].len);
 	/* The helper frames were queued; wipe our copies of the values. */
 	for (size_t i = 0; i < req->n_env; i++) {
 		wire_wipe(envbuf[i], env[i].len);

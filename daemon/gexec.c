@@ -473,6 +473,15 @@ gexec_put(struct gexec *g, char type, const void *data, size_t len)
 	return 0;
 }
 
+/* T (allocate a terminal) and W (resize): rows and cols, 16 bits each. */
+static void
+gexec_put_size(struct gexec *g, char type, uint16_t rows, uint16_t cols)
+{
+	uint8_t sz[4] = { rows >> 8, rows & 0xff, cols >> 8, cols & 0xff };
+
+	(void)gexec_put(g, type, sz, sizeof sz);
+}
+
 static void
 secret_cleanup(const void *data, size_t len, void *arg)
 {
@@ -574,7 +583,8 @@ gexec_start(struct event_base *base, struct proc_list *procs,
 		if ((g->held = evbuffer_new()) == NULL)
 			fatalx("evbuffer_new");
 		(void)gexec_put(g, 'D', NULL, 0);
-	}
+	} else if (spec->tty)
+		gexec_put_size(g, 'T', spec->tty_rows, spec->tty_cols);
 	(void)gexec_put(g, 'R', NULL, 0);
 	if (!spec->stdin)
 		gexec_stdin_close(g);
@@ -609,6 +619,13 @@ gexec_stdin_close(struct gexec *g)
 		gexec_direct_close_if_drained(g);
 	else
 		gexec_stdin_push(g);
+}
+
+void
+gexec_resize(struct gexec *g, uint16_t rows, uint16_t cols)
+{
+	if (!g->direct)
+		gexec_put_size(g, 'W', rows, cols);
 }
 
 size_t

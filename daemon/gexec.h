@@ -40,6 +40,13 @@ struct gexec_spec {
 	 * ends when gexec_stdin_close() has flushed it.
 	 */
 	bool stdin_direct;
+	/*
+	 * A pseudo-terminal in the guest (tty_rows/tty_cols its size): the
+	 * command's stdin, stdout and stderr are the terminal, so its output
+	 * all arrives as stream 1. Not with stdin_direct.
+	 */
+	bool tty;
+	uint16_t tty_rows, tty_cols;
 	const char *what;		/* for logs; never includes arguments */
 };
 
@@ -85,6 +92,8 @@ struct gexec *gexec_start(struct event_base *, struct proc_list *,
 int gexec_stdin(struct gexec *, const void *, size_t);
 void gexec_stdin_close(struct gexec *);
 size_t gexec_stdin_pending(const struct gexec *);
+/* A tty command's terminal was resized (the guest sends it SIGWINCH). */
+void gexec_resize(struct gexec *, uint16_t rows, uint16_t cols);
 void gexec_pause(struct gexec *, bool);
 /* Kills the command (its whole guest process group); no done callback. */
 void gexec_abort(struct gexec *);

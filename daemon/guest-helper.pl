@@ -7,6 +7,16 @@
 # Input frames (type byte, 32-bit big-endian length, payload):
 #   C cwd   E NAME=VALUE   A argv element   D direct stdin   R run
 #   I stdin bytes   Z close the command's stdin
+#   T rows cols (before R: give the command a pseudo-terminal)
+#   W rows cols (after R: the terminal was resized)
+# T and W carry two 16-bit big-endian numbers. With T the command leads a
+# new session whose controlling terminal is the pty's slave, its stdin,
+# stdout and stderr; what it writes arrives as O, I is typed input (a ^C
+# byte interrupts it, as on any terminal) and Z types ^D, the nearest a
+# terminal has to an end of input. The pty is allocated with /dev/ptmx and the
+# Linux ioctls TIOCSPTLCK, TIOCGPTN, TIOCSCTTY and TIOCSWINSZ, by number:
+# perl has no openpty, IO::Pty is not in a base install, and the numbers
+# are the same on every Linux architecture a lane runs (asm-generic).
 # With D the command reads this program's own stdin, unframed, after P is
 # sent (the daemon sends nothing after R until then); it ends at EOF.
 # End of input without Z after R means agent-laned (or the client) is gone:
@@ -14,13 +24,16 @@
 # Output: the magic line, then P pid, O stdout, E stderr, X exit status
 # ("c<code>" or "s<signal>"), or F failure ("cwd\0errno\0message"), and
 # K n (32-bit big-endian): n more bytes of I input were taken (written to
-# the command, or dropped once its stdin closed). agent-laned keeps at most
+# the command, or dropped once its stdin closed; the ^D a tty's Z types is
+# not I input). agent-laned keeps at most
 # 1 MiB unacknowledged, so this program reads its input all the time, and
 # sees the channel close even while the command leaves its stdin unread.
 use strict;
 $SIG{PIPE} = "IGNORE";
 my ($EINTR, $EAGAIN, $O_NONBLOCK, $F_GETFL, $F_SETFL, $F_SETPIPE_SZ) =
     (4, 11, 2048, 3, 4, 1031);
+my ($O_RDWR, $O_NOCTTY, $TIOCSPTLCK, $TIOCGPTN, $TIOCSCTTY, $TIOCSWINSZ) =
+    (2, 256, 0x40045431, 0x80045430, 0x540E, 0x5414);
 binmode STDIN;
 binmode STDOUT;
 my $pid = 0;
@@ -56,34 +69,76 @@ sub fill {
     return defined($r) && $r > 0;
 }
 syswrite(STDOUT, "\0ALGX01\n") == 8 or exit(3);
-my ($cwd, @env, @argv, $direct) = ("");
+my ($cwd, @env, @argv, $direct, $tty) = ("");
 SETUP: while (1) {
     while (my ($t, $d) = frame()) {
         if ($t eq "C") { $cwd = $d; }
         elsif ($t eq "E") { push(@env, $d); }
         elsif ($t eq "A") { push(@argv, $d); }
         elsif ($t eq "D") { $direct = 1; }
+        elsif ($t eq "T" && length($d) == 4) { $tty = $d; }
         elsif ($t eq "R") { last SETUP; }
         else { exit(2); }
     }
     fill() or exit(2);
 }
-exit(2) if !@argv || ($direct && length($ibuf));
-my ($in_r, $in_w);
-if (!$direct) { pipe($in_r, $in_w) or exit(3); }
-pipe(my $out_r, my $out_w) or exit(3);
-pipe(my $err_r, my $err_w) or exit(3);
+exit(2) if !@argv || ($direct && length($ibuf)) || ($direct && $tty);
+sub winsize {
+    my ($fh, $d) = @_;
+    my $ws = pack("S4", unpack("n2", $d), 0, 0);
+    ioctl($fh, $TIOCSWINSZ, $ws);
+}
+my ($in_r, $in_w, $out_r, $out_w, $err_r, $err_w, $ptm, $pts);
+if ($tty) {
+    # ioctl() writes through its argument: variables, not constants.
+    my ($unlock, $n) = (pack("i", 0), pack("i", 0));
+    if (!sysopen($ptm, "/dev/ptmx", $O_RDWR | $O_NOCTTY)
+        || !ioctl($ptm, $TIOCSPTLCK, $unlock)
+        || !ioctl($ptm, $TIOCGPTN, $n)) {
+        put("F", "tty\0" . ($! + 0) . "\0/dev/ptmx: $!");
+        exit(0);
+    }
+    $pts = "/dev/pts/" . unpack("i", $n);
+    winsize($ptm, $tty);
+} else {
+    if (!$direct) { pipe($in_r, $in_w) or exit(3); }
+    pipe($out_r, $out_w) or exit(3);
+    pipe($err_r, $err_w) or exit(3);
+}
 pipe(my $st_r, my $st_w) or exit(3);
 # Copies stream through these: larger pipes, fewer wake-ups (best effort).
 fcntl($_, $F_SETPIPE_SZ, 1048576) for grep { defined } ($in_w, $out_r);
 $pid = fork();
 exit(3) if !defined($pid);
 if ($pid == 0) {
+    close($st_r);
+    if ($tty) {
+        # setsid and a first open without O_NOCTTY: the slave becomes
+        # the controlling terminal (TIOCSCTTY says so explicitly).
+        require POSIX;
+        my $s;
+        my $sid = POSIX::setsid();
+        if (!defined($sid) || $sid < 0 || !sysopen($s, $pts, $O_RDWR)) {
+            syswrite($st_w, "tty\0" . ($! + 0) . "\0$pts: $!");
+            exit(126);
+        }
+        ioctl($s, $TIOCSCTTY, 0);
+        # Whatever started us may have ignored these (a non-interactive
+        # shell does for background jobs); keys typed at a terminal must
+        # work on the command.
+        $SIG{$_} = "DEFAULT" for qw(INT QUIT TSTP TTIN TTOU HUP TERM WINCH);
+        close($ptm);
+        open(STDIN, "<&", $s) or exit(127);
+        open(STDOUT, ">&", $s) or exit(127);
+        open(STDERR, ">&", $s) or exit(127);
+        close($s);
+    } else {
     setpgrp(0, 0);
-    close($out_r); close($err_r); close($st_r);
+    close($out_r); close($err_r);
     if (!$direct) { close($in_w); open(STDIN, "<&", $in_r) or exit(127); }
     open(STDOUT, ">&", $out_w) or exit(127);
     open(STDERR, ">&", $err_w) or exit(127);
+    }
     $SIG{PIPE} = "DEFAULT";
     for my $e (@env) {
         my ($k, $v) = split(/=/, $e, 2);
@@ -98,7 +153,9 @@ if ($pid == 0) {
     print STDERR "agent-lane: $argv[0]: $!\n";
     exit($n == 2 ? 127 : 126);
 }
-setpgrp($pid, $pid);
+# A tty command makes its own session (and group): setpgid here could win
+# the race and make setsid fail in the child.
+setpgrp($pid, $pid) if !$tty;
 # The child's exit wakes select() below through a pipe: perl runs signal
 # handlers between operations, so a SIGCHLD that lands just before select()
 # would otherwise be noticed only when select() times out.
@@ -108,8 +165,11 @@ for my $fh ($sig_r, $sig_w) {
     fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
 }
 $SIG{CHLD} = sub { syswrite($sig_w, "x"); };
-close($out_w); close($err_w); close($st_w);
-close($in_r) if !$direct;
+close($st_w);
+if (!$tty) {
+    close($out_w); close($err_w);
+    close($in_r) if !$direct;
+}
 my $st = "";
 while (1) {
     my $r = sysread($st_r, $st, 4096, length($st));
@@ -125,16 +185,31 @@ if (length($st)) {
 put("P", $pid);
 # Direct: the command owns our stdin now; we only watch it run.
 close(STDIN) if $direct;
+# With a tty, input goes to the pty's master, which is also the output.
+$in_w = $ptm if $tty;
 for my $fh (grep { defined } ($direct ? () : (\*STDIN, $in_w))) {
     my $fl = fcntl($fh, $F_GETFL, 0);
     fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
 }
-my ($pend, $close_in, $status, $quiet, $ack) = ("", 0, undef, 0, 0);
-my %src = (O => $out_r, E => $err_r);
+my ($pend, $close_in, $status, $quiet, $ack, $eot) = ("", 0, undef, 0, 0, 0);
+my %src = $tty ? (O => $ptm) : (O => $out_r, E => $err_r);
+# Bytes leaving $pend (written, or dropped once the command's stdin is
+# gone) are acknowledged, but for the ^D a tty's Z typed: the daemon never
+# sent it as I. It is the last byte of $pend (no I follows Z), so it
+# leaves only with the rest of $pend.
+sub took {
+    my ($n) = @_;
+    if ($eot && $n == length($pend)) { $n--; $eot = 0; }
+    $ack += $n;
+}
 sub input {
     while (my ($t, $d) = frame()) {
         if ($t eq "I") { if ($in_w) { $pend .= $d; } else { $ack += length($d); } }
-        elsif ($t eq "Z") { $close_in = 1; }
+        elsif ($t eq "Z") {
+            if (!$tty) { $close_in = 1; }
+            elsif ($in_w) { $pend .= "\x04"; $eot = 1; }
+        }
+        elsif ($t eq "W" && length($d) == 4) { winsize($ptm, $d) if $tty && $in_w; }
         else { reap_group(); exit(2); }
     }
 }
@@ -161,7 +236,11 @@ while (1) {
         next if !vec($rout, fileno($src{$k}), 1);
         my $r = sysread($src{$k}, my $d, 65536);
         if (defined($r) && $r > 0) { put($k, $d); $quiet = 0; }
-        elsif (defined($r) || $! != $EINTR) { close($src{$k}); delete($src{$k}); }
+        elsif (defined($r) || ($! != $EINTR && $! != $EAGAIN)) {
+            # A pty's master reads EIO once the last slave is closed.
+            close($src{$k}); delete($src{$k});
+            if ($tty) { took(length($pend)); ($in_w, $pend) = (undef, ""); }
+        }
     }
     if (vec($rout, 0, 1)) {
         if (!fill()) {
@@ -172,8 +251,12 @@ while (1) {
     }
     if ($in_w && length($pend) && vec($wout, fileno($in_w), 1)) {
         my $w = syswrite($in_w, $pend);
-        if (defined($w)) { substr($pend, 0, $w) = ""; $ack += $w; }
-        elsif ($! != $EINTR && $! != $EAGAIN) { close($in_w); $in_w = undef; $ack += length($pend); $pend = ""; }
+        if (defined($w)) { took($w); substr($pend, 0, $w) = ""; }
+        elsif ($! != $EINTR && $! != $EAGAIN) {
+            took(length($pend));
+            close($in_w) if !$tty;
+            ($in_w, $pend) = (undef, "");
+        }
     }
     if ($ack >= 65536 || ($ack && !length($pend))) { put("K", pack("N", $ack)); $ack = 0; }
 }

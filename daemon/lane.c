@@ -148,10 +148,26 @@ static void
 waiter_closed(struct conn *c, void *ctx)
 {
 	struct lane_waiter *w = ctx;
+	struct lane *l = w->lane;
+	bool cancel;
 
-	/* The client went away; the lane carries on without it. */
-	TAILQ_REMOVE(&w->lane->waiters, w, entry);
+	/*
+	 * The creator went away before ready (interrupted, or dead): nobody
+	 * will learn the lane's name, so it would only sit there until its
+	 * deadline. Unless it was created detached, destroy it. A daemon
+	 * shutting down closes every connection; its lanes stay for the
+	 * reconcile of the next start.
+	 */
+	cancel = w->kind == LANE_WAIT_CREATE && l->state == LANE_CREATING &&
+	    !l->create_detached && !l->d->shutting_down;
+	TAILQ_REMOVE(&l->waiters, w, entry);
 	free(w);
+	if (cancel) {
+		log_info("lane %s: its creator disconnected before ready",
+		    l->name);
+		lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+		    "the creating client disconnected");
+	}
 }
 
 static const struct conn_handler waiter_handler = {

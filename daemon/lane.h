@@ -100,6 +100,8 @@ struct lane {
 	char fail_msg[LANE_ERROR_MAX];
 	/* Destroy asked while creating; acted on when the step returns. */
 	bool destroy_pending;
+	/* create --detach: its client may go before ready (else: destroyed). */
+	bool create_detached;
 	int destroy_code;		/* error creators get: CANCELLED, ... */
 	char destroy_reason[64];
 	unsigned destroy_attempts;

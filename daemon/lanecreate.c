@@ -20,6 +20,7 @@
 #include "log.h"
 #include "proc.h"
 #include "registry.h"
+#include "text.h"
 #include "units.h"
 #include "util.h"
 
@@ -46,7 +47,7 @@ static void lane_step_create(struct lane *);
 
 /* ---- The request check ---- */
 
-/* Lane names in keys, printable values: labels end up in logs and JSON. */
+/* Name-like keys, printable UTF-8 values: labels end up in logs and JSON. */
 static bool
 label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 {
@@ -65,12 +66,11 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 		    LANE_LABEL_VALUE_MAX);
 		return false;
 	}
-	for (size_t i = 0; i < vl; i++)
-		if ((unsigned char)lb->value[i] < 0x20 ||
-		    (unsigned char)lb->value[i] == 0x7f) {
-			snprintf(err, errlen, "label values must be printable");
-			return false;
-		}
+	if (vl > 0 && !text_utf8_printable(lb->value)) {
+		snprintf(err, errlen, "label %s: the value must be valid UTF-8 "
+		    "without control characters", lb->key);
+		return false;
+	}
 	return true;
 }
 
@@ -140,6 +140,7 @@ lane_create_check(const struct config *cfg,
 		    req->labels[i]->value : "", sizeof lb->value);
 	}
 	plan->nlabels = req->n_labels;
+	plan->detach = req->detach;
 	if (req->image != NULL && req->image[0] != '\0') {
 		if (!image_name_valid(req->image)) {
 			snprintf(err, errlen, "invalid image name");
@@ -209,6 +210,7 @@ lane_create_start(struct laned *d, struct conn *c,
 	    "lifetime %llu s)", rec.name, rec.cpus, rec.memory_mib,
 	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
 	l = lane_new(d, &rec);
+	l->create_detached = plan->detach;
 	if (plan->image[0] != '\0') {
 		str_copy(l->image, plan->image, sizeof l->image);
 		str_copy(l->image_instance, inst, sizeof l->image_instance);

@@ -34,6 +34,7 @@ struct laned {
 	struct registry *reg;
 	struct lima *lima;
 	uid_t uid;
+	int64_t started_at_ms;	/* wall clock, for HelloReply */
 
 	int listen_fd;
 	bool listen_activated;	/* inherited from launchd/systemd */

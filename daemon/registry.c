@@ -1178,6 +1178,22 @@ registry_lane_take_pooled(struct registry *r, const char *name,
 	return tx_end(r, rc);
 }
 
+int
+registry_audit_trim(struct registry *r, const char *lane, uint32_t keep)
+{
+	/* Only the audit events: a lane's lifecycle stays whole. */
+	sqlite3_stmt *st = prepare(r, "DELETE FROM events WHERE lane = ?1 AND "
+	    "event IN ('exec', 'copy-in', 'copy-out') AND id <= (SELECT id "
+	    "FROM events WHERE lane = ?1 AND event IN ('exec', 'copy-in', "
+	    "'copy-out') ORDER BY id DESC LIMIT 1 OFFSET ?2)");
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, lane, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, keep);
+	return step_done(r, st);
+}
+
 /* ---- Images ----
  *
  * One row per image: committed in "building" before limactl hears the

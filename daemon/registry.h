@@ -169,6 +169,8 @@ int registry_labels_get(struct registry *, const char *name,
     struct lane_label *labels, size_t max, size_t *n);
 int registry_event_append(struct registry *, const char *lane,
     const char *event, const char *detail);
+/* Keeps a lane's newest `keep` audit events (exec, copy-in, copy-out). */
+int registry_audit_trim(struct registry *, const char *lane, uint32_t keep);
 int registry_events_list(struct registry *, const char *lane,
     struct registry_event **out, size_t *n);
 /* Deletes lanes that ended before cutoff, with their labels and events. */

@@ -5,6 +5,7 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "conn.h"
 #include "laned.h"
 #include "log.h"
@@ -14,6 +15,30 @@
 
 #define CONTAINER(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+void
+session_audit_begin(struct session *s, const char *kind, const void *data,
+    size_t len)
+{
+	s->audit_kind = kind;
+	s->audit_len = len < sizeof s->audit - 1 ? len : sizeof s->audit - 1;
+	memcpy(s->audit, data, s->audit_len);
+	s->audit[s->audit_len] = '\0';
+}
+
+void
+session_audit(struct session *s, const struct gexec_result *r,
+    const char *failure)
+{
+	if (s->audited || s->audit_kind == NULL || s->act.lane == NULL)
+		return;
+	s->audited = true;
+	if (strcmp(s->audit_kind, "exec") == 0)
+		audit_exec(s->act.lane, s->audit, s->audit_len, r, failure);
+	else
+		audit_copy(s->act.lane, s->audit_kind, (const char *)s->audit,
+		    s->bytes, failure);
+}
 
 static void
 session_free(struct session *s)
@@ -49,6 +74,7 @@ session_fail(struct session *s, int code, const char *fmt, ...)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
 	str_sanitize(msg);
+	session_audit(s, NULL, msg);
 	log_info("%s in lane %s: %s: %s", s->what,
 	    s->act.lane != NULL ? s->act.lane->name : "?", wire_error_name(code),
 	    msg);
@@ -89,7 +115,8 @@ session_stdin(struct session *s, const void *data, size_t len)
 void
 session_stdin_close(struct session *s)
 {
-	s->input_open = false;
+	/* A terminal still takes window sizes. */
+	s->input_open = s->tty;
 	if (s->g != NULL)
 		gexec_stdin_close(s->g);
 }
@@ -174,6 +201,7 @@ session_c_closed(struct conn *c, void *ctx)
 	/* The client is gone: kill the guest command's process group. */
 	log_info("%s in lane %s: client disconnected; killing the command",
 	    s->what, s->act.lane != NULL ? s->act.lane->name : "?");
+	session_audit(s, NULL, "the client disconnected");
 	s->c = NULL;
 	session_free(s);
 }
@@ -211,7 +239,7 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
     const struct session_hooks *hooks, uint64_t timeout_ms, bool input_open)
 {
 	struct session *s = xcalloc(1, sizeof *s);
-	char err[256];
+	char err[256], cwd[LANE_WORKSPACE_MAX + 4100];
 
 	s->d = d;
 	s->c = c;
@@ -219,14 +247,36 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 	s->what = spec->what;
 	s->timeout_ms = timeout_ms;
 	s->input_open = input_open;
+	s->tty = spec->tty;
 	s->act.cancel = session_cancel;
 	if (lane_activity_begin(d, c, spec->lane, &s->act) == NULL) {
 		free(s);
 		return NULL;
 	}
-	/* Default: the lane's workspace. */
+	/*
+	 * Default: the lane's workspace; a relative directory is in it, as a
+	 * relative copy path is. Joined here, where the lane is known, so
+	 * that clients need no extra call to learn the workspace.
+	 */
 	if (spec->cwd == NULL)
 		spec->cwd = s->act.lane->workspace;
+	else if (spec->cwd[0] != '/') {
+		if (s->act.lane->workspace[0] != '/') {
+			session_fail(s,
+			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+			    "lane %s has no workspace for the relative "
+			    "directory %s", s->act.lane->name, spec->cwd);
+			return NULL;
+		}
+		if ((size_t)snprintf(cwd, sizeof cwd, "%s/%s",
+		    s->act.lane->workspace, spec->cwd) >= sizeof cwd) {
+			session_fail(s,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "working directory too long");
+			return NULL;
+		}
+		spec->cwd = cwd;
+	}
 	s->g = gexec_start(d->base, &d->procs, d->lima, spec, &session_gexec_ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s", err);

@@ -44,6 +44,7 @@ struct session {
 	bool input_open;	/* the client may still send input frames */
 	bool in_paused;		/* client input paused for the guest's sake */
 	bool out_paused;	/* guest output paused for the client's sake */
+	bool tty;		/* the command has a guest terminal */
 
 	/* For the hooks. */
 	uint64_t bytes;
@@ -51,12 +52,28 @@ struct session {
 	int kind;
 	char stderr_tail[SESSION_STDERR_TAIL + 1];
 	size_t stderr_len;
+
+	/*
+	 * The audit trail: audit_kind "exec" (audit holds argv[0]), "copy-in"
+	 * or "copy-out" (the guest path); NULL records nothing. Recorded once,
+	 * however the call ends.
+	 */
+	const char *audit_kind;
+	uint8_t audit[4100];
+	size_t audit_len;
+	bool audited;
 };
 
 /*
  * Starts the guest command (spec->lane is the client's lane name, checked
  * here). On failure the client has been answered and NULL is returned.
  */
+/* What the audit trail will say; data is cut to fit. */
+void session_audit_begin(struct session *, const char *kind,
+    const void *data, size_t len);
+/* Records the end: r for an exec that ran, failure (or NULL) otherwise. */
+void session_audit(struct session *, const struct gexec_result *r,
+    const char *failure);
 struct session *session_start(struct laned *, struct conn *,
     struct gexec_spec *, const struct session_hooks *, uint64_t timeout_ms,
     bool input_open);

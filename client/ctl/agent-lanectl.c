@@ -88,6 +88,7 @@ static const struct {
 	{ "events", cmd_events },
 	{ "reap", cmd_reap },
 	{ "exec", cmd_exec },
+	{ "shell", cmd_shell },
 	{ "cp", cmd_cp },
 	{ "daemon", cmd_daemon },
 	{ "image", cmd_image },

@@ -134,6 +134,15 @@ int cp_in_stream(struct ctl *, const char *lane, const char *guest_dir,
 int cp_out_stream(struct ctl *, const char *lane, const char *guest_path,
     const struct al_copy_out_opts *, struct al_error *);
 
+/*
+ * The terminal for exec -t: raw mode on fd (0, or -1 with errno), put
+ * back by ctl_tty_restore() and, whatever happens, at exit. The winch fd
+ * is readable after a SIGWINCH (-1 with errno if it cannot be made).
+ */
+int ctl_tty_raw(int fd);
+void ctl_tty_restore(void);
+int ctl_tty_winch_fd(void);
+
 int cmd_create(struct ctl *, int, char **);
 int cmd_ls(struct ctl *, int, char **);
 int cmd_show(struct ctl *, int, char **);
@@ -142,6 +151,7 @@ int cmd_extend(struct ctl *, int, char **);
 int cmd_events(struct ctl *, int, char **);
 int cmd_reap(struct ctl *, int, char **);
 int cmd_exec(struct ctl *, int, char **);
+int cmd_shell(struct ctl *, int, char **);
 int cmd_cp(struct ctl *, int, char **);
 int cmd_daemon(struct ctl *, int, char **);
 int cmd_version(struct ctl *, int, char **);

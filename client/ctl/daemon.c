@@ -13,12 +13,14 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__APPLE__)
 #include <mach-o/dyld.h>
 #endif
 
 #include "ctl.h"
+#include "units.h"
 
 extern char **environ;
 extern const char tmpl_dev_agent_lane_agent_laned_plist[];
@@ -526,8 +528,12 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 		} else {
 			printf("{\"answering\":true");
 			json_kv_string("version", info.version, true);
-			printf(",\"protocol\":%u,\"max_lanes\":%u}",
-			    info.protocol_version, info.max_lanes);
+			printf(",\"protocol\":%u,\"max_lanes\":%u,\"pid\":%u,"
+			    "\"started_at_ms\":%lld", info.protocol_version,
+			    info.max_lanes, info.pid,
+			    (long long)info.started_at_ms);
+			json_kv_string("state_dir", info.state_dir, true);
+			printf("}");
 		}
 		if (listed)
 			printf(",\"lanes\":{\"live\":%zu,\"creating\":%zu,"
@@ -556,6 +562,20 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	}
 	printf("agent-laned: %s (protocol %u), answering\n", info.version,
 	    info.protocol_version);
+	if (info.pid != 0) {
+		struct timespec now;
+		int64_t up_ms = 0;
+		char up[32];
+
+		if (clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+		    info.started_at_ms > 0)
+			up_ms = (int64_t)now.tv_sec * 1000 +
+			    now.tv_nsec / 1000000 - info.started_at_ms;
+		units_format_human(up_ms > 0 ? (uint64_t)up_ms : 0, up,
+		    sizeof up);
+		printf("pid:         %u, up %s\n", info.pid, up);
+		printf("state:       %s\n", info.state_dir);
+	}
 	if (listed)
 		printf("lanes:       %zu live of at most %u (%zu creating, %zu "
 		    "ready, %zu destroying)\n", live, info.max_lanes,

@@ -1,4 +1,7 @@
-/* agent-lanectl exec: stdin, stdout and stderr streamed to a guest command. */
+/*
+ * agent-lanectl exec and shell: stdin, stdout and stderr streamed to a
+ * guest command, through pipes or (-t, shell) a terminal in the guest.
+ */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -12,25 +15,31 @@
 
 #define EXEC_MAX_ENV 1024
 
-int
-cmd_exec(struct ctl *ctl, int argc, char **argv)
+/* The user's login shell if it is bash, else bash, else sh. */
+static const char *const shell_argv[] = { "/bin/sh", "-c",
+    "s=$(getent passwd \"$(id -un)\" | cut -d: -f7); "
+    "for c in \"$s\" /bin/bash /bin/sh; do "
+    "[ -n \"$c\" ] && [ -x \"$c\" ] && exec \"$c\" -l; done; exec sh -l",
+    NULL };
+
+/* exec and shell share everything but their operands. */
+static int
+exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
 {
 	struct al_exec_opts o = AL_EXEC_OPTS_INIT;
-	struct ctl_parsed p;
+	struct ctl_parsed p = *pp;
 	struct al_exec_result res;
 	struct al_error err;
-	struct al_lane l;
 	const char *env[EXEC_MAX_ENV + 1], *lane, *v, *workdir = NULL;
-	char *owned[EXEC_MAX_ENV], wd[sizeof l.workspace + 4096 + 2];
+	char *owned[EXEC_MAX_ENV];
 	size_t nenv = 0, nowned = 0;
 	uint64_t ms;
+	bool tty = is_shell, interactive = is_shell, raw = false;
 	int r;
 
 	o.stdin_fd = STDIN_FILENO;
 	o.stdout_fd = STDOUT_FILENO;
 	o.stderr_fd = STDERR_FILENO;
-	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return r;
 	for (size_t i = 0; i < p.nopts; i++) {
 		v = p.opts[i].value;
 		if (ctl_is(&p.opts[i], "workdir")) {
@@ -53,32 +62,40 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 			o.timeout_ms = ms;
 		} else if (ctl_is(&p.opts[i], "no-stdin"))
 			o.stdin_fd = -1;
+		else if (ctl_is(&p.opts[i], "tty"))
+			tty = true;
+		else if (ctl_is(&p.opts[i], "interactive"))
+			interactive = true;
 	}
-	if (p.noperands != 1 || p.ncommand == 0)
+	if (is_shell && p.noperands != 1)
+		return ctl_usage("usage: agent-lanectl shell [OPTIONS] LANE "
+		    "(see agent-lanectl help shell)");
+	if (!is_shell && (p.noperands != 1 || p.ncommand == 0))
 		return ctl_usage("usage: agent-lanectl exec [OPTIONS] LANE [--] "
 		    "CMD [ARG...] (see agent-lanectl help exec)");
+	if (interactive && o.stdin_fd == -1)
+		return ctl_usage("-i and --no-stdin contradict each other");
 	lane = p.operands[0];
 	/*
-	 * A relative --workdir is in the workspace, as a relative cp path is.
-	 * The daemon takes absolute directories only, so the client resolves
-	 * it against the workspace the daemon reports for the lane.
+	 * -t as docker's: without -i the command reads nothing (a terminal
+	 * has no end of input to send it); with -i our terminal, if stdin is
+	 * one, goes raw so that every key reaches the guest's terminal.
 	 */
-	if (workdir != NULL && workdir[0] != '/') {
-		if (al_get(ctl->client, lane, &l, &err) != AL_OK) {
-			r = -1;
-			goto out;
+	if (tty) {
+		o.tty = true;
+		o.tty_fd = isatty(STDIN_FILENO) ? STDIN_FILENO :
+		    isatty(STDOUT_FILENO) ? STDOUT_FILENO : -1;
+		o.winch_fd = -1;
+		if (!interactive)
+			o.stdin_fd = -1;
+		if (o.tty_fd != -1 && (o.winch_fd = ctl_tty_winch_fd()) == -1) {
+			ctl_errx("%s: %s", is_shell ? "shell" : "exec",
+			    strerror(errno));
+			return CTL_EXIT_EXEC_FAILURE;
 		}
-		if (l.workspace[0] != '/') {
-			err.code = AL_FAILED_PRECONDITION;
-			snprintf(err.message, sizeof err.message, "lane %s has no "
-			    "workspace for the relative --workdir %s", lane,
-			    workdir);
-			r = -1;
-			goto out;
-		}
-		snprintf(wd, sizeof wd, "%s/%s", l.workspace, workdir);
-		workdir = wd;
+		raw = interactive && isatty(STDIN_FILENO);
 	}
+	/* A relative --workdir is in the workspace; the daemon joins it. */
 	o.workdir = workdir;
 	/*
 	 * --env NAME takes the value from our environment, so that secrets
@@ -98,10 +115,42 @@ cmd_exec(struct ctl *ctl, int argc, char **argv)
 		owned[nowned++] = kv;
 		env[k] = kv;
 	}
+	/* Programs in the guest's terminal want to know what it is. */
+	if (tty) {
+		bool have = false;
+
+		for (size_t k = 0; k < nenv; k++)
+			if (strncmp(env[k], "TERM=", 5) == 0)
+				have = true;
+		if (!have && nenv < EXEC_MAX_ENV) {
+			const char *t = getenv("TERM");
+			char *kv;
+
+			if (asprintf(&kv, "TERM=%s", t != NULL && t[0] != '\0' ?
+			    t : "xterm-256color") == -1) {
+				err.code = AL_IO;
+				snprintf(err.message, sizeof err.message,
+				    "out of memory");
+				r = -1;
+				goto out;
+			}
+			owned[nowned++] = kv;
+			env[nenv++] = kv;
+		}
+	}
 	env[nenv] = NULL;
 	o.env = env;
-	o.argv = (const char *const *)p.command;
+	o.argv = is_shell ? shell_argv : (const char *const *)p.command;
+	if (raw && ctl_tty_raw(STDIN_FILENO) == -1) {
+		ctl_errx("%s: cannot put the terminal in raw mode: %s",
+		    is_shell ? "shell" : "exec", strerror(errno));
+		r = -1;
+		err.code = AL_IO;
+		snprintf(err.message, sizeof err.message, "raw mode");
+		goto out;
+	}
 	r = al_exec(ctl->client, lane, &o, &res, &err) == AL_OK ? 0 : -1;
+	ctl_tty_restore();
 out:
 	/* NAME=VALUE from our environment: secrets, wiped before free. */
 	while (nowned > 0) {
@@ -129,4 +178,26 @@ out:
 	}
 	/* The shell's convention: 128+N for a command killed by signal N. */
 	return res.signaled ? 128 + res.signal : res.code;
+}
+
+int
+cmd_exec(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_parsed p;
+	int r;
+
+	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return r;
+	return exec_run(ctl, &p, false);
+}
+
+int
+cmd_shell(struct ctl *ctl, int argc, char **argv)
+{
+	struct ctl_parsed p;
+	int r;
+
+	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return r;
+	return exec_run(ctl, &p, true);
 }

@@ -30,6 +30,7 @@ static const struct ctl_option create_options[] = {
 	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
 	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
+	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
 	{ 0, "image", "IMAGE", "clone the lane from a built image" },
 	{ 0, "provision", "FILE", "build (or reuse, by content) the image of "
 	    "these scripts first; repeatable" },
@@ -73,12 +74,28 @@ static const struct ctl_option exec_options[] = {
 	{ 'e', "env", "NAME[=VALUE]", "set a variable; NAME alone takes our "
 	    "value (for secrets)" },
 	{ 0, "timeout", "DURATION", "kill the command after DURATION" },
+	{ 't', "tty", NULL, "give the command a terminal in the guest" },
+	{ 'i', "interactive", NULL, "with -t: send it standard input (our "
+	    "terminal goes raw)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option shell_options[] = {
+	{ 'w', "workdir", "DIR", "start in DIR; relative to the workspace "
+	    "unless absolute" },
+	{ 'e', "env", "NAME[=VALUE]", "set a variable; NAME alone takes our "
+	    "value (for secrets)" },
 	{ 0, NULL, NULL, NULL },
 };
 
 static const struct ctl_option cp_options[] = {
 	{ 0, "max-bytes", "SIZE", "copies out: refuse more than SIZE bytes" },
 	{ 0, "max-entries", "N", "copies out: most archive members (100000)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option events_options[] = {
+	{ 'f', "follow", NULL, "keep printing new events until the lane ends" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -128,8 +145,16 @@ const struct ctl_command ctl_commands[] = {
 	    "standard streams. Exit status: the command's, 128+N if killed by\n"
 	    "signal N, 125 if Agent Lane failed the exec, 2 for a usage error.\n"
 	    "Options come before the command; everything from the command on is\n"
-	    "the command's own.\n",
+	    "the command's own. With -t the command gets a terminal in the\n"
+	    "guest instead (its output all on standard output, its size kept\n"
+	    "in step with ours); -t reads no input unless -i is given too, and\n"
+	    "then our terminal is raw until the command ends, so that ^C and ^Z\n"
+	    "reach it. TERM is passed on.\n",
 	    exec_options, 1, false, CTL_COMPLETE_LANE, NULL },
+	{ "shell", NULL, "LANE", "an interactive login shell in a lane",
+	    "As `exec -t -i LANE -- SHELL -l` with the guest user's shell\n"
+	    "(bash or sh when it has none). Exits with the shell's status.\n",
+	    shell_options, 0, false, CTL_COMPLETE_LANE, NULL },
 	{ "cp", NULL, "SRC DST", "copy files into or out of a lane",
 	    "One of SRC and DST is LANE:PATH, the other a host path or \"-\".\n"
 	    "A relative guest PATH is in the lane's workspace.\n"
@@ -142,8 +167,12 @@ const struct ctl_command ctl_commands[] = {
 	    "  cp LANE:PATH -           write PATH as a tar stream to standard\n"
 	    "                           output\n",
 	    cp_options, 0, false, CTL_COMPLETE_FILES, NULL },
-	{ "events", NULL, "LANE", "show a lane's audit trail", NULL,
-	    no_options, 0, true, CTL_COMPLETE_LANE, NULL },
+	{ "events", NULL, "LANE", "show a lane's audit trail",
+	    "Lifecycle events, every exec (argv[0] and how it ended; never\n"
+	    "its arguments or environment) and every copy (direction, guest\n"
+	    "path, bytes). -f prints new events as they come until the lane\n"
+	    "has ended; --json then prints one object a line.\n",
+	    events_options, 0, true, CTL_COMPLETE_LANE, NULL },
 	{ "reap", NULL, "", "reconcile now: destroy lanes whose VM is gone",
 	    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
 	    "deletes them.\n",

@@ -8,9 +8,18 @@
 #include "ctl.h"
 #include "units.h"
 
+/* What create learnt while it waited: the name, once registered. */
+struct create_state {
+	char name[AL_NAME_MAX];
+};
+
 static void
 progress_cb(const char *phase, const char *message, void *arg)
 {
+	struct create_state *cs = arg;
+
+	if (strcmp(phase, "registered") == 0)
+		snprintf(cs->name, sizeof cs->name, "%s", message);
 	if (isatty(STDERR_FILENO))
 		fprintf(stderr, "agent-lanectl: %s%s%s\n", phase,
 		    message[0] ? ": " : "", message);
@@ -45,6 +54,7 @@ parse_label(const char *v, struct al_label *labels, size_t *n)
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
+	struct create_state cs = { .name = "" };
 	struct al_create_opts o = AL_CREATE_OPTS_INIT;
 	struct al_label labels[AL_LABELS_MAX];
 	const char *paths[AL_IMAGE_SCRIPTS_MAX];
@@ -58,6 +68,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	int rc;
 
 	o.progress = progress_cb;
+	o.arg = &cs;
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
 	if (p.noperands > 0)
@@ -91,7 +102,9 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 				return ctl_usage("--idle-timeout needs a duration of "
 				    "at least 1s: 30m, 1h, 600 (seconds)");
 			o.idle_timeout_s = n / 1000;
-		} else if (ctl_is(&p.opts[i], "label")) {
+		} else if (ctl_is(&p.opts[i], "detach"))
+			o.detach = true;
+		else if (ctl_is(&p.opts[i], "label")) {
 			if ((rc = parse_label(v, labels, &o.nlabels)) != 0)
 				return rc;
 		} else if (ctl_is(&p.opts[i], "image"))
@@ -115,8 +128,22 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		o.image = im.name;
 	}
 	o.labels = labels;
-	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
+		/*
+		 * Our connection is closed: the daemon destroys a lane whose
+		 * creator left before ready. Say which, since main dies of
+		 * the signal next and nothing else will.
+		 */
+		if (ctl_interrupted() && cs.name[0] != '\0')
+			fprintf(stderr, "agent-lanectl: create interrupted; lane "
+			    "%s %s\n", cs.name, o.detach ? "carries on "
+			    "(--detach)" : "is being destroyed");
+		else if (ctl_interrupted())
+			fprintf(stderr, "agent-lanectl: create interrupted; %s\n",
+			    o.detach ? "the lane carries on (--detach)" :
+			    "any lane it began is being destroyed");
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	}
 	if (ctl->json) {
 		ctl_lane_json(stdout, &lane);
 		fputc('\n', stdout);
@@ -465,43 +492,114 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 	return 0;
 }
 
+static void
+print_event(const struct al_event *e, bool json, bool first)
+{
+	char t[32];
+
+	ctl_time(e->time_ms, t, sizeof t);
+	if (!json) {
+		printf("%s  %-18s %s\n", t, e->event, e->detail);
+		return;
+	}
+	if (!first)
+		fputc(',', stdout);
+	fprintf(stdout, "{\"time_ms\":%lld,\"time\":", (long long)e->time_ms);
+	ctl_json_string(stdout, t);
+	fputs(",\"event\":", stdout);
+	ctl_json_string(stdout, e->event);
+	fputs(",\"detail\":", stdout);
+	ctl_json_string(stdout, e->detail);
+	fputc('}', stdout);
+}
+
+static bool
+same_event(const struct al_event *a, const struct al_event *b)
+{
+	return a->time_ms == b->time_ms && strcmp(a->event, b->event) == 0 &&
+	    strcmp(a->detail, b->detail) == 0;
+}
+
+/*
+ * events -f: polls and prints what follows the last event printed (the
+ * oldest audit events may be trimmed meanwhile, so not by count), until
+ * the lane has ended and its last events are out.
+ */
+static int
+events_follow(struct ctl *ctl, const char *name, bool json)
+{
+	struct al_event last, *ev;
+	struct al_lane l;
+	struct al_error err;
+	bool have = false, ended = false;
+	size_t n, from;
+
+	for (;;) {
+		/* The state first: events up to the end are then all listed. */
+		if (al_get(ctl->client, name, &l, &err) != AL_OK)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+		ended = l.state == AL_LANE_DESTROYED || l.state == AL_LANE_FAILED;
+		if (al_events(ctl->client, name, &ev, &n, &err) != AL_OK)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+		from = 0;
+		if (have) {
+			from = n;
+			for (size_t i = n; i > 0; i--)
+				if (same_event(&ev[i - 1], &last)) {
+					from = i;
+					break;
+				}
+			if (from == n && n > 0 && !same_event(&ev[n - 1], &last))
+				from = 0;	/* all new since (trimmed) */
+		}
+		for (size_t i = from; i < n; i++) {
+			if (json) {
+				print_event(&ev[i], true, true);
+				fputc('\n', stdout);
+			} else
+				print_event(&ev[i], false, true);
+		}
+		if (n > 0) {
+			last = ev[n - 1];
+			have = true;
+		}
+		al_events_free(ev);
+		if (fflush(stdout) == EOF)
+			return CTL_EXIT_FAILURE;
+		if (ended)
+			return 0;
+		usleep(500 * 1000);
+		if (ctl_interrupted())
+			return 0;
+	}
+}
+
 int
 cmd_events(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_parsed p;
 	struct al_event *ev;
 	struct al_error err;
-	bool json = ctl->json;
+	bool follow = false;
 	size_t n;
-	char t[32];
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
-	json = ctl->json;
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "follow"))
+			follow = true;
 	if (p.noperands != 1)
-		return ctl_usage("usage: agent-lanectl events [--json] LANE");
+		return ctl_usage("usage: agent-lanectl events [-f] [--json] LANE");
+	if (follow)
+		return events_follow(ctl, p.operands[0], ctl->json);
 	if (al_events(ctl->client, p.operands[0], &ev, &n, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	if (json)
+	if (ctl->json)
 		fputc('[', stdout);
-	for (size_t i = 0; i < n; i++) {
-		ctl_time(ev[i].time_ms, t, sizeof t);
-		if (json) {
-			if (i > 0)
-				fputc(',', stdout);
-			fprintf(stdout, "{\"time_ms\":%lld,\"time\":",
-			    (long long)ev[i].time_ms);
-			ctl_json_string(stdout, t);
-			fputs(",\"event\":", stdout);
-			ctl_json_string(stdout, ev[i].event);
-			fputs(",\"detail\":", stdout);
-			ctl_json_string(stdout, ev[i].detail);
-			fputc('}', stdout);
-		} else
-			printf("%s  %-18s %s\n", t, ev[i].event, ev[i].detail);
-	}
-	if (json)
+	for (size_t i = 0; i < n; i++)
+		print_event(&ev[i], ctl->json, i == 0);
+	if (ctl->json)
 		fputs("]\n", stdout);
 	al_events_free(ev);
 	return 0;

@@ -423,6 +423,10 @@ info_from_hello(struct al_daemon_info *info, const Agentlane__V1__HelloReply *h)
 	info->protocol_version = h->protocol_version;
 	snprintf(info->version, sizeof info->version, "%s",
 	    h->daemon_version != NULL ? h->daemon_version : "");
+	info->pid = h->pid;
+	info->started_at_ms = h->started_at_ms;
+	snprintf(info->state_dir, sizeof info->state_dir, "%s",
+	    h->state_dir != NULL ? h->state_dir : "");
 	if (h->limits != NULL) {
 		const Agentlane__V1__Limits *l = h->limits;
 

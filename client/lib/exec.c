@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,40 @@ queue_input(struct al_conn *conn, const void *data, size_t len, bool eof,
 	in.data.data = (uint8_t *)data;
 	in.data.len = len;
 	in.eof = eof;
+	req.body_case = AGENTLANE__V1__REQUEST__BODY_EXEC_INPUT;
+	req.exec_input = &in;
+	return al_conn_queue(conn, &req, err);
+}
+
+/* The terminal's size, or 24x80 when it has none. */
+static void
+tty_size(int fd, Agentlane__V1__WindowSize *w)
+{
+	struct winsize ws;
+
+	w->rows = 24;
+	w->cols = 80;
+	if (fd >= 0 && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0 &&
+	    ws.ws_col > 0) {
+		w->rows = ws.ws_row;
+		w->cols = ws.ws_col;
+	}
+}
+
+/* Drains winch_fd; queues the new size. */
+static int
+queue_resize(struct al_conn *conn, const struct al_exec_opts *o,
+    struct al_error *err)
+{
+	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+	Agentlane__V1__ExecInput in = AGENTLANE__V1__EXEC_INPUT__INIT;
+	Agentlane__V1__WindowSize w = AGENTLANE__V1__WINDOW_SIZE__INIT;
+	char junk[64];
+
+	while (read(o->winch_fd, junk, sizeof junk) > 0)
+		;
+	tty_size(o->tty_fd, &w);
+	in.window = &w;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_EXEC_INPUT;
 	req.exec_input = &in;
 	return al_conn_queue(conn, &req, err);
@@ -130,6 +165,7 @@ do_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__Exec ex = AGENTLANE__V1__EXEC__INIT;
+	Agentlane__V1__WindowSize win = AGENTLANE__V1__WINDOW_SIZE__INIT;
 	Agentlane__V1__EnvVar *vars = NULL, **varv = NULL;
 	ProtobufCBinaryData *args = NULL;
 	struct al_conn conn;
@@ -169,6 +205,11 @@ do_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 	ex.env = varv;
 	ex.stdin = stdin_open;
 	ex.timeout_ms = o->timeout_ms;
+	if (o->tty) {
+		ex.tty = true;
+		tty_size(o->tty_fd, &win);
+		ex.window = &win;
+	}
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_EXEC;
 	req.exec = &ex;
 
@@ -181,8 +222,8 @@ do_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 	}
 
 	for (;;) {
-		struct pollfd pfd[2];
-		nfds_t npfd = 1;
+		struct pollfd pfd[3];
+		nfds_t npfd = 1, winch = 0;
 		AlResponse *resp;
 		int r;
 
@@ -194,6 +235,12 @@ do_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 			pfd[1].events = POLLIN;
 			pfd[1].revents = 0;
 			npfd = 2;
+		}
+		if (o->tty && o->winch_fd >= 0) {
+			pfd[npfd].fd = o->winch_fd;
+			pfd[npfd].events = POLLIN;
+			pfd[npfd].revents = 0;
+			winch = npfd++;
 		}
 		if (al_interrupted()) {
 			al_set_error(err, AL_CANCELLED, "interrupted");
@@ -218,7 +265,11 @@ do_exec(struct al_client *c, const char *lane, const struct al_exec_opts *o,
 			if (r == -1)
 				goto out;
 		}
-		if (npfd == 2 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+		if (winch != 0 && (pfd[winch].revents & POLLIN) &&
+		    queue_resize(&conn, o, err) == -1)
+			goto out;
+		if (npfd >= 2 && winch != 1 &&
+		    (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			/* Sized from the daemon's hello: its frame cap may
 			 * be as low as 4096 bytes. */
 			ssize_t n = read(o->stdin_fd, buf, al_conn_chunk(&conn));

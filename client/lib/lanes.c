@@ -70,6 +70,7 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 		cl.disk_gib = o->disk_gib;
 		cl.timeout_s = o->timeout_s;
 		cl.idle_timeout_s = o->idle_timeout_s;
+		cl.detach = o->detach;
 		for (size_t i = 0; i < o->nlabels; i++) {
 			agentlane__v1__label__init(&labels[i]);
 			labels[i].key = (char *)o->labels[i].key;

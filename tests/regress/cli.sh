@@ -76,7 +76,8 @@ check_eq "exec --workdir sub/dir is in the workspace" "$WS/sub/dir" "$(ctl exec 
 check_eq "an absolute --workdir is as given" "/tmp" "$(ctl exec --workdir /tmp "$L" -- pwd)"
 OUT=$(ctl exec -w nosuch "$L" -- pwd 2>&1); RC=$?
 check_eq "a missing relative workdir fails as Agent Lane's (125)" 125 "$RC"
-check_match "with NOT_FOUND, naming the directory" "NOT_FOUND: --workdir $WS/nosuch: " "$OUT"
+# As the user gave it: the daemon joins it onto the workspace (daemon-small.sh).
+check_match "with NOT_FOUND, naming the directory" "NOT_FOUND: --workdir nosuch: " "$OUT"
 
 # ---- ls and rm -------------------------------------------------------------
 OUT=$(ctl ls -q | sort)

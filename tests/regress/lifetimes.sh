@@ -54,11 +54,12 @@ check_eq "a silent 4 s exec survives a 2 s idle timeout" still-here "$OUT"
 check_eq "and the lane is still ready right after" ready "$(lane_state "$L")"
 check "then it idles out" wait_for "$(tw 6)" gone "$L"
 
-# A client killed with SIGKILL during create (the VM takes a second to
-# boot): the lane lives on, then is reaped at its deadline.
+# A client of create --detach killed with SIGKILL during create (the VM
+# takes a second to boot): the lane lives on, then is reaped at its
+# deadline. (Without --detach it is destroyed: create-interrupt.sh.)
 stop_daemon
 LIMA_SIM_BOOT_MS=1000 start_daemon --max-lifetime "$MAXLIFE" --default-lifetime "$(life 30)" || exit 1
-"$LANECTL" --socket "$SOCK" create --timeout "$(life 4)" > "$T/created" 2>/dev/null &
+"$LANECTL" --socket "$SOCK" create --detach --timeout "$(life 4)" > "$T/created" 2>/dev/null &
 CLI=$!
 sleep 0.4
 check "the client is killed while the lane is being created" kill -KILL "$CLI"

@@ -160,9 +160,14 @@ test_durations(void **state)
 {
 	struct config *c = &((struct fixture *)*state)->c;
 
-	/* Lifetimes: a plain number is minutes. */
-	set_ok(c, "max_lifetime", "90");
+	/* Lifetimes take every duration form. */
+	/* A plain number is seconds, as everywhere in the CLI. */
+	set_ok(c, "max_lifetime", "5400");
 	assert_int_equal(c->max_lifetime_ms, 90 * MIN);
+	set_ok(c, "default_idle_timeout", "90");
+	assert_int_equal(c->default_idle_timeout_ms, 90 * SEC);
+	set_ok(c, "retention", "120");
+	assert_int_equal(c->retention_ms, 2 * MIN);
 	set_ok(c, "max_lifetime", "2h");
 	assert_int_equal(c->max_lifetime_ms, 120 * MIN);
 	set_ok(c, "default_lifetime", "30s");
@@ -280,7 +285,7 @@ test_key_names(void **state)
 	char err[256] = "";
 
 	/* Dashes (flags) and user names map; storage names do not (a plain
-	 * number for max_lifetime_ms would be minutes, not milliseconds). */
+	 * number for max_lifetime_ms would be seconds, not milliseconds). */
 	set_ok(c, "max-lanes", "5");
 	assert_int_equal(c->max_lanes, 5);
 	set_ok(c, "max-lifetime", "3h");
@@ -342,7 +347,7 @@ test_load_file(void **state)
 	    "   \t\n"
 	    "max_lanes = 8   # trailing comment\n"
 	    "\tdefault-memory=2GiB\n"
-	    "max_lifetime   =   90\n"
+	    "max_lifetime   =   90m\n"
 	    "debug = yes\n"
 	    "socket = /tmp/x y/al.sock\n"
 	    "request_timeout = 45\r\n"

@@ -189,9 +189,17 @@ test_labels(void **state)
 
 	lb[1].key = "k1";
 	lb[1].value = "tab\there";
-	assert_int_equal(check(&req, 0, &plan, "printable"), INVALID);
+	assert_int_equal(check(&req, 0, &plan, "control"), INVALID);
 	lb[1].value = "del\x7f";
-	assert_int_equal(check(&req, 0, &plan, "printable"), INVALID);
+	assert_int_equal(check(&req, 0, &plan, "UTF-8"), INVALID);
+	lb[1].value = "latin1 \xe9t\xe9";	/* not UTF-8: JSON could not hold it */
+	assert_int_equal(check(&req, 0, &plan, "UTF-8"), INVALID);
+	lb[1].value = "overlong \xc0\xaf";
+	assert_int_equal(check(&req, 0, &plan, "UTF-8"), INVALID);
+	lb[1].value = "c1 \xc2\x9b";		/* U+009B, CSI */
+	assert_int_equal(check(&req, 0, &plan, "control"), INVALID);
+	lb[1].value = "\xc3\xa9t\xc3\xa9 \xe2\x9c\x93";	/* "été ✓" */
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
 	memset(longval, 'x', sizeof longval - 1);
 	longval[sizeof longval - 1] = '\0';
 	lb[1].value = longval;

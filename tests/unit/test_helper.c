@@ -438,6 +438,55 @@ test_channel_close_kills_group(void **state)
 	assert_true(WIFEXITED(st));
 }
 
+/*
+ * T gives the command a terminal of that size, W resizes it, and Z types
+ * ^D. The acknowledgements count the I bytes only: the ^D is the helper's
+ * own, and acknowledging it would be more than the daemon sent (which it
+ * treats as a broken helper).
+ */
+static void
+test_tty(void **state)
+{
+	const char *argv[] = { "sh", "-c",
+	    "stty size; read l; stty size; cat", NULL };
+	const uint8_t size[4] = { 0, 24, 0, 80 }, resize[4] = { 0, 30, 0, 100 };
+	struct helper h;
+	char out[sizeof h.stdout_data + 1];
+
+	helper_start(&h, -1);
+	helper_put_str(&h, 'C', "");
+	for (int i = 0; argv[i] != NULL; i++)
+		helper_put_str(&h, 'A', argv[i]);
+	helper_put(&h, 'T', size, sizeof size);
+	helper_put(&h, 'R', NULL, 0);
+	assert_true(helper_next(&h));
+	if (h.last.type == GUEST_FAILED &&
+	    strncmp(h.last_data, "tty", 3) == 0) {
+		(void)helper_wait(&h);
+		skip();		/* no pseudo-terminals here */
+	}
+	assert_int_equal(h.last.type, GUEST_STARTED);
+	/* The first size is out before the resize. */
+	do {
+		assert_true(helper_next_frame(&h, true));
+		memcpy(out, h.stdout_data, h.stdout_len);
+		out[h.stdout_len] = '\0';
+	} while (strstr(out, "24 80") == NULL);
+	helper_put(&h, 'W', resize, sizeof resize);
+	helper_put_str(&h, 'I', "x\nabc\n");
+	helper_put(&h, 'Z', NULL, 0);
+	assert_true(helper_next(&h));
+	assert_int_equal(h.last.type, GUEST_EXIT);
+	assert_int_equal(h.last.code, 0);
+	memcpy(out, h.stdout_data, h.stdout_len);
+	out[h.stdout_len] = '\0';
+	assert_non_null(strstr(out, "24 80"));
+	assert_non_null(strstr(out, "30 100"));
+	assert_non_null(strstr(out, "abc"));
+	assert_int_equal(h.acked, 6);
+	assert_int_equal(helper_wait(&h), 0);
+}
+
 int
 main(void)
 {
@@ -451,6 +500,7 @@ main(void)
 		cmocka_unit_test_teardown(test_bad_cwd, teardown_helper),
 		cmocka_unit_test_teardown(test_bad_frame, teardown_helper),
 		cmocka_unit_test_teardown(test_channel_close_kills_group, teardown_helper),
+		cmocka_unit_test_teardown(test_tty, teardown_helper),
 	};
 
 #if !defined(__linux__)

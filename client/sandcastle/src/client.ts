@@ -178,7 +178,7 @@ export interface ExecRequest {
   argv?: Array<string | Uint8Array>;
   /** Run as /bin/sh -c SHELL. */
   shell?: string | Uint8Array;
-  /** Absolute guest path; absent: the lane's workspace. */
+  /** Guest directory (relative: in the workspace); absent: the workspace. */
   workdir?: string;
   env?: Record<string, string>;
   /**
@@ -188,6 +188,12 @@ export interface ExecRequest {
   stdin?: string | Uint8Array | AsyncIterable<Uint8Array | string>;
   /** 0 / absent: no per-exec timeout. */
   timeoutMs?: number;
+  /**
+   * A pseudo-terminal in the guest of this size: the command's stdin, stdout
+   * and stderr are the terminal, and all its output arrives on stdout.
+   * Follow resizes with ExecCall.resize().
+   */
+  tty?: { rows: number; cols: number };
 }
 
 export type ExecStatus = { code: number; signal?: undefined } | { signal: number; code?: undefined };
@@ -203,6 +209,14 @@ export interface ExecHandlers {
 export interface ExecCall {
   readonly done: Promise<ExecStatus>;
   cancel(reason?: string): void;
+  /** With `tty`: the terminal now has this size (the guest sends SIGWINCH). */
+  resize(rows: number, cols: number): void;
+}
+
+/** What exec() and runExec() share while the call runs. */
+interface ExecControl {
+  resize?: (rows: number, cols: number) => void;
+  pendingSize?: { rows: number; cols: number };
 }
 
 export interface CopyOutBegin {
@@ -800,17 +814,23 @@ export class AgentLaneClient {
       cancelled = new AgentLaneError("CANCELLED", reason);
       conn?.fail(cancelled);
     };
+    const control: ExecControl = {};
     const done = (async (): Promise<ExecStatus> => {
       const opened = await this.open();
       conn = opened.conn;
       if (cancelled) conn.fail(cancelled);
       try {
-        return await runExec(conn, req, handlers);
+        return await runExec(conn, req, handlers, control);
       } finally {
         conn.destroy();
       }
     })();
-    return { done, cancel };
+    const resize = (rows: number, cols: number) => {
+      if (!req.tty) return;
+      if (control.resize) control.resize(rows, cols);
+      else control.pendingSize = { rows, cols };
+    };
+    return { done, cancel, resize };
   }
 
   /**
@@ -988,7 +1008,13 @@ async function syncDir(dir: string): Promise<void> {
   }
 }
 
-async function runExec(conn: Connection, req: ExecRequest, handlers: ExecHandlers): Promise<ExecStatus> {
+/** Terminal sizes as the daemon takes them: whole numbers 1..65535. */
+function windowSize(rows: number, cols: number): { rows: number; cols: number } {
+  const clamp = (n: number) => Math.min(65535, Math.max(1, Math.floor(Number.isFinite(n) ? n : 1)));
+  return { rows: clamp(rows), cols: clamp(cols) };
+}
+
+async function runExec(conn: Connection, req: ExecRequest, handlers: ExecHandlers, control: ExecControl = {}): Promise<ExecStatus> {
   const hasArgv = req.argv !== undefined;
   const hasShell = req.shell !== undefined;
   if (hasArgv === hasShell) throw new AgentLaneError("INVALID_ARGUMENT", "exec needs exactly one of argv and shell");
@@ -1003,15 +1029,30 @@ async function runExec(conn: Connection, req: ExecRequest, handlers: ExecHandler
       env,
       stdin: req.stdin !== undefined,
       timeoutMs: req.timeoutMs ?? 0,
+      ...(req.tty ? { tty: true, window: windowSize(req.tty.rows, req.tty.cols) } : {}),
     },
   });
 
   let finished = false;
   let stdinError: unknown;
+  // Stdin and resizes share the connection: one frame at a time.
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = (r: Record<string, unknown>): Promise<boolean> => {
+    const p = chain.then(() => conn.sendStreamed(r));
+    chain = p.catch(() => false);
+    return p;
+  };
+  if (req.tty) {
+    control.resize = (rows, cols) => {
+      if (finished || conn.answered(EXEC_TERMINAL)) return;
+      serial({ execInput: { window: windowSize(rows, cols) } }).catch(() => undefined);
+    };
+    if (control.pendingSize) control.resize(control.pendingSize.rows, control.pendingSize.cols);
+  }
   const stdinDone =
     req.stdin === undefined
       ? Promise.resolve()
-      : pumpStdin(conn, req.stdin, () => finished).catch((err) => {
+      : pumpStdin(conn, req.stdin, () => finished, serial).catch((err) => {
           // The command may exit without reading its stdin; the daemon then
           // answers and closes, and our writes fail. Only report a stdin
           // failure when no exit status arrives.
@@ -1056,6 +1097,7 @@ async function pumpStdin(
   conn: Connection,
   input: string | Uint8Array | AsyncIterable<Uint8Array | string>,
   isFinished: () => boolean,
+  send: (req: Record<string, unknown>) => Promise<boolean> = (r) => conn.sendStreamed(r),
 ): Promise<void> {
   // The daemon closes the connection right after the exit status, even when
   // the command left its stdin unread. Writing into a closed connection fails
@@ -1070,7 +1112,7 @@ async function pumpStdin(
     const chunk = conn.dataChunk();
     for (let off = 0; off < buf.length && !gone; off += chunk) {
       if (await stop()) return (gone = true);
-      gone = !(await conn.sendStreamed({ execInput: { data: buf.subarray(off, off + chunk) } }));
+      gone = !(await send({ execInput: { data: buf.subarray(off, off + chunk) } }));
     }
     return gone;
   };
@@ -1082,7 +1124,7 @@ async function pumpStdin(
       if (await sendBuf(typeof piece === "string" ? Buffer.from(piece, "utf8") : asBuffer(piece))) return;
     }
   }
-  if (!(await stop())) await conn.sendStreamed({ execInput: { eof: true } });
+  if (!(await stop())) await send({ execInput: { eof: true } });
 }
 
 const EXEC_TERMINAL = ["execExit", "error"] as const;

@@ -485,8 +485,12 @@ class AgentLaneHandle implements LaneHandle {
   }
 
   /**
-   * Run `args` (an argv, no shell) with the given streams. Lanes have no
-   * terminal: the command sees pipes even when `stdin` is a TTY.
+   * Run `args` (an argv, no shell) with the given streams. When stdin is a
+   * TTY the command gets a pseudo-terminal in the guest, as Sandcastle asks
+   * of providers: our terminal goes raw for the call (so ^C and ^Z reach
+   * the guest as keys) and is put back however the call ends, the guest's
+   * terminal starts at stdout's size and follows its resizes, and all the
+   * command's output arrives on stdout. Otherwise it gets pipes.
    */
   async interactiveExec(args: string[], options: InteractiveExecOptions): Promise<{ exitCode: number }> {
     this.ensureOpen("interactiveExec");
@@ -497,28 +501,52 @@ class AgentLaneHandle implements LaneHandle {
         if (out.write(data)) resolve();
         else out.once("drain", () => resolve());
       });
+    const ttyIn = input as NodeJS.ReadableStream & { isTTY?: boolean; setRawMode?: (raw: boolean) => unknown; isRaw?: boolean };
+    const ttyOut = options.stdout as NodeJS.WritableStream & { isTTY?: boolean; rows?: number; columns?: number };
+    const tty = ttyIn.isTTY === true;
+    const size = () => ({ rows: ttyOut.rows || 24, cols: ttyOut.columns || 80 });
+    const env = tty && this.env.TERM === undefined ? { ...this.env, TERM: process.env.TERM || "xterm-256color" } : this.env;
+    let rawSet = false;
+    if (tty && typeof ttyIn.setRawMode === "function" && !ttyIn.isRaw) {
+      ttyIn.setRawMode(true);
+      rawSet = true;
+    }
     const stdinIter = streamChunks(input);
-    const call = this.client.exec(
-      {
-        lane: this.laneName,
-        argv: args,
-        workdir: options.cwd ?? this.worktreePath,
-        env: this.env,
-        stdin: stdinIter.iterable,
-        timeoutMs: this.options.execTimeoutMs,
-      },
-      {
-        onStdout: (d) => (this.isClosed ? undefined : write(options.stdout, d)),
-        onStderr: (d) => (this.isClosed ? undefined : write(options.stderr, d)),
-      },
-    );
-    this.inflight.add(call);
+    let onResize: (() => void) | undefined;
     try {
-      const status = await call.done;
-      return { exitCode: status.signal !== undefined ? 128 + status.signal : status.code };
+      const call = this.client.exec(
+        {
+          lane: this.laneName,
+          argv: args,
+          workdir: options.cwd ?? this.worktreePath,
+          env,
+          stdin: stdinIter.iterable,
+          timeoutMs: this.options.execTimeoutMs,
+          ...(tty ? { tty: size() } : {}),
+        },
+        {
+          onStdout: (d) => (this.isClosed ? undefined : write(options.stdout, d)),
+          onStderr: (d) => (this.isClosed ? undefined : write(options.stderr, d)),
+        },
+      );
+      if (tty && typeof (ttyOut as NodeJS.EventEmitter).on === "function") {
+        onResize = () => {
+          const s = size();
+          call.resize(s.rows, s.cols);
+        };
+        (ttyOut as NodeJS.EventEmitter).on("resize", onResize);
+      }
+      this.inflight.add(call);
+      try {
+        const status = await call.done;
+        return { exitCode: status.signal !== undefined ? 128 + status.signal : status.code };
+      } finally {
+        this.inflight.delete(call);
+      }
     } finally {
-      this.inflight.delete(call);
+      if (onResize) (ttyOut as NodeJS.EventEmitter).removeListener("resize", onResize);
       stdinIter.stop();
+      if (rawSet) ttyIn.setRawMode!(false);
     }
   }
 

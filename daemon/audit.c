@@ -1,0 +1,83 @@
+#include <stdio.h>
+#include <string.h>
+
+#include "audit.h"
+#include "gexec.h"
+#include "lane.h"
+#include "laned.h"
+#include "log.h"
+#include "registry.h"
+#include "text.h"
+
+/* Guest bytes as printable UTF-8 for the registry, logs and JSON. */
+static void
+audit_text(char *dst, size_t dstlen, const uint8_t *src, size_t len)
+{
+	size_t o = 0, i = 0, n;
+	uint8_t buf[5];
+
+	while (i < len && o + 5 < dstlen) {
+		memset(buf, 0, sizeof buf);
+		memcpy(buf, src + i, len - i < 4 ? len - i : 4);
+		if (src[i] < 0x20 || src[i] == 0x7f ||
+		    (n = text_utf8_len(buf)) == 0 || n > len - i) {
+			dst[o++] = '?';
+			i++;
+			continue;
+		}
+		memcpy(dst + o, src + i, n);
+		o += n;
+		i += n;
+	}
+	if (i < len && o + 4 <= dstlen) {
+		memcpy(dst + o, "...", 3);
+		o += 3;
+	}
+	dst[o] = '\0';
+}
+
+static void
+audit_record(struct lane *l, const char *event, const char *detail)
+{
+	lane_event(l, event, detail);
+	if (registry_audit_trim(l->d->reg, l->name,
+	    l->d->cfg.max_audit_events) != REG_OK)
+		log_warnx("lane %s: cannot trim the audit events", l->name);
+}
+
+void
+audit_exec(struct lane *l, const uint8_t *argv0, size_t len,
+    const struct gexec_result *r, const char *failure)
+{
+	char cmd[160], detail[400];
+
+	if (l == NULL)
+		return;
+	audit_text(cmd, sizeof cmd, argv0, len);
+	if (failure != NULL || r == NULL || r->end == GEXEC_FAILED)
+		snprintf(detail, sizeof detail, "%s failed: %.200s", cmd,
+		    failure != NULL ? failure : r != NULL ? r->message : "");
+	else if (r->end == GEXEC_SIGNALED)
+		snprintf(detail, sizeof detail, "%s signal=%d", cmd, r->sig);
+	else
+		snprintf(detail, sizeof detail, "%s exit=%d", cmd, r->code);
+	audit_record(l, "exec", detail);
+}
+
+void
+audit_copy(struct lane *l, const char *what, const char *path,
+    uint64_t bytes, const char *failure)
+{
+	char p[300], detail[500];
+
+	if (l == NULL)
+		return;
+	audit_text(p, sizeof p, (const uint8_t *)path, strlen(path));
+	if (failure != NULL)
+		snprintf(detail, sizeof detail, "%s bytes=%llu failed: %.150s",
+		    p, (unsigned long long)bytes, failure);
+	else
+		snprintf(detail, sizeof detail, "%s bytes=%llu", p,
+		    (unsigned long long)bytes);
+	audit_record(l, what, detail);
+}

@@ -1,0 +1,24 @@
+/*
+ * The audit trail of what ran in a lane: every exec (argv[0] and how it
+ * ended, never its arguments or environment) and every copy (direction,
+ * guest path, bytes), as lane events. A lane keeps its newest
+ * max_audit_events of them.
+ */
+#ifndef LANED_AUDIT_H
+#define LANED_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gexec_result;
+struct lane;
+
+/* argv0 is the command's own bytes (any); r how it ended, NULL if the
+ * call failed before it ran, with why in failure. */
+void audit_exec(struct lane *, const uint8_t *argv0, size_t len,
+    const struct gexec_result *r, const char *failure);
+/* what: "copy-in" or "copy-out"; failure NULL when it succeeded. */
+void audit_copy(struct lane *, const char *what, const char *path,
+    uint64_t bytes, const char *failure);
+
+#endif
