@@ -143,6 +143,7 @@ copy_in_done(struct session *s, const struct gexec_result *r)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__CopyInDone done = AGENTLANE__V1__COPY_IN_DONE__INIT;
+	char st[32];
 
 	if (r->end == GEXEC_FAILED) {
 		session_fail(s, r->error, "%s", r->message);
@@ -151,17 +152,15 @@ copy_in_done(struct session *s, const struct gexec_result *r)
 	if (s->input_open) {
 		/* tar ended before the client finished: it did not take it all. */
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-		    "guest tar ended before the end of the stream (%s %d): %s",
-		    r->end == GEXEC_EXITED ? "exit" : "signal",
-		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    "guest tar ended before the end of the stream (%s): %s",
+		    gexec_status(r, st, sizeof st),
 		    copy_guest_message(s));
 		return;
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-		    "guest tar -x failed (%s %d): %s",
-		    r->end == GEXEC_EXITED ? "exit" : "signal",
-		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    "guest tar -x failed (%s): %s",
+		    gexec_status(r, st, sizeof st),
 		    copy_guest_message(s));
 		return;
 	}
@@ -264,6 +263,7 @@ copy_out_done(struct session *s, const struct gexec_result *r)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__CopyOutDone done = AGENTLANE__V1__COPY_OUT_DONE__INIT;
+	char st[32];
 
 	if (r->end == GEXEC_FAILED) {
 		session_fail(s, r->error, "%s", r->message);
@@ -288,9 +288,8 @@ copy_out_done(struct session *s, const struct gexec_result *r)
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0 || s->kind == 0) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-		    "reading the guest path failed (%s %d): %s",
-		    r->end == GEXEC_EXITED ? "exit" : "signal",
-		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    "reading the guest path failed (%s): %s",
+		    gexec_status(r, st, sizeof st),
 		    copy_guest_message(s));
 		return;
 	}

@@ -675,3 +675,11 @@ gexec_abort(struct gexec *g)
 		proc_kill(g->proc);
 	gexec_free_if_idle(g);
 }
+
+const char *
+gexec_status(const struct gexec_result *r, char *buf, size_t len)
+{
+	wire_exit_string(buf, len, r->end != GEXEC_EXITED,
+	    r->end == GEXEC_EXITED ? r->code : r->sig);
+	return buf;
+}

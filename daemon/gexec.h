@@ -97,6 +97,8 @@ void gexec_resize(struct gexec *, uint16_t rows, uint16_t cols);
 void gexec_pause(struct gexec *, bool);
 /* Kills the command (its whole guest process group); no done callback. */
 void gexec_abort(struct gexec *);
+/* "exit 3" or "signal 9" for an exited or signalled result. */
+const char *gexec_status(const struct gexec_result *, char *buf, size_t len);
 
 /* The helper program (generated from daemon/guest-helper.pl). */
 extern const char guest_helper_source[];

@@ -591,7 +591,7 @@ script_done(struct gexec *g, const struct gexec_result *r, void *arg)
 {
 	struct build *b = arg;
 	const char *name = b->scripts[b->cur].name;
-	char tail[IMAGE_TAIL + 1];
+	char tail[IMAGE_TAIL + 1], st[32];
 
 	b->g = NULL;
 	b->step = BUILD_NONE;
@@ -604,9 +604,8 @@ script_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	if (r->end != GEXEC_EXITED || r->code != 0) {
 		tail_lines(b, tail, sizeof tail);
 		build_fail(b, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-		    "provision script %s failed (%s %d)%s%s", name,
-		    r->end == GEXEC_EXITED ? "exit" : "signal",
-		    r->end == GEXEC_EXITED ? r->code : r->sig,
+		    "provision script %s failed (%s)%s%s", name,
+		    gexec_status(r, st, sizeof st),
 		    tail[0] != '\0' ? ": " : "", tail);
 		return;
 	}

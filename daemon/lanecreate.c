@@ -333,7 +333,7 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	struct lane_setup *s = arg;
 	struct lane *l = s->lane;
 	struct lane_change ch;
-	char ws[SETUP_OUTPUT_MAX + 1];
+	char ws[SETUP_OUTPUT_MAX + 1], st[32];
 	bool overflow = s->overflow;
 	size_t n = s->len;
 
@@ -351,9 +351,8 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		else
 			lane_fail_creation(l,
 			    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
-			    "guest setup failed (%s %d)",
-			    r->end == GEXEC_EXITED ? "exit" : "signal",
-			    r->end == GEXEC_EXITED ? r->code : r->sig);
+			    "guest setup failed (%s)",
+			    gexec_status(r, st, sizeof st));
 		return;
 	}
 	while (n > 0 && (ws[n - 1] == '\n' || ws[n - 1] == '\r'))
