@@ -64,7 +64,8 @@ proxyreq_host_valid(char *host)
 		if (++label > 63)
 			return false;
 	}
-	return host[n - 1] != '-';
+	/* No empty last label ("a.b.." was "a.b." after the strip above). */
+	return label > 0 && host[n - 1] != '-';
 }
 
 bool

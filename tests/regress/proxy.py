@@ -206,6 +206,7 @@ c.close()
 for bad, code in ((b"GET / HTTP/1.1\r\n\r\n", "400"),
                   (b"GET http://user@allowed.test/ HTTP/1.1\r\n\r\n", "400"),
                   (b"CONNECT allowed.test HTTP/1.1\r\n\r\n", "400"),
+                  (b"CONNECT allowed.test..:443 HTTP/1.1\r\n\r\n", "400"),
                   (b"CONNECT allowed.test:443 HTTP/2.0\r\n\r\n", "505"),
                   (b"GET https://allowed.test/ HTTP/1.1\r\n\r\n", "400"),
                   (b"CONNECT allowed.test:443 HTTP/1.1\r\nX: a\r\n b\r\n\r\n", "400"),
