@@ -160,6 +160,48 @@ netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
 	return (int)off;
 }
 
+int
+netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
+    char *buf, size_t len)
+{
+	const char *mode = netpolicy_mode_name(m);
+	int n;
+
+	if (probe_port == 0)
+		return -1;
+	/*
+	 * The probe is perl (the guest helper needs it anyway): connected
+	 * or refused means the host answered; a drop shows as a timeout or
+	 * EPERM, and a guest without a route as ENETUNREACH.
+	 */
+	n = snprintf(buf, len,
+	    "#!/bin/sh\n"
+	    "stamp=$(cat " NETPOLICY_STAMP " 2>/dev/null) || {\n"
+	    "\techo 'fail: no policy stamp: the rules were not loaded'; exit 1; }\n"
+	    "[ \"$stamp\" = '%s %s' ] || {\n"
+	    "\techo \"fail: the stamp says '$stamp', not '%s %s'\"; exit 1; }\n"
+	    "%s"
+	    "r=$(perl -MSocket -e '\n"
+	    "socket(S, PF_INET, SOCK_STREAM, 0) or die \"socket: $!\\n\";\n"
+	    "$SIG{ALRM} = sub { print \"blocked\\n\"; exit 0 };\n"
+	    "alarm 3;\n"
+	    "if (connect(S, pack_sockaddr_in(%u, inet_aton(\"192.168.5.2\")))) "
+	    "{ print \"reachable\\n\"; exit 0 }\n"
+	    "print $!{ECONNREFUSED} ? \"reachable\\n\" : \"blocked\\n\";')\n"
+	    "[ \"$r\" = blocked ] || {\n"
+	    "\techo \"fail: 192.168.5.2:%u answered the guest ($r)\"; exit 1; }\n"
+	    "echo 'ok %s'\n",
+	    mode, sudo ? "advisory" : "enforced",
+	    mode, sudo ? "advisory" : "enforced",
+	    sudo ? "" :
+	    "if sudo -n true >/dev/null 2>&1; then\n"
+	    "\techo 'fail: the guest user has passwordless sudo'; exit 1; fi\n",
+	    (unsigned)probe_port, (unsigned)probe_port, mode);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	return n;
+}
+
 bool
 netpolicy_lima_version_ok(const char *out, char *why, size_t whylen)
 {

@@ -51,6 +51,18 @@ int netpolicy_yaml(enum netpolicy_mode, uint16_t proxy_port, bool sudo,
     char *buf, size_t len);
 
 /*
+ * The check the daemon runs in the guest, as the lane user, before it
+ * reports a policy lane ready: the provision script's stamp names this
+ * mode as enforced, the user has no passwordless sudo (unless kept), and a
+ * TCP connection to 192.168.5.2:probe_port (the lane's own ssh port on the
+ * host) is dropped, neither made nor refused. Prints "ok MODE" and exits 0,
+ * or prints "fail: WHY" and exits 1. A guest with no network at all (the
+ * simulator) has no stamp and fails: nothing here passes by default.
+ */
+int netpolicy_check_script(enum netpolicy_mode, bool sudo, uint16_t probe_port,
+    char *buf, size_t len);
+
+/*
  * `limactl --version` output ("limactl version 2.2.0"): whether it is at
  * least NETPOLICY_LIMA_MIN. False with why set when older or unreadable.
  */

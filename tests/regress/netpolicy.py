@@ -8,6 +8,7 @@ import sys
 import time
 
 REPO = sys.argv[1]
+PRINT = sys.argv[2]
 PROXY_PORT = 41234   # the port the allow golden file names
 n = 0
 failed = 0
@@ -27,16 +28,46 @@ def sh(*args, ns=None):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def rules(mode):
-    text = open(os.path.join(REPO, "tests/unit/golden/netpolicy-%s.yaml" % mode)).read()
-    m = re.search(r"<<'AGENT_LANE_NFT'\n(.*?)\n    AGENT_LANE_NFT\n", text, re.S)
-    return "\n".join(l[4:] for l in m.group(1).split("\n")) + "\n"
+# The pre-ready check, run in the guest with a stand-in sudo on PATH: Lima's
+# answer for a user without the sudoers entry, or a passwordless one.
+BIN = "/run/np-bin"
+
+
+def set_sudo(passwordless):
+    os.makedirs(BIN, exist_ok=True)
+    with open(BIN + "/sudo", "w") as f:
+        f.write("#!/bin/sh\n" + ("exit 0\n" if passwordless else
+                "echo 'sudo: a password is required' >&2; exit 1\n"))
+    os.chmod(BIN + "/sudo", 0o755)
+
+
+def set_stamp(text):
+    os.makedirs("/run/agent-lane", exist_ok=True)
+    if text is None:
+        if os.path.exists("/run/agent-lane/netpolicy"):
+            os.unlink("/run/agent-lane/netpolicy")
+    else:
+        with open("/run/agent-lane/netpolicy", "w") as f:
+            f.write(text + "\n")
+
+
+def check(mode, probe=22):
+    script = subprocess.run([PRINT, mode, "check", str(probe)], check=True,
+                            capture_output=True, text=True).stdout
+    env = dict(os.environ, PATH=BIN + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+    r = subprocess.run(["nsenter", "-t", str(G), "-n", "sh", "-c", script],
+                       capture_output=True, text=True, env=env)
+    return r.returncode, r.stdout.strip()
 
 
 # Host side: the addresses a guest could aim at.
 HOST_ADDRS = ["192.168.5.2/24", "192.168.5.3/24", "1.1.1.1/32", "10.0.0.1/32",
               "172.17.0.1/32", "169.254.169.254/32", "100.100.100.100/32",
               "192.168.1.1/32"]
+# /run is this test's own (a tmpfs in the mount namespace of netpolicy.sh).
+if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"]).returncode != 0:
+    print("not ok 1 - cannot mount a private /run")
+    sys.exit(1)
 sh("ip", "link", "set", "lo", "up")
 guest = subprocess.Popen(["unshare", "-n", "sleep", "120"])
 time.sleep(0.3)
@@ -155,6 +186,12 @@ base = probe_all()
 report(all(x == R for x in base), "without rules every target is reachable (%s)" % base)
 report(ssh_reply(), "without rules a connection from 192.168.5.2 gets the guest's reply")
 
+set_sudo(False)
+set_stamp("internet enforced")
+rc, out = check("internet")
+report(rc == 1 and "192.168.5.2:22 answered the guest (reachable)" in out,
+       "check: without rules the probe reaches 192.168.5.2 and the check fails (%s)" % out)
+
 # The trap (real-vm-notes.md): dropping output to 192.168.5.2 without
 # accepting established traffic first also drops sshd's replies.
 NAIVE = ("table inet agentlane {\n chain output {\n"
@@ -166,18 +203,42 @@ report(r.returncode == 0 and not ssh_reply(),
        "a naive rule set (no established-first) loses the reply to 192.168.5.2")
 sh("nft", "delete", "table", "inet", "agentlane", ns=G)
 
+def provision(mode):
+    """Runs the system provision script of the mode's lane YAML in the guest."""
+    text = subprocess.run([PRINT, mode, "yaml", str(PROXY_PORT)], check=True,
+                          capture_output=True, text=True).stdout
+    body = text.split("  script: |\n", 1)[1]
+    script = "".join(l[4:] + "\n" for l in body.split("\n") if l)
+    return subprocess.run(["nsenter", "-t", str(G), "-n", "sh", "-c", script],
+                          capture_output=True, text=True)
+
+
 for mode in ("internet", "none", "allow"):
-    r = subprocess.run(
-        ["nsenter", "-t", str(G), "-n", "nft", "-f", "-"],
-        input=rules(mode), capture_output=True, text=True)
-    report(r.returncode == 0, "%s: the rule set loads (%s)" % (mode, r.stderr.strip()[:200]))
+    set_stamp(None)
+    r = provision(mode)
+    stamp = open("/run/agent-lane/netpolicy").read().strip() if r.returncode == 0 else ""
+    report(r.returncode == 0 and stamp == mode + " enforced",
+           "%s: the provision script loads the rules and stamps '%s' (%s)" % (mode, stamp, r.stderr.strip()[:200]))
     got = probe_all()
     for (h, p, pr, what), want, res in zip(TARGETS, EXPECT[mode], got):
         report(res == want, "%s: %s %s:%d/%s is %s" % (mode, what, h, p, pr, res))
     report(ssh_reply(), "%s: replies to a connection from 192.168.5.2 (forwarded ssh) still pass" % mode)
+    set_stamp(mode + " enforced")
+    rc, out = check(mode)
+    report(rc == 0 and out == "ok " + mode, "%s: the pre-ready check passes (%s)" % (mode, out))
+    set_stamp(None)
+    rc, out = check(mode)
+    report(rc == 1 and "no policy stamp" in out, "%s: without the stamp the check fails (%s)" % (mode, out))
+    set_stamp("internet advisory" if mode != "internet" else "none enforced")
+    rc, out = check(mode)
+    report(rc == 1 and "the stamp says" in out, "%s: another mode's stamp fails the check (%s)" % (mode, out))
+    set_stamp(mode + " enforced")
+    set_sudo(True)
+    rc, out = check(mode)
+    report(rc == 1 and "passwordless sudo" in out, "%s: passwordless sudo fails the check (%s)" % (mode, out))
+    set_sudo(False)
     # Loading again replaces the table (provisioning runs at every boot).
-    r = subprocess.run(["nsenter", "-t", str(G), "-n",
-                        "nft", "-f", "-"], input=rules(mode), capture_output=True, text=True)
+    r = provision(mode)
     lst = sh("nft", "list", "ruleset", ns=G).stdout
     report(r.returncode == 0 and lst.count("table inet agentlane") == 1,
            "%s: a second load replaces the table" % mode)
