@@ -623,9 +623,13 @@ accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 	if (px->nconns >= px->lim.max_conns || px->bytes >= px->lim.max_lane_bytes) {
 		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
 		    "Connection: close\r\nContent-Length: 0\r\n\r\n";
-		px_record(px, "proxy-limit", px->nconns >= px->lim.max_conns ?
-		    "refused: %u connections open" : "refused: lane byte cap reached (%u)",
-		    px->nconns >= px->lim.max_conns ? px->lim.max_conns : 0);
+		if (px->nconns >= px->lim.max_conns)
+			px_record(px, "proxy-limit", "refused: %u connections open",
+			    px->lim.max_conns);
+		else
+			px_record(px, "proxy-limit",
+			    "refused: the lane's %llu bytes are used up",
+			    (unsigned long long)px->lim.max_lane_bytes);
 		/* Best effort: the socket is new, its buffer has room. */
 		if (send(fd, busy, sizeof(busy) - 1, 0) < 0)
 			log_debug("proxy: 503 not sent: %s", strerror(errno));

@@ -279,7 +279,8 @@ for _ in range(3):
 time.sleep(0.2)
 c = h.conn()
 got = recv_all(c, 100, timeout=2.0)
-report(got.startswith(b"HTTP/1.1 503"), "after max_lane_bytes new connections get 503 (%r)" % got[:40])
+report(got.startswith(b"HTTP/1.1 503") and h.wait_event("refused: the lane's 250000 bytes are used up") is not None,
+       "after max_lane_bytes new connections get 503, recorded (%r)" % got[:40])
 c.close()
 h.close()
 
