@@ -2,6 +2,8 @@
 #
 #   make                 build build/agent-laned, build/agent-lanectl, libagentlane
 #   make check           build and run every test suite (one summary line at the end)
+#   make check-vm        the real-VM tier: regress suites and VM-only checks on
+#                        QEMU guests (tests/lima-vm; tens of minutes under TCG)
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make deps            install build and test dependencies (apt or Homebrew)
 #
@@ -104,7 +106,7 @@ LIBLANED_A      := $(BUILD)/liblaned.a
 LANED           := $(BUILD)/agent-laned
 LANECTL         := $(BUILD)/agent-lanectl
 
-.PHONY: all check tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
+.PHONY: all check check-vm tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
 # Objects made through pattern chains are kept, not deleted after linking.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -235,6 +237,10 @@ node:
 # One driver runs every suite and prints "N passed, N failed" last.
 check: tests asan fuzz node
 	@tests/check.sh
+
+# Real VMs (tests/lima-vm/README.md): builds the guest image on first use.
+check-vm: all
+	@tests/check.sh vm-full
 
 # The newcomer's first command: dependencies, the Node package, everything.
 setup: deps

@@ -179,6 +179,7 @@ struct al_create_opts {
 	uint64_t idle_timeout_s;
 	const struct al_label *labels;
 	size_t nlabels;
+	const char *image;	/* NULL or "": a fresh VM; else clone this image */
 	/* Called as the VM boots ("registered", "creating", "starting", ...). */
 	void (*progress)(const char *phase, const char *message, void *arg);
 	void *arg;
@@ -311,6 +312,69 @@ AL_API enum al_code al_copy_out(struct al_client *, const char *lane,
     const char *guest_path, const char *host_path,
     const struct al_copy_out_opts *, uint64_t *bytes, int *kind,
     struct al_error *);
+
+/*
+ * Images: stopped, provisioned VMs that lanes are cloned from
+ * (al_create_opts.image). See agent-lanectl(1), "image".
+ */
+#define AL_IMAGE_NAME_MAX 64
+#define AL_IMAGE_SCRIPTS_MAX 64
+
+struct al_image {
+	char name[AL_IMAGE_NAME_MAX];
+	char id[65];		/* sha256 of the inputs, hex */
+	char from[AL_IMAGE_NAME_MAX];
+	bool docker;
+	uint32_t cpus, memory_mib, disk_gib;
+	size_t nscripts;
+	char scripts[AL_IMAGE_SCRIPTS_MAX][256];
+	int64_t created_at_ms;
+	uint64_t build_ms;
+	bool cached;		/* a build found identical inputs: nothing ran */
+	uint32_t in_use;	/* clones and builds using it now */
+};
+
+struct al_provision_script {
+	const char *name;	/* shown in progress and errors */
+	const void *data;
+	size_t len;
+};
+
+struct al_image_build_opts {
+	size_t size;		/* sizeof(struct al_image_build_opts) */
+	const char *name;	/* NULL or "": named by content ("p-" + hex) */
+	const struct al_provision_script *scripts;
+	size_t nscripts;
+	const char *from;	/* NULL: the lane template */
+	bool docker;		/* rootless Docker Engine for the lane user */
+	uint32_t cpus, memory_mib, disk_gib;	/* 0: daemon defaults */
+	/* Phases ("creating", "provision", ...) as the build goes. */
+	void (*progress)(const char *phase, const char *message, void *arg);
+	void *arg;
+	int stdout_fd;		/* the scripts' output; -1: dropped */
+	int stderr_fd;
+};
+/* The scripts' output is dropped unless stdout_fd/stderr_fd are set. */
+#define AL_IMAGE_BUILD_OPTS_INIT { \
+	.size = sizeof(struct al_image_build_opts), \
+	.stdout_fd = -1, .stderr_fd = -1 }
+
+/*
+ * Builds an image (or finds the identical one: image->cached). Blocks for
+ * the whole build; al_interrupt() cancels it, and the daemon then deletes
+ * the half-built VM. A failing script's error quotes its last stderr lines.
+ */
+AL_API enum al_code al_image_build(struct al_client *,
+    const struct al_image_build_opts *, struct al_image *, struct al_error *);
+/* *images is allocated (free it with al_images_free). */
+AL_API enum al_code al_image_list(struct al_client *, struct al_image **images,
+    size_t *n, struct al_error *);
+AL_API void al_images_free(struct al_image *images);
+AL_API enum al_code al_image_get(struct al_client *, const char *name,
+    struct al_image *, struct al_error *);
+/* Fails with AL_FAILED_PRECONDITION while a clone or build uses it. */
+AL_API enum al_code al_image_remove(struct al_client *, const char *name,
+    struct al_image *, struct al_error *);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include "compat.h"
 #include "conn.h"
 #include "dispatch.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lima.h"
@@ -283,6 +284,8 @@ main(int argc, char **argv)
 	if (registry_open(path, &d.reg, err, sizeof err) != REG_OK)
 		fatalx("registry: %s", err);
 
+	/* Before libevent allocates anything: buffers held secrets. */
+	compat_libevent_wipe_on_free();
 	if ((d.base = event_base_new()) == NULL)
 		fatalx("event_base_new");
 	d.sig_chld = evsignal_new(d.base, SIGCHLD, signal_cb, &d);
@@ -307,7 +310,9 @@ main(int argc, char **argv)
 	    AGENT_LANE_VERSION, d.cfg.state_dir, limactl, (long)d.uid);
 
 	reaper_init(&d);
+	image_init(&d);
 	reaper_start(&d);
+	image_recover(&d);
 	if (event_base_dispatch(d.base) == -1)
 		fatalx("event_base_dispatch");
 
@@ -319,6 +324,7 @@ main(int argc, char **argv)
 	listener_stop(&d);
 	lane_persist_activity(&d);
 	lane_free_all(&d);
+	image_free_all(&d);
 	conn_close_all(&d);
 	proc_shutdown(&d.procs);
 	reaper_stop(&d);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -11,10 +12,79 @@
 #include <sys/event.h>
 #endif
 #if defined(__APPLE__)
+#include <malloc/malloc.h>
 #include <sys/random.h>
+#else
+#include <malloc.h>
 #endif
 
+#include <event2/event.h>
+
 #include "compat.h"
+#include "wire.h"
+
+static size_t
+usable_size(void *p)
+{
+#if defined(__APPLE__)
+	return malloc_size(p);
+#else
+	return malloc_usable_size(p);
+#endif
+}
+
+static void *
+wipe_malloc(size_t n)
+{
+	return malloc(n);
+}
+
+static void
+wipe_free(void *p)
+{
+	if (p == NULL)
+		return;
+	wire_wipe(p, usable_size(p));
+	free(p);
+}
+
+/* Never realloc in place: the old block is wiped before it is let go. */
+static void *
+wipe_realloc(void *p, size_t n)
+{
+	size_t old;
+	void *q;
+
+	if (p == NULL)
+		return malloc(n);
+	if ((q = malloc(n != 0 ? n : 1)) == NULL)
+		return NULL;
+	old = usable_size(p);
+	memcpy(q, p, old < n ? old : n);
+	wipe_free(p);
+	return q;
+}
+
+void
+compat_libevent_wipe_on_free(void)
+{
+	event_set_mem_functions(wipe_malloc, wipe_realloc, wipe_free);
+}
+
+const char *
+compat_sqlite_pragmas(void)
+{
+#if defined(__APPLE__)
+	/*
+	 * fsync() on macOS does not reach the platter; without F_FULLFSYNC,
+	 * synchronous=FULL is not power-safe there, for commits or for WAL
+	 * checkpoints.
+	 */
+	return "PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON;";
+#else
+	return "";
+#endif
+}
 
 int
 compat_set_cloexec(int fd)

@@ -1,6 +1,6 @@
 /*
- * The descriptor and randomness calls whose spelling differs between Linux
- * and macOS. Every descriptor the daemon owns is close-on-exec from birth
+ * The descriptor, randomness, memory-wiping and durability calls whose
+ * spelling differs between Linux and macOS. Every descriptor the daemon owns is close-on-exec from birth
  * where the platform allows it (Lima's hostagent outlives `limactl start` and
  * would otherwise inherit the registry, the socket or a client connection).
  */
@@ -34,5 +34,14 @@ void compat_nosigpipe(int fd);
  * side, even if unread data is still queued; 0 if not; -1 on error.
  */
 int compat_peer_closed(int fd);
+/*
+ * Makes libevent wipe every block it frees (call before any libevent
+ * allocation): its buffers held client frames and guest-bound frames, and
+ * reading a frame across buffer chains leaves copies in chains freed
+ * inside libevent.
+ */
+void compat_libevent_wipe_on_free(void);
+/* SQLite pragmas the platform needs for durable commits ("" for none). */
+const char *compat_sqlite_pragmas(void);
 
 #endif

@@ -64,6 +64,8 @@ static const struct config_key config_keys[] = {
 	K(destroy_retry_max_ms, CT_SECONDS, 100, 86400000, "longest pause between limactl delete retries"),
 	K(retention_ms, CT_MINUTES, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
 	K(tick_ms, CT_SECONDS, 100, 3600000, "wall-clock deadline re-check period"),
+	K(max_images, CT_U32, 1, 1024, "images kept at once (builds included)"),
+	K(image_build_timeout_ms, CT_MINUTES, 1000, 86400000, "deadline of one image build (minutes unless suffixed)"),
 	K(debug, CT_BOOL, 0, 1, "debug logging"),
 };
 
@@ -140,6 +142,8 @@ config_defaults(struct config *c)
 	c->destroy_retry_max_ms = 5 * UNITS_MS_PER_MIN;
 	c->retention_ms = 7 * 24 * 60 * UNITS_MS_PER_MIN;
 	c->tick_ms = 30 * UNITS_MS_PER_S;
+	c->max_images = 32;
+	c->image_build_timeout_ms = 60 * UNITS_MS_PER_MIN;
 }
 
 /* Storage-unit suffixes users do not type: max_lifetime is max_lifetime_ms. */

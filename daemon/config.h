@@ -37,6 +37,8 @@ struct config {
 	uint64_t destroy_retry_max_ms;	/* backoff ceiling for limactl delete */
 	uint64_t retention_ms;		/* ended lanes stay in the registry */
 	uint64_t tick_ms;		/* wall-clock re-check (sleep/wake) */
+	uint32_t max_images;		/* image rows, builds included */
+	uint64_t image_build_timeout_ms;	/* one image build, end to end */
 	bool debug;
 };
 

@@ -18,6 +18,7 @@
 #include "laned.h"
 #include "log.h"
 #include "util.h"
+#include "wire.h"
 
 /*
  * After its last frame a connection lingers: the daemon shuts down its
@@ -456,6 +457,10 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		if (len > 0 && payload == NULL)
 			fatalx("evbuffer_pullup");
 		req = wire_unpack_request(payload, len);
+		/* An Exec carries environment values: not left in the buffer. */
+		if (req != NULL &&
+		    req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC)
+			wire_wipe(payload, len);
 		evbuffer_drain(in, len);
 		if (req == NULL || req->body_case ==
 		    AGENTLANE__V1__REQUEST__BODY__NOT_SET) {

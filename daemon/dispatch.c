@@ -2,6 +2,7 @@
 #include "copy.h"
 #include "dispatch.h"
 #include "exec.h"
+#include "image.h"
 #include "laned.h"
 #include "lanecall.h"
 #include "log.h"
@@ -13,7 +14,7 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 	if (d->shutting_down) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 		    "agent-laned is shutting down");
-		return;
+		goto out;
 	}
 	switch (req->body_case) {
 	case AGENTLANE__V1__REQUEST__BODY_CREATE_LANE:
@@ -23,7 +24,7 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		lane_handle_get(d, c, req->get_lane->name);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_LIST_LANES:
-		lane_handle_list(d, c, req->list_lanes->all);
+		lane_handle_list(d, c, req->list_lanes);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_DESTROY_LANE:
 		lane_handle_destroy(d, c, req->destroy_lane->name);
@@ -32,7 +33,7 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		lane_handle_extend(d, c, req->extend_lane);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_GET_EVENTS:
-		lane_handle_events(d, c, req->get_events->lane);
+		lane_handle_events(d, c, req->get_events);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_EXEC:
 		exec_handle(d, c, req->exec);
@@ -46,9 +47,25 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 	case AGENTLANE__V1__REQUEST__BODY_REAP:
 		reaper_handle_reap(d, c, req->reap);
 		break;
+	case AGENTLANE__V1__REQUEST__BODY_BUILD_IMAGE:
+		image_handle_build(d, c, req->build_image);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_LIST_IMAGES:
+		image_handle_list(d, c);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_IMAGE:
+		image_handle_get(d, c, req->get_image->name);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_REMOVE_IMAGE:
+		image_handle_remove(d, c, req->remove_image->name);
+		break;
 	default:
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "this frame cannot start a call");
 		break;
 	}
+out:
+	/* The caller frees the request next: not with the values in it. */
+	if (req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC)
+		exec_wipe_request((Agentlane__V1__Exec *)req->exec);
 }

@@ -3,12 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compat.h"
 #include "conn.h"
 #include "exec.h"
 #include "laned.h"
 #include "log.h"
 #include "session.h"
 #include "util.h"
+#include "wire.h"
 
 #define EXEC_MAX_ARGS 65536
 
@@ -88,6 +90,15 @@ env_name_ok(const char *name)
 		if (!isalnum((unsigned char)*p) && *p != '_')
 			return false;
 	return strlen(name) <= 255;
+}
+
+void
+exec_wipe_request(Agentlane__V1__Exec *req)
+{
+	for (size_t i = 0; i < req->n_env; i++)
+		if (req->env[i] != NULL)
+			wire_wipe(req->env[i]->value.data,
+			    req->env[i]->value.len);
 }
 
 void
@@ -216,7 +227,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	(void)session_start(d, c, &spec, &exec_hooks, timeout_ms, req->stdin);
 	/* The helper frames were queued; wipe our copies of the values. */
 	for (size_t i = 0; i < req->n_env; i++) {
-		memset(envbuf[i], 0, env[i].len);
+		wire_wipe(envbuf[i], env[i].len);
 		free(envbuf[i]);
 	}
 	free(envbuf);

@@ -10,6 +10,7 @@
 #include <event2/event.h>
 
 #include "agentlane.pb-c.h"
+#include "compat.h"
 #include "gexec.h"
 #include "guestproto.h"
 #include "iobuf.h"
@@ -17,6 +18,7 @@
 #include "log.h"
 #include "proc.h"
 #include "util.h"
+#include "wire.h"
 
 /* Give limactl this long to exit on its own once the helper reported. */
 #define GEXEC_LINGER_MS 5000
@@ -471,6 +473,35 @@ gexec_put(struct gexec *g, char type, const void *data, size_t len)
 	return 0;
 }
 
+static void
+secret_cleanup(const void *data, size_t len, void *arg)
+{
+	wire_wipe(arg, len);
+	free(arg);
+}
+
+/*
+ * A frame holding a secret (an environment entry): the output buffer
+ * references our copy instead of copying it into its own chains, so that
+ * the one copy is wiped once written.
+ */
+static int
+gexec_put_secret(struct gexec *g, char type, const void *data, size_t len)
+{
+	uint8_t *buf;
+
+	if (g->in == NULL)
+		return -1;
+	buf = xmalloc(GUEST_HEADER + len);
+	guest_header(buf, type, (uint32_t)len);
+	if (len > 0)
+		memcpy(buf + GUEST_HEADER, data, len);
+	if (evbuffer_add_reference(bufferevent_get_output(g->in), buf,
+	    GUEST_HEADER + len, secret_cleanup, buf) != 0)
+		fatalx("evbuffer_add_reference");
+	return 0;
+}
+
 struct gexec *
 gexec_start(struct event_base *base, struct proc_list *procs,
     struct lima *lima, const struct gexec_spec *spec,
@@ -534,7 +565,8 @@ gexec_start(struct event_base *base, struct proc_list *procs,
 	(void)gexec_put(g, 'C', spec->cwd != NULL ? spec->cwd : "",
 	    spec->cwd != NULL ? strlen(spec->cwd) : 0);
 	for (size_t i = 0; i < spec->nenv; i++)
-		(void)gexec_put(g, 'E', spec->env[i].data, spec->env[i].len);
+		(void)gexec_put_secret(g, 'E', spec->env[i].data,
+		    spec->env[i].len);
 	for (size_t i = 0; i < spec->argc; i++)
 		(void)gexec_put(g, 'A', spec->argv[i].data, spec->argv[i].len);
 	if (spec->stdin_direct) {

@@ -24,6 +24,7 @@ struct lane_waiter {
 };
 
 static void lane_begin_delete(struct lane *);
+static bool lane_commit(struct lane *);
 
 struct lane *
 lane_find(struct laned *d, const char *name)
@@ -93,6 +94,7 @@ lane_free(struct lane *l)
 		break;
 	case LANE_STEP_NONE:
 	case LANE_STEP_DELETE_WAIT:
+	case LANE_STEP_COMMIT_WAIT:
 		break;
 	}
 	if (l->retry_timer != NULL)
@@ -201,22 +203,142 @@ lane_waiters_finish(struct lane *l, enum lane_waiter_kind kind, int code,
 
 /* ---- Registry and limactl helpers ---- */
 
-void
-lane_transition(struct lane *l, enum lane_state to, const char *event,
-    const char *detail)
+static void
+retry_cb(evutil_socket_t fd, short what, void *arg)
 {
-	int rc = registry_lane_transition(l->d->reg, l->name, (int)to, event,
-	    detail);
+	struct lane *l = arg;
 
-	if (rc != REG_OK)
-		log_warnx("lane %s: registry transition to %s failed (%d); "
-		    "the next reconcile will repair it", l->name,
-		    wire_lane_state_name((int)to), rc);
-	log_info("lane %s: %s -> %s (%s%s%s)", l->name,
-	    wire_lane_state_name((int)l->state), wire_lane_state_name((int)to),
-	    event, detail != NULL && detail[0] ? ": " : "",
-	    detail != NULL ? detail : "");
-	l->state = to;
+	switch (l->step) {
+	case LANE_STEP_DELETE_WAIT:
+		lane_begin_delete(l);
+		break;
+	case LANE_STEP_COMMIT_WAIT:
+		(void)lane_commit(l);
+		break;
+	default:
+		break;
+	}
+}
+
+/* Waits ms in a retry step (DELETE_WAIT, COMMIT_WAIT). */
+static void
+lane_retry_in(struct lane *l, enum lane_step step, uint64_t ms)
+{
+	struct timeval tv = tv_from_ms(ms);
+
+	l->step = step;
+	if (l->retry_timer == NULL &&
+	    (l->retry_timer = evtimer_new(l->d->base, retry_cb, l)) == NULL)
+		fatalx("evtimer_new");
+	if (evtimer_add(l->retry_timer, &tv) != 0)
+		fatalx("evtimer_add");
+}
+
+/*
+ * Tries the pending change once. Only a committed change moves the lane;
+ * a database that cannot write (busy, full, I/O) leaves everything as it
+ * was and the change waits for its retry.
+ */
+static bool
+lane_commit(struct lane *l)
+{
+	struct lane_change *ch = &l->pending;
+	struct registry_change rc = {
+		.to = (int)ch->to,
+		.event = ch->event,
+		.detail = ch->detail,
+		.workspace = ch->set_workspace ? ch->workspace : NULL,
+		.error = ch->set_error ? ch->error : NULL,
+		.create_failed = ch->create_failed,
+		.last_activity_ms = ch->last_activity_ms,
+	};
+	const char *from = wire_lane_state_name((int)l->state);
+	const char *to = wire_lane_state_name((int)ch->to);
+	char msg[512];
+	uint64_t backoff_ms;
+	int r;
+
+	if ((r = registry_lane_apply(l->d->reg, l->name, &rc)) == REG_ERROR) {
+		str_copy(l->commit_error, registry_errmsg(l->d->reg),
+		    sizeof l->commit_error);
+		l->commit_attempts++;
+		backoff_ms = 1000;
+		for (unsigned i = 1; i < l->commit_attempts &&
+		    backoff_ms < l->d->cfg.tick_ms; i++)
+			backoff_ms *= 2;
+		if (backoff_ms > l->d->cfg.tick_ms)
+			backoff_ms = l->d->cfg.tick_ms;
+		log_warnx("lane %s: the registry cannot record %s -> %s (%s); "
+		    "nothing moves until it does; retrying in %llu ms "
+		    "(attempt %u)", l->name, from, to, l->commit_error,
+		    (unsigned long long)backoff_ms, l->commit_attempts);
+		lane_retry_in(l, LANE_STEP_COMMIT_WAIT, backoff_ms);
+		snprintf(msg, sizeof msg, "lane %s: the registry cannot record "
+		    "%s -> %s (%s); agent-laned retries", l->name, from, to,
+		    l->commit_error);
+		lane_waiters_finish(l, LANE_WAIT_DESTROY,
+		    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, msg);
+		lane_waiters_progress(l, "registry", msg);
+		return false;
+	}
+	/* Not the disk: the row disagrees. Memory follows the request. */
+	if (r != REG_OK)
+		log_warnx("lane %s: the registry refused %s -> %s (%d)",
+		    l->name, from, to, r);
+	if (l->step == LANE_STEP_COMMIT_WAIT) {
+		evtimer_del(l->retry_timer);
+		l->step = LANE_STEP_NONE;
+	}
+	l->commit_attempts = 0;
+	log_info("lane %s: %s -> %s (%s%s%s)", l->name, from, to, ch->event,
+	    ch->detail[0] ? ": " : "", ch->detail);
+	l->state = ch->to;
+	if (ch->set_workspace)
+		str_copy(l->workspace, ch->workspace, sizeof l->workspace);
+	if (ch->last_activity_ms > l->last_activity_ms)
+		l->last_activity_ms = ch->last_activity_ms;
+	if (ch->last_activity_ms > l->persisted_activity_ms)
+		l->persisted_activity_ms = ch->last_activity_ms;
+	if (ch->then != NULL)
+		ch->then(l);
+	return true;
+}
+
+bool
+lane_transition(struct lane *l, const struct lane_change *ch)
+{
+	if (ch != &l->pending)
+		l->pending = *ch;
+	return lane_commit(l);
+}
+
+bool
+lane_resync(struct laned *d)
+{
+	struct lane *l, *next;
+
+	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
+		next = TAILQ_NEXT(l, entry);
+		/* One failure says the registry is still down: stop there. */
+		if (l->step == LANE_STEP_COMMIT_WAIT && !lane_commit(l))
+			return false;
+	}
+	return true;
+}
+
+size_t
+lane_uncommitted(struct laned *d, const char **why)
+{
+	struct lane *l;
+	size_t n = 0;
+
+	*why = "";
+	TAILQ_FOREACH(l, &d->lanes, entry)
+		if (l->step == LANE_STEP_COMMIT_WAIT) {
+			n++;
+			*why = l->commit_error;
+		}
+	return n;
 }
 
 void
@@ -272,6 +394,7 @@ lane_spawn(struct lane *l, char **argv, uint64_t timeout_ms, const char *verb,
 void
 lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 {
+	struct lane_change ch;
 	va_list ap;
 
 	if (l->state != LANE_CREATING)
@@ -281,51 +404,33 @@ lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 	va_end(ap);
 	str_sanitize(l->fail_msg);
 	l->fail_code = code;
-	/* A cancelled creation ends "destroyed", a failed one "failed". */
-	if (!l->destroy_pending && registry_lane_set_create_failed(l->d->reg,
-	    l->name, l->fail_msg) != REG_OK)
-		log_warnx("lane %s: cannot record the error", l->name);
 	log_warnx("lane %s: %s", l->name, l->fail_msg);
-	lane_transition(l, LANE_DESTROYING, l->destroy_pending ? "cancelled" :
-	    "create-failed", l->fail_msg);
-	lane_begin_delete(l);
+	memset(&ch, 0, sizeof ch);
+	ch.to = LANE_DESTROYING;
+	str_copy(ch.event, l->destroy_pending ? "cancelled" : "create-failed",
+	    sizeof ch.event);
+	str_copy(ch.detail, l->fail_msg, sizeof ch.detail);
+	/* A cancelled creation ends "destroyed", a failed one "failed". */
+	if (!l->destroy_pending) {
+		ch.set_error = true;
+		ch.create_failed = true;
+		str_copy(ch.error, l->fail_msg, sizeof ch.error);
+	}
+	ch.then = lane_begin_delete;
+	(void)lane_transition(l, &ch);
 }
 
 /* ---- Destroy ---- */
 
+/* The row says destroyed or failed: answer everyone, forget the lane. */
 static void
-retry_cb(evutil_socket_t fd, short what, void *arg)
+lane_finished(struct lane *l)
 {
-	struct lane *l = arg;
-
-	if (l->step == LANE_STEP_DELETE_WAIT)
-		lane_begin_delete(l);
-}
-
-/* Arms the delete retry after ms. */
-static void
-lane_retry_in(struct lane *l, uint64_t ms)
-{
-	struct timeval tv = tv_from_ms(ms);
-
-	l->step = LANE_STEP_DELETE_WAIT;
-	if (l->retry_timer == NULL &&
-	    (l->retry_timer = evtimer_new(l->d->base, retry_cb, l)) == NULL)
-		fatalx("evtimer_new");
-	if (evtimer_add(l->retry_timer, &tv) != 0)
-		fatalx("evtimer_add");
-}
-
-static void
-lane_finish(struct lane *l)
-{
-	bool failed = l->fail_code != 0 && !l->destroy_pending;
+	struct laned *d = l->d;
 	int creator_code = l->fail_code;
 	char creator_msg[LANE_ERROR_MAX];
 
 	str_copy(creator_msg, l->fail_msg, sizeof creator_msg);
-	lane_transition(l, failed ? LANE_FAILED : LANE_DESTROYED,
-	    failed ? "failed" : "destroyed", l->destroy_reason);
 	if (creator_code == 0) {
 		creator_code = AGENTLANE__V1__ERROR_CODE__CANCELLED;
 		snprintf(creator_msg, sizeof creator_msg, "lane destroyed");
@@ -333,6 +438,21 @@ lane_finish(struct lane *l)
 	lane_waiters_finish(l, LANE_WAIT_CREATE, creator_code, creator_msg);
 	lane_waiters_finish(l, LANE_WAIT_DESTROY, 0, NULL);
 	lane_free(l);
+	lane_changed(d);
+}
+
+static void
+lane_finish(struct lane *l)
+{
+	bool failed = l->fail_code != 0 && !l->destroy_pending;
+	struct lane_change ch;
+
+	memset(&ch, 0, sizeof ch);
+	ch.to = failed ? LANE_FAILED : LANE_DESTROYED;
+	str_copy(ch.event, failed ? "failed" : "destroyed", sizeof ch.event);
+	str_copy(ch.detail, l->destroy_reason, sizeof ch.detail);
+	ch.then = lane_finished;
+	(void)lane_transition(l, &ch);
 }
 
 static void
@@ -347,8 +467,7 @@ delete_done(struct proc *p, int status, void *arg)
 	l->step = LANE_STEP_NONE;
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
 	    !lima_instance_exists(d->lima, l->name)) {
-		lane_finish(l);
-		lane_changed(d);
+		lane_finish(l);		/* may free the lane */
 		return;
 	}
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -369,7 +488,7 @@ delete_done(struct proc *p, int status, void *arg)
 	lane_event(l, "destroy-failed", detail);
 	if (l->fail_code == 0)
 		(void)registry_lane_set_error(d->reg, l->name, detail);
-	lane_retry_in(l, backoff_ms);
+	lane_retry_in(l, LANE_STEP_DELETE_WAIT, backoff_ms);
 
 	/* Nobody waits for retries: answer now, the row stays visible. */
 	if (l->fail_code != 0) {
@@ -398,19 +517,26 @@ lane_begin_delete(struct lane *l)
 		l->step = LANE_STEP_DELETE;
 	else
 		/* Could not even spawn: try again later, like a failure. */
-		lane_retry_in(l, 5000);
+		lane_retry_in(l, LANE_STEP_DELETE_WAIT, 5000);
 }
 
 void
 lane_destroy(struct lane *l, int code, const char *reason)
 {
 	struct lane_activity *a;
+	struct lane_change ch;
 	char msg[128];
 
 	switch (l->state) {
 	case LANE_CREATING:
 		if (l->destroy_pending)
 			return;
+		/* A failed creation waits for the registry: retry that now. */
+		if (l->step == LANE_STEP_COMMIT_WAIT &&
+		    l->pending.to == LANE_DESTROYING) {
+			(void)lane_commit(l);
+			return;
+		}
 		l->destroy_pending = true;
 		l->destroy_code = code;
 		str_copy(l->destroy_reason, reason, sizeof l->destroy_reason);
@@ -438,15 +564,22 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		    l->name, reason);
 		while ((a = TAILQ_FIRST(&l->activities)) != NULL)
 			a->cancel(a, code, msg);
-		lane_transition(l, LANE_DESTROYING, "destroying", reason);
-		lane_begin_delete(l);
+		/* The VM is deleted only once the row says destroying. */
+		memset(&ch, 0, sizeof ch);
+		ch.to = LANE_DESTROYING;
+		str_copy(ch.event, "destroying", sizeof ch.event);
+		str_copy(ch.detail, reason, sizeof ch.detail);
+		ch.then = lane_begin_delete;
+		(void)lane_transition(l, &ch);
 		break;
 	case LANE_DESTROYING:
 		if (l->destroy_reason[0] == '\0')
 			str_copy(l->destroy_reason, reason,
 			    sizeof l->destroy_reason);
 		/* A retry is pending: an explicit request runs it now. */
-		if (l->step != LANE_STEP_DELETE)
+		if (l->step == LANE_STEP_COMMIT_WAIT)
+			(void)lane_commit(l);
+		else if (l->step != LANE_STEP_DELETE)
 			lane_begin_delete(l);
 		break;
 	default:
@@ -502,6 +635,12 @@ lane_activity_begin(struct laned *d, struct conn *c, const char *name,
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
 		    "lane %s is %s, not ready", name,
 		    wire_lane_state_name((int)l->state));
+		return NULL;
+	}
+	if (l->step == LANE_STEP_COMMIT_WAIT) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+		    "lane %s is being destroyed (the registry has yet to "
+		    "record it: %s)", name, l->commit_error);
 		return NULL;
 	}
 	if (l->nactivities >= d->cfg.max_execs_per_lane) {

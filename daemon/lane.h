@@ -44,11 +44,30 @@ TAILQ_HEAD(lane_activities, lane_activity);
  */
 enum lane_step {
 	LANE_STEP_NONE,		/* nothing in flight */
-	LANE_STEP_CREATE,	/* limactl create (proc) */
+	LANE_STEP_CREATE,	/* limactl create or clone (proc) */
 	LANE_STEP_START,	/* limactl start (proc) */
 	LANE_STEP_SETUP,	/* guest workspace preparation (setup) */
 	LANE_STEP_DELETE,	/* limactl delete (proc) */
 	LANE_STEP_DELETE_WAIT,	/* a failed delete waits for retry_timer */
+	LANE_STEP_COMMIT_WAIT,	/* a transition the registry could not
+				   write waits for retry_timer (or the tick) */
+};
+
+/*
+ * A transition and what follows it. The lane's state moves, and `then`
+ * runs, only once the registry has committed the change.
+ */
+struct lane_change {
+	enum lane_state to;
+	char event[32];
+	char detail[LANE_ERROR_MAX + 64];
+	bool set_workspace;
+	char workspace[LANE_WORKSPACE_MAX];
+	bool set_error;
+	bool create_failed;
+	char error[LANE_ERROR_MAX];
+	int64_t last_activity_ms;
+	void (*then)(struct lane *);	/* may free the lane */
 };
 
 enum lane_waiter_kind { LANE_WAIT_CREATE, LANE_WAIT_DESTROY };
@@ -64,6 +83,10 @@ struct lane {
 	int64_t last_activity_ms;
 	int64_t persisted_activity_ms;	/* what the registry holds */
 	char workspace[LANE_WORKSPACE_MAX];	/* default cwd of execs */
+	/* create --image: the image (held until the clone returns). */
+	char image[IMAGE_NAME_SIZE];
+	char image_instance[IMAGE_INSTANCE_SIZE];
+	bool image_held;
 
 	struct proc *proc;		/* CREATE, START, DELETE */
 	struct lane_setup *setup;	/* SETUP */
@@ -79,7 +102,12 @@ struct lane {
 	int destroy_code;		/* error creators get: CANCELLED, ... */
 	char destroy_reason[64];
 	unsigned destroy_attempts;
-	struct event *retry_timer;
+	struct event *retry_timer;	/* DELETE_WAIT, COMMIT_WAIT */
+
+	/* COMMIT_WAIT: the change to retry, and why it failed. */
+	struct lane_change pending;
+	unsigned commit_attempts;
+	char commit_error[256];
 
 	TAILQ_ENTRY(lane) entry;
 };
@@ -132,9 +160,21 @@ void lane_waiters_progress(struct lane *, const char *phase,
 void lane_waiters_finish(struct lane *, enum lane_waiter_kind, int code,
     const char *msg);
 
-/* Moves the lane to another state, in the registry and in memory. */
-void lane_transition(struct lane *, enum lane_state to, const char *event,
-    const char *detail);
+/*
+ * Moves the lane to ch->to: first in the registry, then in memory, then
+ * ch->then runs. If the registry cannot write, nothing moves: the change
+ * waits (LANE_STEP_COMMIT_WAIT) and is retried with back-off and on every
+ * tick; clients waiting on a destroy are told at once. True if committed
+ * now (the lane may then be gone).
+ */
+bool lane_transition(struct lane *, const struct lane_change *);
+/*
+ * Retries every waiting transition (the tick, reap); stops at the first
+ * failure and returns false: the registry still cannot write.
+ */
+bool lane_resync(struct laned *);
+/* How many transitions wait for the registry; why the last one failed. */
+size_t lane_uncommitted(struct laned *, const char **why);
 /* Appends to the lane's audit trail (best effort). */
 void lane_event(struct lane *, const char *event, const char *detail);
 /* The lane's expiries changed: re-arm the reaper through its hook. */

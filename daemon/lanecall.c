@@ -1,3 +1,4 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +13,9 @@
 #include "registry.h"
 #include "util.h"
 
-/* Lanes in one LaneList at most; fewer if they would not fit a frame. */
-#define LANE_LIST_MAX 1000
+/* Entries in one page at most (memory per call); fewer if the frame fills. */
+#define LANE_PAGE_MAX 1000
+#define EVENT_PAGE_MAX 2000
 
 /* ---- Protobuf views of lanes ---- */
 
@@ -111,64 +113,169 @@ lane_handle_get(struct laned *d, struct conn *c, const char *name)
 		(void)lane_send(d, c, name);
 }
 
+/* ---- Paged lists ---- */
+
+/*
+ * Page tokens are opaque to clients and checked like any other input:
+ * "L1.<created_at_ms>.<name>" for lanes, "E1.<id>" for events (the last
+ * entry of the page before).
+ */
+#define PAGE_TOKEN_MAX 64
+
+static size_t
+varint_len(size_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* What one more entry of `size` bytes adds to a repeated field. */
+static size_t
+entry_cost(size_t size)
+{
+	return 1 + varint_len(size) + size;
+}
+
+/*
+ * The room for entries in one frame: the protocol maximum, less the empty
+ * answer, the token and the growth of the list's own length prefix.
+ */
+static size_t
+page_budget(const AlResponse *empty)
+{
+	return WIRE_MAX_FRAME - protobuf_c_message_get_packed_size(&empty->base) -
+	    (2 + PAGE_TOKEN_MAX) - 4;
+}
+
+static bool
+parse_i64(const char *s, char **end, int64_t *out)
+{
+	long long v;
+
+	if (*s == '\0' || (*s != '-' && (*s < '0' || *s > '9')))
+		return false;
+	errno = 0;
+	v = strtoll(s, end, 10);
+	if (errno != 0 || *end == s)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool
+lane_token_parse(const char *tok, struct lane_cursor *cur)
+{
+	char *end;
+
+	if (strncmp(tok, "L1.", 3) != 0 ||
+	    !parse_i64(tok + 3, &end, &cur->created_at_ms) || *end != '.' ||
+	    !lima_name_valid(end + 1))
+		return false;
+	str_copy(cur->name, end + 1, sizeof cur->name);
+	return true;
+}
+
+static bool
+event_token_parse(const char *tok, int64_t *id)
+{
+	char *end;
+
+	return strncmp(tok, "E1.", 3) == 0 && parse_i64(tok + 3, &end, id) &&
+	    *end == '\0' && *id >= 0;
+}
+
+static size_t
+page_limit(uint32_t asked, size_t max)
+{
+	return asked == 0 || asked > max ? max : asked;
+}
+
 void
-lane_handle_list(struct laned *d, struct conn *c, bool all)
+lane_handle_list(struct laned *d, struct conn *c,
+    const Agentlane__V1__ListLanes *req)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__LaneList list = AGENTLANE__V1__LANE_LIST__INIT;
-	struct lane_record *recs;
-	Agentlane__V1__Lane *lanes, **lanev;
+	struct lane_cursor after;
+	struct lane_page_row *rows;
 	struct lane_label *src;
+	Agentlane__V1__Lane *lanes, **lanev;
 	Agentlane__V1__Label *labels, **labelv;
-	size_t n, nl;
+	char token[PAGE_TOKEN_MAX + 1];
+	size_t n, limit, budget, used = 0, i;
+	bool more;
 
-	if (registry_lane_list(d->reg, all, &recs, &n) != REG_OK) {
+	if (req->page_token != NULL && req->page_token[0] != '\0' &&
+	    !lane_token_parse(req->page_token, &after)) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "not a page token of this daemon's lane list");
+		return;
+	}
+	limit = page_limit(req->page_size, LANE_PAGE_MAX);
+	/* One row more than the page says whether another page follows. */
+	if (registry_lane_page(d->reg, req->all, req->page_token != NULL &&
+	    req->page_token[0] != '\0' ? &after : NULL, limit + 1, &rows, &n,
+	    &src) != REG_OK) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: %s", registry_errmsg(d->reg));
 		return;
 	}
-	/* One frame holds the most recent lanes when the history is long. */
-	if (n > LANE_LIST_MAX) {
-		memmove(recs, recs + (n - LANE_LIST_MAX),
-		    LANE_LIST_MAX * sizeof *recs);
-		n = LANE_LIST_MAX;
-	}
+	more = n > limit;
+	if (more)
+		n = limit;
 	lanes = xcalloc(n, sizeof *lanes);
 	lanev = xcalloc(n, sizeof *lanev);
-	src = xcalloc(n * LANE_LABELS_MAX, sizeof *src);
 	labels = xcalloc(n * LANE_LABELS_MAX, sizeof *labels);
 	labelv = xcalloc(n * LANE_LABELS_MAX, sizeof *labelv);
-	for (size_t i = 0; i < n; i++) {
-		size_t off = i * LANE_LABELS_MAX;
-
-		if (registry_labels_get(d->reg, recs[i].name, src + off,
-		    LANE_LABELS_MAX, &nl) != REG_OK)
-			nl = 0;
-		lane_record_to_proto(&recs[i], &lanes[i], labelv + off,
-		    labels + off, src + off, nl);
-		lanev[i] = &lanes[i];
-	}
-	list.n_lanes = n;
-	list.lanes = lanev;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE_LIST;
 	resp.lane_list = &list;
-	/* Drop the oldest until the answer fits one frame. */
-	while (list.n_lanes > 0 &&
-	    protobuf_c_message_get_packed_size(&resp.base) > WIRE_MAX_FRAME) {
-		size_t drop = (list.n_lanes + 1) / 2;
+	budget = page_budget(&resp);
+	/* Fill the page up to what one frame holds; the rest is paged. */
+	for (i = 0; i < n; i++) {
+		size_t off = i * LANE_LABELS_MAX, cost;
 
-		list.lanes += drop;
-		list.n_lanes -= drop;
+		/* src is NULL when the page has no label at all. */
+		lane_record_to_proto(&rows[i].rec, &lanes[i], labelv + off,
+		    labels + off, rows[i].nlabels > 0 ?
+		    src + rows[i].label_off : NULL, rows[i].nlabels);
+		cost = entry_cost(protobuf_c_message_get_packed_size(
+		    &lanes[i].base));
+		if (used + cost > budget)
+			break;
+		used += cost;
+		lanev[i] = &lanes[i];
+	}
+	if (i < n)
+		more = true;
+	if (i == 0 && more) {
+		/* Cannot happen with the protocol's 1 MiB; never loop on it. */
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
+		    "lane %s does not fit in one frame", rows[0].rec.name);
+		goto out;
+	}
+	list.n_lanes = i;
+	list.lanes = lanev;
+	if (more) {
+		snprintf(token, sizeof token, "L1.%lld.%s",
+		    (long long)rows[i - 1].rec.created_at_ms,
+		    rows[i - 1].rec.name);
+		list.next_page_token = token;
 	}
 	if (conn_send(c, &resp) == -1)
-		log_warnx("list: cannot send the reply (%zu lanes)", n);
+		log_warnx("list: cannot send the reply (%zu lanes)", i);
 	conn_finish(c);
+out:
 	free(labelv);
 	free(labels);
-	free(src);
 	free(lanev);
 	free(lanes);
-	free(recs);
+	free(src);
+	free(rows);
 }
 
 void
@@ -258,49 +365,81 @@ lane_handle_extend(struct laned *d, struct conn *c,
 }
 
 void
-lane_handle_events(struct laned *d, struct conn *c, const char *name)
+lane_handle_events(struct laned *d, struct conn *c,
+    const Agentlane__V1__GetEvents *req)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__EventList list = AGENTLANE__V1__EVENT_LIST__INIT;
 	struct registry_event *ev;
 	Agentlane__V1__Event *pe, **pev;
-	size_t n, first = 0;
+	char token[PAGE_TOKEN_MAX + 1];
+	int64_t after = 0, *ids;
+	size_t n, limit, budget, used = 0, i;
+	bool paged = req->page_token != NULL && req->page_token[0] != '\0';
+	bool more;
 
-	if (!lane_check_name(c, name))
+	if (!lane_check_name(c, req->lane))
 		return;
-	if (registry_events_list(d->reg, name, &ev, &n) != REG_OK) {
+	if (paged && !event_token_parse(req->page_token, &after)) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "not a page token of this daemon's event list");
+		return;
+	}
+	limit = page_limit(req->page_size, EVENT_PAGE_MAX);
+	if (registry_events_page(d->reg, req->lane, after, limit + 1, &ev, &ids,
+	    &n) != REG_OK) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: %s", registry_errmsg(d->reg));
 		return;
 	}
-	if (n == 0) {
+	if (n == 0 && !paged) {
 		free(ev);
+		free(ids);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no events for %s", name);
+		    "no events for %s", req->lane);
 		return;
 	}
-	/* One frame holds the most recent events if the trail is huge. */
-	if (n > 2000)
-		first = n - 2000;
-	pe = xcalloc(n - first, sizeof *pe);
-	pev = xcalloc(n - first, sizeof *pev);
-	for (size_t i = first; i < n; i++) {
-		Agentlane__V1__Event *e = &pe[i - first];
+	more = n > limit;
+	if (more)
+		n = limit;
+	pe = xcalloc(n, sizeof *pe);
+	pev = xcalloc(n, sizeof *pev);
+	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EVENT_LIST;
+	resp.event_list = &list;
+	budget = page_budget(&resp);
+	for (i = 0; i < n; i++) {
+		Agentlane__V1__Event *e = &pe[i];
+		size_t cost;
 
 		agentlane__v1__event__init(e);
 		e->time_ms = ev[i].time_ms;
 		e->lane = ev[i].lane;
 		e->event = ev[i].event;
 		e->detail = ev[i].detail;
-		pev[i - first] = e;
+		cost = entry_cost(protobuf_c_message_get_packed_size(&e->base));
+		if (used + cost > budget)
+			break;
+		used += cost;
+		pev[i] = e;
 	}
-	list.n_events = n - first;
+	if (i < n)
+		more = true;
+	if (i == 0 && more) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
+		    "an event of %s does not fit in one frame", req->lane);
+		goto out;
+	}
+	list.n_events = i;
 	list.events = pev;
-	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EVENT_LIST;
-	resp.event_list = &list;
+	if (more && i > 0) {
+		snprintf(token, sizeof token, "E1.%lld", (long long)ids[i - 1]);
+		list.next_page_token = token;
+	}
 	(void)conn_send(c, &resp);
 	conn_finish(c);
+out:
 	free(pev);
 	free(pe);
+	free(ids);
 	free(ev);
 }

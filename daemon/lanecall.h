@@ -18,11 +18,13 @@ struct laned;
 void lane_handle_create(struct laned *, struct conn *,
     const Agentlane__V1__CreateLane *);
 void lane_handle_get(struct laned *, struct conn *, const char *name);
-void lane_handle_list(struct laned *, struct conn *, bool all);
+void lane_handle_list(struct laned *, struct conn *,
+    const Agentlane__V1__ListLanes *);
 void lane_handle_destroy(struct laned *, struct conn *, const char *name);
 void lane_handle_extend(struct laned *, struct conn *,
     const Agentlane__V1__ExtendLane *);
-void lane_handle_events(struct laned *, struct conn *, const char *name);
+void lane_handle_events(struct laned *, struct conn *,
+    const Agentlane__V1__GetEvents *);
 
 /* Fills a protobuf Lane from a record; strings point into rec/labels. */
 void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,

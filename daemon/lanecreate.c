@@ -12,6 +12,7 @@
 #include "config.h"
 #include "conn.h"
 #include "gexec.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
@@ -139,6 +140,13 @@ lane_create_check(const struct config *cfg,
 		    req->labels[i]->value : "", sizeof lb->value);
 	}
 	plan->nlabels = req->n_labels;
+	if (req->image != NULL && req->image[0] != '\0') {
+		if (!image_name_valid(req->image)) {
+			snprintf(err, errlen, "invalid image name");
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+		}
+		str_copy(plan->image, req->image, sizeof plan->image);
+	}
 	if (live >= cfg->max_lanes) {
 		snprintf(err, errlen, "%zu lanes are live; the cap is %u "
 		    "(max_lanes)", live, cfg->max_lanes);
@@ -155,12 +163,24 @@ lane_create_start(struct laned *d, struct conn *c,
 {
 	struct lane_record rec;
 	struct lane *l;
+	char inst[IMAGE_INSTANCE_SIZE], err[256];
+	uint32_t image_disk = 0;
 	int rc = REG_EXISTS;
 
 	memset(&rec, 0, sizeof rec);
 	rec.cpus = plan->cpus;
 	rec.memory_mib = plan->memory_mib;
 	rec.disk_gib = plan->disk_gib;
+	/* Held from here to the clone's end: image rm refuses meanwhile. */
+	if (plan->image[0] != '\0' && (rc = image_hold(d, plan->image, inst,
+	    &image_disk, err, sizeof err)) != 0) {
+		conn_send_error(c, rc, "%s", err);
+		return;
+	}
+	rc = REG_EXISTS;
+	/* The clone has the image's disk: Lima can grow it, not shrink it. */
+	if (rec.disk_gib < image_disk)
+		rec.disk_gib = image_disk;
 	rec.created_at_ms = time_now_ms();
 	rec.deadline_ms = rec.created_at_ms + (int64_t)plan->lifetime_ms;
 	rec.idle_timeout_ms = plan->idle_timeout_ms;
@@ -179,6 +199,8 @@ lane_create_start(struct laned *d, struct conn *c,
 		    plan->nlabels);
 	}
 	if (rc != REG_OK) {
+		if (plan->image[0] != '\0')
+			image_release(d, plan->image);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: cannot register the lane");
 		return;
@@ -187,6 +209,12 @@ lane_create_start(struct laned *d, struct conn *c,
 	    "lifetime %llu s)", rec.name, rec.cpus, rec.memory_mib,
 	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
 	l = lane_new(d, &rec);
+	if (plan->image[0] != '\0') {
+		str_copy(l->image, plan->image, sizeof l->image);
+		str_copy(l->image_instance, inst, sizeof l->image_instance);
+		l->image_held = true;
+		lane_event(l, "image", l->image);
+	}
 	lane_waiter_add(l, c, LANE_WAIT_CREATE);
 	lane_waiters_progress(l, "registered", l->name);
 	lane_changed(d);
@@ -240,12 +268,21 @@ setup_output(struct gexec *g, int stream, const uint8_t *data, size_t len,
 	s->out[s->len] = '\0';
 }
 
+/* The row says ready: only now may the creator hear of it. */
+static void
+create_ready(struct lane *l)
+{
+	lane_waiters_progress(l, "ready", "");
+	lane_waiters_finish(l, LANE_WAIT_CREATE, 0, NULL);
+	lane_changed(l->d);
+}
+
 static void
 setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 {
 	struct lane_setup *s = arg;
 	struct lane *l = s->lane;
-	char detail[LANE_WORKSPACE_MAX + 32];
+	struct lane_change ch;
 	char ws[SETUP_OUTPUT_MAX + 1];
 	bool overflow = s->overflow;
 	size_t n = s->len;
@@ -279,16 +316,16 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		    "guest setup printed an unusable workspace path");
 		return;
 	}
-	if (registry_lane_set_workspace(l->d->reg, l->name, ws) != REG_OK)
-		log_warnx("lane %s: cannot record the workspace", l->name);
-	str_copy(l->workspace, ws, sizeof l->workspace);
-	snprintf(detail, sizeof detail, "workspace=%s", ws);
-	lane_transition(l, LANE_READY, "ready", detail);
-	l->last_activity_ms = time_now_ms();
-	(void)registry_lane_touch(l->d->reg, l->name, l->last_activity_ms);
-	lane_waiters_progress(l, "ready", "");
-	lane_waiters_finish(l, LANE_WAIT_CREATE, 0, NULL);
-	lane_changed(l->d);
+	/* State, workspace and idle clock in one transaction. */
+	memset(&ch, 0, sizeof ch);
+	ch.to = LANE_READY;
+	str_copy(ch.event, "ready", sizeof ch.event);
+	snprintf(ch.detail, sizeof ch.detail, "workspace=%s", ws);
+	ch.set_workspace = true;
+	str_copy(ch.workspace, ws, sizeof ch.workspace);
+	ch.last_activity_ms = time_now_ms();
+	ch.then = create_ready;
+	(void)lane_transition(l, &ch);
 }
 
 static void
@@ -388,6 +425,8 @@ yaml_path(struct lane *l, char *buf, size_t len)
 	snprintf(buf, len, "%s/lanes/%s.yaml", l->d->cfg.state_dir, l->name);
 }
 
+static void lane_step_start(struct lane *);
+
 static void
 create_done(struct proc *p, int status, void *arg)
 {
@@ -399,6 +438,64 @@ create_done(struct proc *p, int status, void *arg)
 	if (!create_step_ok(l, p, status, "create"))
 		return;
 	lane_event(l, "vm-created", "");
+	lane_step_start(l);
+}
+
+/* Renders the isolation template for the lane from its registry row. */
+static int
+render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
+{
+	struct lima_lane_spec spec;
+	struct lane_record rec;
+	int n;
+
+	if (registry_lane_get(l->d->reg, l->name, &rec) != REG_OK) {
+		snprintf(err, errlen, "registry read failed");
+		return -1;
+	}
+	spec.cpus = rec.cpus;
+	spec.memory_mib = rec.memory_mib;
+	spec.disk_gib = rec.disk_gib;
+	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, len)) < 0) {
+		snprintf(err, errlen, "lane YAML too large");
+		return -1;
+	}
+	return n;
+}
+
+/*
+ * The clone is a copy of the image's directory, lima.yaml included. That
+ * YAML is never trusted: it is replaced by the lane template before the
+ * first start, so a tampered image cannot bring back mounts, port
+ * forwards or agent forwarding (tests/regress/images.sh, golden).
+ */
+static void
+clone_done(struct proc *p, int status, void *arg)
+{
+	struct lane *l = arg;
+	char yaml[4096], err[256];
+	int n;
+
+	if (l->image_held) {
+		image_release(l->d, l->image);
+		l->image_held = false;
+	}
+	if (!create_step_ok(l, p, status, "clone"))
+		return;
+	if ((n = render_yaml(l, yaml, sizeof yaml, err, sizeof err)) < 0 ||
+	    lima_yaml_replace(l->d->lima, l->name, yaml, (size_t)n, err,
+	    sizeof err) == -1) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "writing the clone's lane YAML: %s", err);
+		return;
+	}
+	lane_event(l, "vm-cloned", l->image);
+	lane_step_start(l);
+}
+
+static void
+lane_step_start(struct lane *l)
+{
 	lane_waiters_progress(l, "starting", "booting the VM");
 	l->proc = lane_spawn(l, lima_argv_start(l->d->lima, l->name,
 	    l->d->cfg.start_timeout_ms), l->d->cfg.start_timeout_ms +
@@ -455,6 +552,23 @@ static void
 lane_step_create(struct lane *l)
 {
 	char path[PATH_MAX], err[256];
+
+	if (l->image[0] != '\0') {
+		lane_waiters_progress(l, "cloning", l->image);
+		l->proc = lane_spawn(l, lima_argv_clone(l->d->lima,
+		    l->image_instance, l->name), l->d->cfg.command_timeout_ms,
+		    "clone", clone_done);
+		if (l->proc == NULL) {
+			image_release(l->d, l->image);
+			l->image_held = false;
+			lane_fail_creation(l,
+			    AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "cannot run limactl clone");
+			return;
+		}
+		l->step = LANE_STEP_CREATE;
+		return;
+	}
 
 	if (write_yaml(l, err, sizeof err) == -1) {
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,

@@ -25,6 +25,7 @@ struct lane_create_plan {
 	uint64_t idle_timeout_ms;
 	struct lane_label labels[LANE_LABELS_MAX];
 	size_t nlabels;
+	char image[IMAGE_NAME_SIZE];	/* "" or the image to clone */
 };
 
 /*

@@ -22,6 +22,7 @@ struct lima;
 struct proc;
 struct conn;
 struct lane;
+struct images;
 
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(lane_list, lane);
@@ -45,6 +46,7 @@ struct laned {
 	uint64_t next_conn_id;
 
 	struct lane_list lanes;	/* runtime state of live lanes */
+	struct images *images;	/* builds and holds (image.c) */
 
 	/*
 	 * Hooks that keep the modules acyclic: conn.c hands a call to

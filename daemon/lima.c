@@ -1,6 +1,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -162,6 +163,35 @@ lima_name_valid(const char *name)
 	return name[LIMA_NAME_LEN] == '\0';
 }
 
+int
+lima_image_name_generate(char *name, size_t size)
+{
+	char lane[LIMA_NAME_LEN + 1];
+
+	if (size < LIMA_IMAGE_NAME_LEN + 1 ||
+	    lima_name_generate(lane, sizeof lane) == -1)
+		return -1;
+	snprintf(name, size, "%s%s", LIMA_IMAGE_PREFIX, lane + 3);
+	return 0;
+}
+
+bool
+lima_image_name_valid(const char *name)
+{
+	if (name == NULL || strncmp(name, LIMA_IMAGE_PREFIX, 4) != 0)
+		return false;
+	for (size_t i = 4; i < LIMA_IMAGE_NAME_LEN; i++)
+		if (name[i] == '\0' || strchr(hexdigits, name[i]) == NULL)
+			return false;
+	return name[LIMA_IMAGE_NAME_LEN] == '\0';
+}
+
+bool
+lima_instance_name_valid(const char *name)
+{
+	return lima_name_valid(name) || lima_image_name_valid(name);
+}
+
 /* True if a "/"-separated path has a ".." component. */
 static bool
 has_dotdot(const char *p)
@@ -283,7 +313,7 @@ lima_instance_dir(const struct lima *l, const char *name, char *buf, size_t len)
 {
 	int n;
 
-	if (!lima_name_valid(name))
+	if (!lima_instance_name_valid(name))
 		return false;
 	n = snprintf(buf, len, "%s/%s", l->home, name);
 	return n > 0 && (size_t)n < len;
@@ -300,9 +330,9 @@ lima_instance_exists(const struct lima *l, const char *name)
 	return lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
-int
-lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
-    void *arg)
+static int
+scan_instances(const struct lima *l, bool (*valid)(const char *),
+    void (*cb)(const char *, void *), void *arg)
 {
 	DIR *dir;
 	struct dirent *de;
@@ -312,7 +342,7 @@ lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
 	if ((dir = opendir(l->home)) == NULL)
 		return errno == ENOENT ? 0 : -1;
 	while ((de = readdir(dir)) != NULL) {
-		if (!lima_name_valid(de->d_name))
+		if (!valid(de->d_name))
 			continue;
 		snprintf(path, sizeof path, "%s/%s", l->home, de->d_name);
 		if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
@@ -320,6 +350,20 @@ lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
 	}
 	closedir(dir);
 	return 0;
+}
+
+int
+lima_scan_images(const struct lima *l, void (*cb)(const char *, void *),
+    void *arg)
+{
+	return scan_instances(l, lima_image_name_valid, cb, arg);
+}
+
+int
+lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
+    void *arg)
+{
+	return scan_instances(l, lima_name_valid, cb, arg);
 }
 
 /* Builds argv from a NULL-terminated list of strings to duplicate. */
@@ -358,7 +402,7 @@ lima_argv_create(const struct lima *l, const char *name, const char *yaml_path)
 {
 	char flag[64];
 
-	if (!lima_name_valid(name))
+	if (!lima_instance_name_valid(name))
 		return NULL;
 	snprintf(flag, sizeof flag, "--name=%s", name);
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
@@ -370,7 +414,7 @@ lima_argv_start(const struct lima *l, const char *name, uint64_t timeout_ms)
 {
 	char flag[64];
 
-	if (!lima_name_valid(name))
+	if (!lima_instance_name_valid(name))
 		return NULL;
 	snprintf(flag, sizeof flag, "--timeout=%llus",
 	    (unsigned long long)((timeout_ms + 999) / 1000));
@@ -381,10 +425,78 @@ lima_argv_start(const struct lima *l, const char *name, uint64_t timeout_ms)
 char **
 lima_argv_delete(const struct lima *l, const char *name)
 {
-	if (!lima_name_valid(name))
+	if (!lima_instance_name_valid(name))
 		return NULL;
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
 	    "delete", "--force", name, NULL });
+}
+
+char **
+lima_argv_stop(const struct lima *l, const char *name)
+{
+	if (!lima_instance_name_valid(name))
+		return NULL;
+	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
+	    "stop", name, NULL });
+}
+
+char **
+lima_argv_clone(const struct lima *l, const char *image, const char *to)
+{
+	if (!lima_image_name_valid(image) || !lima_instance_name_valid(to))
+		return NULL;
+	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
+	    "clone", image, to, NULL });
+}
+
+int
+lima_yaml_replace(const struct lima *l, const char *name, const char *yaml,
+    size_t len, char *err, size_t errlen)
+{
+	char dir[PATH_MAX];
+	static const char tmp[] = "lima.yaml.agent-laned.tmp";
+	int dfd, fd;
+	ssize_t w;
+
+	if (!lima_instance_dir(l, name, dir, sizeof dir)) {
+		snprintf(err, errlen, "invalid instance name");
+		return -1;
+	}
+	/* O_NOFOLLOW on the directory and both names: a planted link in the
+	 * copied directory must not redirect the write. */
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	(void)unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, 0644);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s/%s: %s", dir, tmp, strerror(errno));
+		close(dfd);
+		return -1;
+	}
+	w = write(fd, yaml, len);
+	if (w < 0 || (size_t)w != len || fsync(fd) == -1) {
+		snprintf(err, errlen, "%s/%s: %s", dir, tmp,
+		    w < 0 ? strerror(errno) : "short write");
+		close(fd);
+		(void)unlinkat(dfd, tmp, 0);
+		close(dfd);
+		return -1;
+	}
+	close(fd);
+	if (renameat(dfd, tmp, dfd, "lima.yaml") == -1) {
+		snprintf(err, errlen, "%s/lima.yaml: %s", dir, strerror(errno));
+		(void)unlinkat(dfd, tmp, 0);
+		close(dfd);
+		return -1;
+	}
+	if (fsync(dfd) == -1)
+		log_warn("fsync %s", dir);
+	close(dfd);
+	return 0;
 }
 
 char **
@@ -400,7 +512,7 @@ lima_argv_shell(const struct lima *l, const char *name, const char *const *cmd)
 	size_t n = 0, i, j = 0;
 	char **argv;
 
-	if (!lima_name_valid(name))
+	if (!lima_instance_name_valid(name))
 		return NULL;
 	while (cmd[n] != NULL)
 		n++;

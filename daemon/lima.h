@@ -15,6 +15,12 @@
 
 #define LIMA_NAME_PREFIX "al-"
 #define LIMA_NAME_LEN 19	/* strlen("al-") + 16 */
+/*
+ * Images are instances too, named "ali-" + 16 hex: never a lane name, so an
+ * image can never be handed out, exec'd into or destroyed as a lane.
+ */
+#define LIMA_IMAGE_PREFIX "ali-"
+#define LIMA_IMAGE_NAME_LEN 20
 
 struct lima_lane_spec {
 	uint32_t cpus;
@@ -48,6 +54,11 @@ char *const *lima_envp(const struct lima *);
 /* Fills name (LIMA_NAME_LEN + 1 bytes) from the OS random source. */
 int lima_name_generate(char *name, size_t size);
 bool lima_name_valid(const char *name);
+/* Image instance names: the same random source, the "ali-" prefix. */
+int lima_image_name_generate(char *name, size_t size);
+bool lima_image_name_valid(const char *name);
+/* A lane or an image: what the argv builders accept. */
+bool lima_instance_name_valid(const char *name);
 
 /*
  * Checks that a base template cannot bring host surface: only Lima's image
@@ -65,6 +76,13 @@ int lima_yaml_render(const struct lima *, const struct lima_lane_spec *,
  * mounts or agent forwarding. Returns true (with why) when unsafe.
  */
 bool lima_home_unsafe(const struct lima *, char *why, size_t len);
+/*
+ * Replaces an instance's lima.yaml (temporary file, fsync, rename; no
+ * symbolic link followed). A clone gets the lane template this way: the
+ * image's own YAML is never trusted.
+ */
+int lima_yaml_replace(const struct lima *, const char *name, const char *yaml,
+    size_t len, char *err, size_t errlen);
 /* Path of the lane's instance directory; false if the name is invalid. */
 bool lima_instance_dir(const struct lima *, const char *name, char *buf,
     size_t len);
@@ -74,6 +92,9 @@ bool lima_instance_exists(const struct lima *, const char *name);
  * Anything else in the home is never reported, so never touched.
  */
 int lima_scan_lanes(const struct lima *,
+    void (*cb)(const char *name, void *arg), void *arg);
+/* The same for image-shaped names ("ali-" + 16 hex). */
+int lima_scan_images(const struct lima *,
     void (*cb)(const char *name, void *arg), void *arg);
 
 /*
@@ -85,6 +106,11 @@ char **lima_argv_create(const struct lima *, const char *name,
 char **lima_argv_start(const struct lima *, const char *name,
     uint64_t timeout_ms);
 char **lima_argv_delete(const struct lima *, const char *name);
+/* Graceful stop (an image is stopped before it can be cloned). */
+char **lima_argv_stop(const struct lima *, const char *name);
+/* `limactl clone IMAGE TO`: only ever from an image (to a lane or image). */
+char **lima_argv_clone(const struct lima *, const char *image,
+    const char *to);
 char **lima_argv_list(const struct lima *);
 char **lima_argv_shell(const struct lima *, const char *name,
     const char *const *cmd);

@@ -47,6 +47,9 @@ lane_expiry(const struct lane *l)
 {
 	int64_t t;
 
+	/* A change waiting for the registry is retried on its own timer. */
+	if (l->step == LANE_STEP_COMMIT_WAIT)
+		return INT64_MAX;
 	if (l->state != LANE_CREATING && l->state != LANE_READY)
 		return INT64_MAX;
 	t = l->deadline_ms;
@@ -91,6 +94,8 @@ reaper_check(struct laned *d)
 		next = TAILQ_NEXT(l, entry);
 		if (l->state != LANE_CREATING && l->state != LANE_READY)
 			continue;
+		if (l->step == LANE_STEP_COMMIT_WAIT)
+			continue;	/* lane_resync retries it */
 		if (l->deadline_ms <= now)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 			    "deadline reached");
@@ -133,11 +138,20 @@ reconcile_reply(struct reconcile *r)
 	Agentlane__V1__ReapReport rep = AGENTLANE__V1__REAP_REPORT__INIT;
 	char **orph, **del, **des, **pend;
 	struct lane *l;
-	size_t npend = 0, i;
+	size_t npend = 0, i, nstuck;
+	const char *why;
 
 	if (r->c == NULL)
 		return;
 	conn_set_handler(r->c, NULL, NULL);
+	/* A report of success would hide lanes whose rows cannot move. */
+	if (r->error_code == 0 &&
+	    (nstuck = lane_uncommitted(r->d, &why)) > 0) {
+		r->error_code = AGENTLANE__V1__ERROR_CODE__UNAVAILABLE;
+		snprintf(r->error, sizeof r->error, "%zu lane change%s not "
+		    "recorded: the registry cannot write (%s); agent-laned "
+		    "retries", nstuck, nstuck == 1 ? " is" : "s are", why);
+	}
 	if (r->error_code != 0) {
 		conn_send_error(r->c, r->error_code, "%s", r->error);
 		r->c = NULL;
@@ -308,7 +322,7 @@ list_done(struct proc *p, int status, void *arg)
 		char reason[64];
 
 		next = TAILQ_NEXT(l, entry);
-		if (l->state != LANE_READY)
+		if (l->state != LANE_READY || l->step == LANE_STEP_COMMIT_WAIT)
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(inst[i].name, l->name) == 0)
@@ -389,6 +403,8 @@ void
 reaper_handle_reap(struct laned *d, struct conn *c,
     const Agentlane__V1__Reap *req)
 {
+	/* Changes waiting for the registry first: reap is an explicit retry. */
+	(void)lane_resync(d);
 	reconcile_start(d, c, req->orphans);
 }
 
@@ -400,8 +416,15 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	struct laned *d = arg;
 	size_t pruned = 0;
 
+	/*
+	 * The registry still cannot write: the rest of the tick would only
+	 * stall the loop on the same lock. Deadlines wait for the next tick.
+	 */
+	if (!lane_resync(d))
+		return;
 	reaper_check(d);
 	lane_persist_activity(d);
+	registry_maintain(d->reg, time_now_ms());
 	if (!d->reconciled && !d->reconciling)
 		reconcile_start(d, NULL, false);
 	if (d->cfg.retention_ms > 0 && registry_prune(d->reg,

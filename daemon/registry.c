@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,13 +8,31 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "compat.h"
 #include "log.h"
 #include "registry.h"
 #include "util.h"
 #include "wire.h"
 
+/* Distinct SQL texts in this file, with room to spare. */
+#define STMT_CACHE_MAX 48
+/* PRAGMA optimize this often on a long-running connection. */
+#define OPTIMIZE_EVERY_MS (60 * 60 * 1000)
+
 struct registry {
 	sqlite3 *db;
+	/*
+	 * Prepared once, kept for the connection's life (keyed by the address
+	 * of the SQL literal), and reset after each use.
+	 */
+	struct {
+		const char *sql;
+		sqlite3_stmt *st;
+	} stmts[STMT_CACHE_MAX];
+	size_t nstmts;
+	int64_t optimized_ms;
+	/* Why the last statement failed, kept past the rollback. */
+	char last_error[256];
 };
 
 /*
@@ -56,6 +75,23 @@ static const char *const migrations[] = {
 	"  detail TEXT NOT NULL DEFAULT ''"
 	");"
 	"CREATE INDEX events_lane ON events(lane, id);",
+	/* 2: images (agent-lanectl image build); see the image block below */
+	"CREATE TABLE images ("
+	"  name TEXT PRIMARY KEY CHECK (length(name) BETWEEN 1 AND 63),"
+	"  id TEXT NOT NULL CHECK (length(id) = 64),"
+	"  instance TEXT NOT NULL UNIQUE CHECK (instance GLOB 'ali-"
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]"
+	"[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]'),"
+	"  state TEXT NOT NULL CHECK (state IN ('building','ready')),"
+	"  from_image TEXT NOT NULL DEFAULT '',"
+	"  docker INTEGER NOT NULL DEFAULT 0,"
+	"  cpus INTEGER NOT NULL,"
+	"  memory_mib INTEGER NOT NULL,"
+	"  disk_gib INTEGER NOT NULL,"
+	"  scripts TEXT NOT NULL DEFAULT '',"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  build_ms INTEGER NOT NULL DEFAULT 0"
+	");",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -69,7 +105,17 @@ registry_schema_version(void)
 const char *
 registry_errmsg(struct registry *r)
 {
-	return sqlite3_errmsg(r->db);
+	return r->last_error[0] != '\0' ? r->last_error :
+	    sqlite3_errmsg(r->db);
+}
+
+/* Logs a failure and keeps its message for registry_errmsg. */
+static void
+reg_failed(struct registry *r, const char *msg)
+{
+	str_copy(r->last_error, msg != NULL ? msg : "error",
+	    sizeof r->last_error);
+	log_warnx("registry: %s", r->last_error);
 }
 
 static int
@@ -78,7 +124,7 @@ exec_sql(struct registry *r, const char *sql)
 	char *msg = NULL;
 
 	if (sqlite3_exec(r->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-		log_warnx("registry: %s", msg != NULL ? msg : "error");
+		reg_failed(r, msg != NULL ? msg : sqlite3_errmsg(r->db));
 		sqlite3_free(msg);
 		return REG_ERROR;
 	}
@@ -137,21 +183,222 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 	return REG_OK;
 }
 
+#define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
+	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
+	"ended_at_ms, owner_uid, workspace, error, create_failed"
+
+/* The tables and columns this build reads and writes. */
+#define IMAGE_COLUMNS "name, id, instance, state, from_image, docker, cpus, " \
+	"memory_mib, disk_gib, scripts, created_at_ms, build_ms"
+
+static const char *const schema_probes[][2] = {
+	{ "lanes", "SELECT " LANE_COLUMNS " FROM lanes LIMIT 0" },
+	{ "lane_labels", "SELECT lane, key, value FROM lane_labels LIMIT 0" },
+	{ "events", "SELECT id, time_ms, lane, event, detail FROM events "
+	    "LIMIT 0" },
+	{ "images", "SELECT " IMAGE_COLUMNS " FROM images LIMIT 0" },
+};
+
+/*
+ * The whole file, before anything is served from it. Before migrations:
+ * that it is ours (a registry is never at user_version 0, see
+ * registry_create) and that SQLite finds every page sound (quick_check:
+ * every b-tree page, without integrity_check's index cross-check, which
+ * sorts every index). After them: that every table and column this build
+ * uses is there.
+ */
+static int
+registry_check(struct registry *r, const char *path, bool migrated,
+    char *err, size_t errlen)
+{
+	sqlite3_stmt *st;
+	const char *s;
+	int version, rc;
+
+	if (migrated) {
+		for (size_t i = 0; i < sizeof schema_probes /
+		    sizeof *schema_probes; i++) {
+			if (sqlite3_prepare_v2(r->db, schema_probes[i][1], -1,
+			    &st, NULL) != SQLITE_OK) {
+				snprintf(err, errlen, "%s: the registry schema "
+				    "is damaged: table %s: %s", path,
+				    schema_probes[i][0], sqlite3_errmsg(r->db));
+				return REG_ERROR;
+			}
+			sqlite3_finalize(st);
+		}
+		return REG_OK;
+	}
+	if (pragma_int(r, "PRAGMA user_version", &version) != REG_OK) {
+		snprintf(err, errlen, "%s: %s", path, sqlite3_errmsg(r->db));
+		return REG_ERROR;
+	}
+	if (version == 0) {
+		snprintf(err, errlen, "%s: not an agent-laned registry (an "
+		    "SQLite file without a registry schema); refusing to touch "
+		    "it", path);
+		return REG_ERROR;
+	}
+	if (sqlite3_prepare_v2(r->db, "PRAGMA quick_check(1)", -1, &st,
+	    NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: quick_check: %s", path,
+		    sqlite3_errmsg(r->db));
+		return REG_ERROR;
+	}
+	rc = sqlite3_step(st);
+	s = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+	if (s == NULL || strcmp(s, "ok") != 0) {
+		snprintf(err, errlen, "%s: the registry is damaged (quick_check: "
+		    "%s); restore it from a backup", path,
+		    s != NULL ? s : sqlite3_errmsg(r->db));
+		sqlite3_finalize(st);
+		return REG_ERROR;
+	}
+	sqlite3_finalize(st);
+	return REG_OK;
+}
+
+/* fsync of the directory holding path, so that a rename is durable. */
+static int
+sync_parent(const char *path, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], *slash;
+	int dfd;
+
+	str_copy(dir, path, sizeof dir);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		str_copy(dir, ".", sizeof dir);
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    fsync(dfd) == -1) {
+		snprintf(err, errlen, "%s: fsync: %s", dir, strerror(errno));
+		if (dfd != -1)
+			close(dfd);
+		return REG_ERROR;
+	}
+	close(dfd);
+	return REG_OK;
+}
+
+/*
+ * A fresh registry is built under another name and renamed into place
+ * once its schema is committed, so `path` is either absent or a whole
+ * registry: a crash during the first start cannot leave an empty file that
+ * would pass for one.
+ */
+static int
+registry_create(const char *path, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX], side[PATH_MAX + 8];
+	struct registry r0;
+	int fd;
+
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.init", path) >= sizeof tmp) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return REG_ERROR;
+	}
+	/* What an interrupted first start left. */
+	(void)unlink(tmp);
+	snprintf(side, sizeof side, "%s-wal", tmp);
+	(void)unlink(side);
+	snprintf(side, sizeof side, "%s-shm", tmp);
+	(void)unlink(side);
+	/* Created 0600 by us; SQLite would honour the umask. */
+	if ((fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	    0600)) == -1) {
+		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+		return REG_ERROR;
+	}
+	close(fd);
+	memset(&r0, 0, sizeof r0);
+	if (sqlite3_open_v2(tmp, &r0.db, SQLITE_OPEN_READWRITE |
+	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: %s", tmp, r0.db != NULL ?
+		    sqlite3_errmsg(r0.db) : "cannot open");
+		goto fail;
+	}
+	if (exec_sql(&r0, "PRAGMA journal_mode = WAL") != REG_OK ||
+	    exec_sql(&r0, "PRAGMA synchronous = FULL") != REG_OK ||
+	    exec_sql(&r0, compat_sqlite_pragmas()) != REG_OK ||
+	    registry_migrate(&r0, err, errlen) != REG_OK) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "%s: %s", tmp,
+			    sqlite3_errmsg(r0.db));
+		goto fail;
+	}
+	/* The last connection's close checkpoints the WAL into the file. */
+	if (sqlite3_close(r0.db) != SQLITE_OK) {
+		snprintf(err, errlen, "%s: close: %s", tmp,
+		    sqlite3_errmsg(r0.db));
+		goto fail;
+	}
+	r0.db = NULL;
+	if ((fd = open(tmp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    fsync(fd) == -1) {
+		snprintf(err, errlen, "%s: fsync: %s", tmp, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		goto fail;
+	}
+	close(fd);
+	if (rename(tmp, path) == -1) {
+		snprintf(err, errlen, "rename %s: %s", tmp, strerror(errno));
+		goto fail;
+	}
+	if (sync_parent(path, err, errlen) != REG_OK)
+		return REG_ERROR;
+	log_info("registry: created %s", path);
+	return REG_OK;
+
+fail:
+	if (r0.db != NULL)
+		(void)sqlite3_close(r0.db);
+	(void)unlink(tmp);
+	return REG_ERROR;
+}
+
 int
 registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 {
-	struct registry *r = xcalloc(1, sizeof *r);
+	struct registry *r;
+	struct stat sb;
 	int fd;
 
 	if (errlen > 0)
 		err[0] = '\0';
-	/* Create the file 0600 ourselves; SQLite would honour the umask. */
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600)) == -1) {
+	if (lstat(path, &sb) == -1) {
+		if (errno != ENOENT) {
+			snprintf(err, errlen, "%s: %s", path, strerror(errno));
+			return REG_ERROR;
+		}
+		/* Missing: a first start. */
+		if (registry_create(path, err, errlen) != REG_OK)
+			return REG_ERROR;
+	} else if (!S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "%s: not a regular file", path);
+		return REG_ERROR;
+	} else if (sb.st_size == 0) {
+		/*
+		 * Never a registry this daemon wrote (registry_create): its
+		 * contents were lost. Starting afresh would orphan every VM
+		 * and stop enforcing their deadlines.
+		 */
+		snprintf(err, errlen, "%s is empty: the registry's contents "
+		    "were lost; refusing to start a fresh one over it (restore "
+		    "it from a backup, or move it aside to start with no "
+		    "lanes, then `agent-lanectl reap --orphans`)", path);
+		return REG_ERROR;
+	}
+	/* O_NOFOLLOW: a symbolic link swapped in meanwhile is refused. */
+	if ((fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		free(r);
 		return REG_ERROR;
 	}
 	close(fd);
+	r = xcalloc(1, sizeof *r);
 	if (sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE |
 	    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		snprintf(err, errlen, "%s: %s", path,
@@ -160,7 +407,18 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 		free(r);
 		return REG_ERROR;
 	}
-	sqlite3_busy_timeout(r->db, 5000);
+	/* Before any pragma writes to it. */
+	if (registry_check(r, path, false, err, errlen) != REG_OK) {
+		sqlite3_close(r->db);
+		free(r);
+		return REG_ERROR;
+	}
+	/*
+	 * The loop waits while another process holds the write lock; not for
+	 * long, since every lane and client waits with it. A write that still
+	 * finds the lock fails, and the lane's change is retried (lane.c).
+	 */
+	sqlite3_busy_timeout(r->db, REGISTRY_BUSY_MS);
 	sqlite3_extended_result_codes(r->db, 1);
 	/*
 	 * FULL: the "creating" row must be on disk before limactl create runs,
@@ -168,8 +426,10 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 	 */
 	if (exec_sql(r, "PRAGMA journal_mode = WAL") != REG_OK ||
 	    exec_sql(r, "PRAGMA synchronous = FULL") != REG_OK ||
+	    exec_sql(r, compat_sqlite_pragmas()) != REG_OK ||
 	    exec_sql(r, "PRAGMA foreign_keys = ON") != REG_OK ||
-	    registry_migrate(r, err, errlen) != REG_OK) {
+	    registry_migrate(r, err, errlen) != REG_OK ||
+	    registry_check(r, path, true, err, errlen) != REG_OK) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "%s: %s", path,
 			    sqlite3_errmsg(r->db));
@@ -182,10 +442,23 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 }
 
 void
+registry_maintain(struct registry *r, int64_t now_ms)
+{
+	if (now_ms - r->optimized_ms < OPTIMIZE_EVERY_MS)
+		return;
+	r->optimized_ms = now_ms;
+	(void)exec_sql(r, "PRAGMA optimize");
+}
+
+void
 registry_close(struct registry *r)
 {
 	if (r == NULL)
 		return;
+	/* What the planner learnt this session, for the next one. */
+	(void)exec_sql(r, "PRAGMA optimize");
+	for (size_t i = 0; i < r->nstmts; i++)
+		sqlite3_finalize(r->stmts[i].st);
 	if (sqlite3_close(r->db) != SQLITE_OK)
 		log_warnx("registry: close: %s", sqlite3_errmsg(r->db));
 	free(r);
@@ -218,14 +491,32 @@ prepare(struct registry *r, const char *sql)
 {
 	sqlite3_stmt *st;
 
-	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
-		log_warnx("registry: prepare: %s", sqlite3_errmsg(r->db));
+	for (size_t i = 0; i < r->nstmts; i++)
+		if (r->stmts[i].sql == sql)
+			return r->stmts[i].st;
+	/* The SQL texts are the literals of this file: a fixed number. */
+	if (r->nstmts == STMT_CACHE_MAX)
+		fatalx("registry: more than %d statements", STMT_CACHE_MAX);
+	if (sqlite3_prepare_v3(r->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
+	    NULL) != SQLITE_OK) {
+		reg_failed(r, sqlite3_errmsg(r->db));
 		return NULL;
 	}
+	r->stmts[r->nstmts].sql = sql;
+	r->stmts[r->nstmts].st = st;
+	r->nstmts++;
 	return st;
 }
 
-/* Runs a statement that returns no rows and finalizes it. */
+/* Done with a cached statement: it keeps no lock and no bound value. */
+static void
+release(sqlite3_stmt *st)
+{
+	(void)sqlite3_reset(st);
+	(void)sqlite3_clear_bindings(st);
+}
+
+/* Runs a statement that returns no rows and releases it. */
 static int
 step_done(struct registry *r, sqlite3_stmt *st)
 {
@@ -234,9 +525,10 @@ step_done(struct registry *r, sqlite3_stmt *st)
 	if (st == NULL)
 		return REG_ERROR;
 	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		reg_failed(r, sqlite3_errmsg(r->db));
+	release(st);
 	if (rc != SQLITE_DONE) {
-		log_warnx("registry: %s", sqlite3_errmsg(r->db));
 		/* Only a taken name is "exists"; a failed CHECK is an error. */
 		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
 			return REG_EXISTS;
@@ -272,7 +564,14 @@ tx_end(struct registry *r, int rc)
 {
 	if (rc == REG_OK && exec_sql(r, "COMMIT") == REG_OK)
 		return REG_OK;
-	(void)exec_sql(r, "ROLLBACK");
+	/*
+	 * A failed COMMIT may have rolled back already (SQLITE_FULL) or left
+	 * the transaction open (SQLITE_BUSY); the error that matters is the
+	 * one kept above, not the rollback's.
+	 */
+	if (!sqlite3_get_autocommit(r->db) &&
+	    sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL) != SQLITE_OK)
+		log_warnx("registry: rollback: %s", sqlite3_errmsg(r->db));
 	return rc == REG_OK ? REG_ERROR : rc;
 }
 
@@ -333,10 +632,6 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 	return tx_end(r, rc);
 }
 
-#define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
-	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
-	"ended_at_ms, owner_uid, workspace, error, create_failed"
-
 static void
 row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 {
@@ -380,16 +675,27 @@ registry_lane_get(struct registry *r, const char *name, struct lane_record *rec)
 	} else if (rc == SQLITE_DONE)
 		rc = REG_NOT_FOUND;
 	else {
-		log_warnx("registry: %s", sqlite3_errmsg(r->db));
+		reg_failed(r, sqlite3_errmsg(r->db));
 		rc = REG_ERROR;
 	}
-	sqlite3_finalize(st);
+	release(st);
 	return rc;
 }
 
 int
 registry_lane_transition(struct registry *r, const char *name, int to,
     const char *event, const char *detail)
+{
+	struct registry_change ch = {
+		.to = to, .event = event, .detail = detail,
+	};
+
+	return registry_lane_apply(r, name, &ch);
+}
+
+int
+registry_lane_apply(struct registry *r, const char *name,
+    const struct registry_change *ch)
 {
 	struct lane_record rec;
 	sqlite3_stmt *st;
@@ -399,23 +705,36 @@ registry_lane_transition(struct registry *r, const char *name, int to,
 	if (tx_begin(r) != REG_OK)
 		return REG_ERROR;
 	rc = registry_lane_get(r, name, &rec);
-	if (rc == REG_OK && !registry_transition_allowed(rec.state, to))
+	if (rc == REG_OK && !registry_transition_allowed(rec.state, ch->to))
 		rc = REG_BAD_TRANSITION;
 	if (rc == REG_OK) {
 		st = prepare(r, "UPDATE lanes SET state = ?2, "
-		    "ended_at_ms = CASE WHEN ?3 THEN ?4 ELSE ended_at_ms END "
+		    "ended_at_ms = CASE WHEN ?3 THEN ?4 ELSE ended_at_ms END, "
+		    "workspace = coalesce(?5, workspace), "
+		    "error = coalesce(?6, error), "
+		    "create_failed = CASE WHEN ?7 THEN 1 ELSE create_failed END, "
+		    "last_activity_ms = max(last_activity_ms, ?8) "
 		    "WHERE name = ?1");
 		if (st != NULL) {
 			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-			sqlite3_bind_text(st, 2, wire_lane_state_name(to), -1,
-			    SQLITE_STATIC);
-			sqlite3_bind_int(st, 3, !registry_state_is_live(to));
+			sqlite3_bind_text(st, 2, wire_lane_state_name(ch->to),
+			    -1, SQLITE_STATIC);
+			sqlite3_bind_int(st, 3, !registry_state_is_live(ch->to));
 			sqlite3_bind_int64(st, 4, now);
+			if (ch->workspace != NULL)
+				sqlite3_bind_text(st, 5, ch->workspace, -1,
+				    SQLITE_STATIC);
+			if (ch->error != NULL)
+				sqlite3_bind_text(st, 6, ch->error, -1,
+				    SQLITE_STATIC);
+			sqlite3_bind_int(st, 7, ch->error != NULL &&
+			    ch->create_failed);
+			sqlite3_bind_int64(st, 8, ch->last_activity_ms);
 		}
 		rc = step_done(r, st);
 	}
 	if (rc == REG_OK)
-		rc = event_insert(r, now, name, event, detail);
+		rc = event_insert(r, now, name, ch->event, ch->detail);
 	return tx_end(r, rc);
 }
 
@@ -514,13 +833,164 @@ registry_lane_list(struct registry *r, bool all, struct lane_record **out,
 		}
 		row_to_record(st, &v[len++]);
 	}
-	sqlite3_finalize(st);
+	release(st);
 	if (rc != SQLITE_DONE) {
 		free(v);
 		return REG_ERROR;
 	}
 	*out = v;
 	*n = len;
+	return REG_OK;
+}
+
+#define LIVE_STATES "('creating','ready','destroying')"
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	const struct lane_page_row *const *x = a, *const *y = b;
+
+	return strcmp((*x)->rec.name, (*y)->rec.name);
+}
+
+int
+registry_lane_page(struct registry *r, bool all,
+    const struct lane_cursor *after, size_t limit,
+    struct lane_page_row **rowsp, size_t *np, struct lane_label **labelsp)
+{
+	/* The same page in both queries: same filter, order and bound. */
+#define PAGE_WHERE " WHERE (?1 OR state IN " LIVE_STATES ") AND " \
+	"(created_at_ms, name) > (?2, ?3) ORDER BY created_at_ms, name LIMIT ?4"
+	static const char lanes_sql[] = "SELECT " LANE_COLUMNS " FROM lanes"
+	    PAGE_WHERE;
+	static const char labels_sql[] = "SELECT ll.lane, ll.key, ll.value "
+	    "FROM lane_labels ll JOIN (SELECT name FROM lanes" PAGE_WHERE
+	    ") p ON p.name = ll.lane ORDER BY ll.lane, ll.key";
+#undef PAGE_WHERE
+	struct lane_page_row *rows = NULL, **byname = NULL, key, *kp, **hit;
+	struct lane_label *labels = NULL;
+	size_t n = 0, nl = 0, cap = 0;
+	sqlite3_stmt *st = NULL;
+	int rc = REG_ERROR, step = SQLITE_DONE;
+
+	for (int q = 0; q < 2; q++) {
+		if ((st = prepare(r, q == 0 ? lanes_sql : labels_sql)) == NULL)
+			goto out;
+		sqlite3_bind_int(st, 1, all);
+		sqlite3_bind_int64(st, 2, after != NULL ? after->created_at_ms :
+		    INT64_MIN);
+		sqlite3_bind_text(st, 3, after != NULL ? after->name : "", -1,
+		    SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)limit);
+		if (q == 0) {
+			rows = xcalloc(limit, sizeof *rows);
+			while (n < limit &&
+			    (step = sqlite3_step(st)) == SQLITE_ROW)
+				row_to_record(st, &rows[n++].rec);
+		} else {
+			/* Labels come by name: find their lane by name. */
+			byname = xcalloc(n, sizeof *byname);
+			for (size_t i = 0; i < n; i++)
+				byname[i] = &rows[i];
+			qsort(byname, n, sizeof *byname, name_cmp);
+			while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+				const char *ln = (const char *)
+				    sqlite3_column_text(st, 0);
+				const char *k = (const char *)
+				    sqlite3_column_text(st, 1);
+				const char *v = (const char *)
+				    sqlite3_column_text(st, 2);
+
+				str_copy(key.rec.name, ln != NULL ? ln : "",
+				    sizeof key.rec.name);
+				kp = &key;
+				hit = bsearch(&kp, byname, n, sizeof *byname,
+				    name_cmp);
+				if (hit == NULL || (*hit)->nlabels >=
+				    LANE_LABELS_MAX)
+					continue;
+				if (nl == cap) {
+					cap = cap == 0 ? 64 : cap * 2;
+					labels = xreallocarray(labels, cap,
+					    sizeof *labels);
+				}
+				str_copy(labels[nl].key, k != NULL ? k : "",
+				    sizeof labels[nl].key);
+				str_copy(labels[nl].value, v != NULL ? v : "",
+				    sizeof labels[nl].value);
+				/* Rows of one lane are adjacent. */
+				if ((*hit)->nlabels == 0)
+					(*hit)->label_off = nl;
+				(*hit)->nlabels++;
+				nl++;
+			}
+		}
+		if (step != SQLITE_DONE && step != SQLITE_ROW) {
+			reg_failed(r, sqlite3_errmsg(r->db));
+			goto out;
+		}
+		release(st);
+		st = NULL;
+	}
+	rc = REG_OK;
+out:
+	if (st != NULL)
+		release(st);
+	free(byname);
+	if (rc != REG_OK) {
+		free(rows);
+		free(labels);
+		return rc;
+	}
+	*rowsp = rows;
+	*np = n;
+	*labelsp = labels;
+	return REG_OK;
+}
+
+int
+registry_events_page(struct registry *r, const char *lane, int64_t after_id,
+    size_t limit, struct registry_event **out, int64_t **idsp, size_t *np)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT id, time_ms, lane, event, "
+	    "detail FROM events WHERE lane = ?1 AND id > ?2 ORDER BY id "
+	    "LIMIT ?3");
+	struct registry_event *v;
+	int64_t *ids;
+	size_t n = 0;
+	int rc = SQLITE_DONE;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, lane, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, after_id);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)limit);
+	v = xcalloc(limit, sizeof *v);
+	ids = xcalloc(limit, sizeof *ids);
+	while (n < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *s;
+
+		ids[n] = sqlite3_column_int64(st, 0);
+		v[n].time_ms = sqlite3_column_int64(st, 1);
+		if ((s = (const char *)sqlite3_column_text(st, 2)) != NULL)
+			str_copy(v[n].lane, s, sizeof v[n].lane);
+		if ((s = (const char *)sqlite3_column_text(st, 3)) != NULL)
+			str_copy(v[n].event, s, sizeof v[n].event);
+		if ((s = (const char *)sqlite3_column_text(st, 4)) != NULL)
+			str_copy(v[n].detail, s, sizeof v[n].detail);
+		n++;
+	}
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+		reg_failed(r, sqlite3_errmsg(r->db));
+		release(st);
+		free(v);
+		free(ids);
+		return REG_ERROR;
+	}
+	release(st);
+	*out = v;
+	*idsp = ids;
+	*np = n;
 	return REG_OK;
 }
 
@@ -537,7 +1007,7 @@ registry_count_live(struct registry *r, size_t *n)
 		*n = (size_t)sqlite3_column_int64(st, 0);
 		rc = REG_OK;
 	}
-	sqlite3_finalize(st);
+	release(st);
 	return rc;
 }
 
@@ -563,7 +1033,7 @@ registry_labels_get(struct registry *r, const char *name,
 		    sizeof labels[len].value);
 		len++;
 	}
-	sqlite3_finalize(st);
+	release(st);
 	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
 		return REG_ERROR;
 	*n = len;
@@ -600,7 +1070,7 @@ registry_events_list(struct registry *r, const char *lane,
 			str_copy(v[len].detail, s, sizeof v[len].detail);
 		len++;
 	}
-	sqlite3_finalize(st);
+	release(st);
 	if (rc != SQLITE_DONE) {
 		free(v);
 		return REG_ERROR;
@@ -647,6 +1117,156 @@ registry_integrity_ok(struct registry *r)
 		const char *s = (const char *)sqlite3_column_text(st, 0);
 		ok = s != NULL && strcmp(s, "ok") == 0;
 	}
-	sqlite3_finalize(st);
+	release(st);
 	return ok;
+}
+
+/* ---- Images ----
+ *
+ * One row per image: committed in "building" before limactl hears the
+ * instance name (the lanes' invariant 1), "ready" once the provisioned VM
+ * is stopped, deleted together with its VM (a failed or cancelled build
+ * leaves no row).
+ */
+
+static void
+image_row(sqlite3_stmt *st, struct image_record *rec)
+{
+	const char *s;
+
+	memset(rec, 0, sizeof *rec);
+	if ((s = (const char *)sqlite3_column_text(st, 0)) != NULL)
+		str_copy(rec->name, s, sizeof rec->name);
+	if ((s = (const char *)sqlite3_column_text(st, 1)) != NULL)
+		str_copy(rec->id, s, sizeof rec->id);
+	if ((s = (const char *)sqlite3_column_text(st, 2)) != NULL)
+		str_copy(rec->instance, s, sizeof rec->instance);
+	s = (const char *)sqlite3_column_text(st, 3);
+	rec->state = s != NULL && strcmp(s, "ready") == 0 ? IMAGE_READY :
+	    IMAGE_BUILDING;
+	if ((s = (const char *)sqlite3_column_text(st, 4)) != NULL)
+		str_copy(rec->from, s, sizeof rec->from);
+	rec->docker = sqlite3_column_int(st, 5) != 0;
+	rec->cpus = (uint32_t)sqlite3_column_int64(st, 6);
+	rec->memory_mib = (uint32_t)sqlite3_column_int64(st, 7);
+	rec->disk_gib = (uint32_t)sqlite3_column_int64(st, 8);
+	if ((s = (const char *)sqlite3_column_text(st, 9)) != NULL)
+		str_copy(rec->scripts, s, sizeof rec->scripts);
+	rec->created_at_ms = sqlite3_column_int64(st, 10);
+	rec->build_ms = (uint64_t)sqlite3_column_int64(st, 11);
+}
+
+int
+registry_image_insert(struct registry *r, const struct image_record *rec)
+{
+	sqlite3_stmt *st = prepare(r, "INSERT INTO images (" IMAGE_COLUMNS
+	    ") VALUES (?1, ?2, ?3, 'building', ?4, ?5, ?6, ?7, ?8, ?9, ?10, 0)");
+	int rc;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, rec->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, rec->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, rec->instance, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, rec->from, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, rec->docker);
+	sqlite3_bind_int64(st, 6, rec->cpus);
+	sqlite3_bind_int64(st, 7, rec->memory_mib);
+	sqlite3_bind_int64(st, 8, rec->disk_gib);
+	sqlite3_bind_text(st, 9, rec->scripts, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 10, rec->created_at_ms);
+	rc = sqlite3_step(st);
+	release(st);
+	if (rc == SQLITE_DONE)
+		return REG_OK;
+	/* Extended result codes are on: only a taken name or instance. */
+	if (rc == SQLITE_CONSTRAINT_PRIMARYKEY || rc == SQLITE_CONSTRAINT_UNIQUE)
+		return REG_EXISTS;
+	log_warnx("registry: %s", sqlite3_errmsg(r->db));
+	return REG_ERROR;
+}
+
+int
+registry_image_get(struct registry *r, const char *name,
+    struct image_record *rec)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT " IMAGE_COLUMNS
+	    " FROM images WHERE name = ?1");
+	int rc;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		image_row(st, rec);
+		rc = REG_OK;
+	} else if (rc == SQLITE_DONE)
+		rc = REG_NOT_FOUND;
+	else {
+		log_warnx("registry: %s", sqlite3_errmsg(r->db));
+		rc = REG_ERROR;
+	}
+	release(st);
+	return rc;
+}
+
+int
+registry_image_set_ready(struct registry *r, const char *name,
+    uint64_t build_ms)
+{
+	sqlite3_stmt *st = prepare(r, "UPDATE images SET state = 'ready', "
+	    "build_ms = ?2 WHERE name = ?1 AND state = 'building'");
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)build_ms);
+	if (step_done(r, st) != REG_OK)
+		return REG_ERROR;
+	return sqlite3_changes(r->db) == 1 ? REG_OK : REG_NOT_FOUND;
+}
+
+int
+registry_image_delete(struct registry *r, const char *name)
+{
+	sqlite3_stmt *st = prepare(r, "DELETE FROM images WHERE name = ?1");
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	if (step_done(r, st) != REG_OK)
+		return REG_ERROR;
+	return sqlite3_changes(r->db) == 1 ? REG_OK : REG_NOT_FOUND;
+}
+
+int
+registry_image_list(struct registry *r, struct image_record **out, size_t *n)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT " IMAGE_COLUMNS
+	    " FROM images ORDER BY created_at_ms, name");
+	struct image_record *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (st == NULL)
+		return REG_ERROR;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			cap = cap != 0 ? cap * 2 : 8;
+			v = xreallocarray(v, cap, sizeof *v);
+		}
+		image_row(st, &v[cnt++]);
+	}
+	release(st);
+	if (rc != SQLITE_DONE) {
+		log_warnx("registry: %s", sqlite3_errmsg(r->db));
+		free(v);
+		return REG_ERROR;
+	}
+	*out = v;
+	*n = cnt;
+	return REG_OK;
 }

@@ -18,6 +18,8 @@
 #define LANE_LABELS_MAX 16
 #define LANE_LABEL_KEY_MAX 63
 #define LANE_LABEL_VALUE_MAX 255
+/* How long a write waits for another process's lock before failing. */
+#define REGISTRY_BUSY_MS 1000
 
 /* Same numbering as agentlane.v1.LaneState. */
 enum lane_state {
@@ -67,7 +69,10 @@ struct registry;
 
 int registry_open(const char *path, struct registry **out, char *err,
     size_t errlen);
+/* Runs PRAGMA optimize before closing. */
 void registry_close(struct registry *);
+/* Periodic upkeep (the tick): PRAGMA optimize about once an hour. */
+void registry_maintain(struct registry *, int64_t now_ms);
 /* The schema version this build writes. */
 int registry_schema_version(void);
 
@@ -84,6 +89,25 @@ int registry_lane_get(struct registry *, const char *name, struct lane_record *)
  */
 int registry_lane_transition(struct registry *, const char *name, int to,
     const char *event, const char *detail);
+
+/* A transition with the fields that must change with it, atomically. */
+struct registry_change {
+	int to;
+	const char *event;
+	const char *detail;
+	const char *workspace;		/* NULL: unchanged */
+	const char *error;		/* NULL: unchanged */
+	bool create_failed;		/* with error: the lane ends "failed" */
+	int64_t last_activity_ms;	/* 0: unchanged */
+};
+
+/*
+ * One transaction: the transition, its event and the fields of ch. REG_OK
+ * only once committed; REG_ERROR when the database could not write (busy,
+ * full, I/O): then nothing changed and the same call may be retried.
+ */
+int registry_lane_apply(struct registry *, const char *name,
+    const struct registry_change *);
 int registry_lane_set_workspace(struct registry *, const char *name,
     const char *workspace);
 /* Why a lane is stuck (e.g. a delete being retried); shown to users. */
@@ -99,6 +123,32 @@ int registry_lane_touch(struct registry *, const char *name, int64_t when_ms);
 int registry_lane_list(struct registry *, bool all, struct lane_record **out,
     size_t *n);
 int registry_count_live(struct registry *, size_t *n);
+
+/* A position in the lane order (created_at_ms, name), for keyset paging. */
+struct lane_cursor {
+	int64_t created_at_ms;
+	char name[LANE_NAME_SIZE];
+};
+
+/* One lane of a page with its labels (in the page's label array). */
+struct lane_page_row {
+	struct lane_record rec;
+	size_t label_off, nlabels;
+};
+
+/*
+ * Up to `limit` lanes (live only unless `all`) strictly after `after`
+ * (NULL: from the first), oldest first, and their labels, in two queries.
+ * The caller frees *rows and *labels.
+ */
+int registry_lane_page(struct registry *, bool all,
+    const struct lane_cursor *after, size_t limit,
+    struct lane_page_row **rows, size_t *n, struct lane_label **labels);
+/* Up to `limit` events of a lane with an id above after_id, oldest first;
+ * ids[i] is the position of out[i]. The caller frees *out and *ids. */
+int registry_events_page(struct registry *, const char *lane,
+    int64_t after_id, size_t limit, struct registry_event **out,
+    int64_t **ids, size_t *n);
 int registry_labels_get(struct registry *, const char *name,
     struct lane_label *labels, size_t max, size_t *n);
 int registry_event_append(struct registry *, const char *lane,
@@ -107,6 +157,39 @@ int registry_events_list(struct registry *, const char *lane,
     struct registry_event **out, size_t *n);
 /* Deletes lanes that ended before cutoff, with their labels and events. */
 int registry_prune(struct registry *, int64_t cutoff_ms, size_t *pruned);
+/* ---- Images (daemon/image.c) ---- */
+
+#define IMAGE_NAME_SIZE 64	/* user name: 1-63 of [a-z0-9._-] */
+#define IMAGE_ID_SIZE 65	/* sha256 hex */
+#define IMAGE_INSTANCE_SIZE 21	/* "ali-" + 16 hex + NUL */
+#define IMAGE_SCRIPTS_MAX 2048	/* script names, '\n'-separated */
+
+enum image_state { IMAGE_BUILDING = 1, IMAGE_READY = 2 };
+
+struct image_record {
+	char name[IMAGE_NAME_SIZE];
+	char id[IMAGE_ID_SIZE];
+	char instance[IMAGE_INSTANCE_SIZE];
+	int state;
+	char from[IMAGE_NAME_SIZE];
+	bool docker;
+	uint32_t cpus, memory_mib, disk_gib;
+	char scripts[IMAGE_SCRIPTS_MAX];
+	int64_t created_at_ms;
+	uint64_t build_ms;
+};
+
+/* In "building"; REG_EXISTS when the name (or instance) is taken. */
+int registry_image_insert(struct registry *, const struct image_record *);
+int registry_image_get(struct registry *, const char *name,
+    struct image_record *);
+int registry_image_set_ready(struct registry *, const char *name,
+    uint64_t build_ms);
+int registry_image_delete(struct registry *, const char *name);
+/* Oldest first; the caller frees *out. */
+int registry_image_list(struct registry *, struct image_record **out,
+    size_t *n);
+
 /* PRAGMA integrity_check == "ok". */
 bool registry_integrity_ok(struct registry *);
 const char *registry_errmsg(struct registry *);

@@ -22,6 +22,11 @@ if command -v apt-get >/dev/null 2>&1; then
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
 	    passwd mandoc ruby zsh fish nftables iproute2
+	# The real-VM tier (tests/lima-vm): QEMU, the guest image build
+	# (debootstrap, mke2fs), the cidata ISO, and ssh/scp as Lima uses them.
+	$SUDO apt-get install -y -q --no-install-recommends \
+	    qemu-system-x86 qemu-utils debootstrap e2fsprogs genisoimage \
+	    openssh-client
 	if ! command -v node >/dev/null 2>&1; then
 		$SUDO apt-get install -y -q --no-install-recommends nodejs npm
 	fi

@@ -90,6 +90,7 @@ static const struct {
 	{ "exec", cmd_exec },
 	{ "cp", cmd_cp },
 	{ "daemon", cmd_daemon },
+	{ "image", cmd_image },
 	{ "version", cmd_version },
 	{ "help", cmd_help },
 	{ "completion", cmd_completion },

@@ -147,5 +147,13 @@ int cmd_daemon(struct ctl *, int, char **);
 int cmd_version(struct ctl *, int, char **);
 int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);
+int cmd_image(struct ctl *, int, char **);
+
+/*
+ * Builds (or finds) an image from script files, with progress and the
+ * scripts' output on standard error. 0, or the exit status after saying why.
+ */
+int ctl_build_image(struct ctl *, struct al_image_build_opts *,
+    const char *const *paths, size_t npaths, struct al_image *);
 
 #endif

@@ -30,6 +30,21 @@ static const struct ctl_option create_options[] = {
 	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
 	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
+	{ 0, "image", "IMAGE", "clone the lane from a built image" },
+	{ 0, "provision", "FILE", "build (or reuse, by content) the image of "
+	    "these scripts first; repeatable" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option image_options[] = {
+	{ 0, "provision", "FILE", "build: a script run as root; repeatable, "
+	    "in order" },
+	{ 0, "from", "IMAGE", "build: start from this image" },
+	{ 0, "docker", NULL, "build: install rootless Docker Engine for the "
+	    "lane user" },
+	{ 0, "cpus", "N", "build: virtual CPUs of the build VM" },
+	{ 0, "memory", "SIZE", "build: memory; a plain number is GiB" },
+	{ 0, "disk", "SIZE", "build: disk, whole GiB (lanes get at least this)" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -85,7 +100,10 @@ const struct ctl_command ctl_commands[] = {
 	    "An option left out takes the daemon's default; values above its\n"
 	    "caps are refused. --timeout and --idle-timeout take at least 1s.\n"
 	    "Label values are valid UTF-8 without control characters.\n"
-	    "--json prints the lane as `show --json` does.\n",
+	    "--json prints the lane as `show --json` does.\n"
+	    "--image clones a built image (see image); --provision FILE builds\n"
+	    "the image of those scripts, or reuses the one with the same\n"
+	    "content, then clones it.\n",
 	    create_options, 0, true, CTL_COMPLETE_NONE, NULL },
 	{ "ls", "list", "", "list live lanes",
 	    "The table shows NAME, STATE, CPUS, MEMORY, DISK, CREATED (UTC),\n"
@@ -130,6 +148,20 @@ const struct ctl_command ctl_commands[] = {
 	    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
 	    "deletes them.\n",
 	    reap_options, 0, true, CTL_COMPLETE_NONE, NULL },
+	{ "image", NULL, "build NAME | ls | show NAME | rm NAME...",
+	    "build, list, show and remove lane images",
+	    "  build NAME  make a stopped, provisioned VM from the lane template:\n"
+	    "              each --provision script runs as root (a #! line picks\n"
+	    "              the interpreter), its output on standard error;\n"
+	    "              identical inputs build nothing; prints the name.\n"
+	    "              Ctrl-C cancels and deletes the half-built VM\n"
+	    "  ls          the images\n"
+	    "  show NAME   one image\n"
+	    "  rm NAME...  remove images (refused while a lane is being cloned\n"
+	    "              from one)\n"
+	    "Lanes from an image get the lane template, never the image's own\n"
+	    "Lima settings.\n",
+	    image_options, 0, true, CTL_COMPLETE_WORDS, "build ls show rm" },
 	{ "daemon", NULL, "install|uninstall|status|start|stop|restart",
 	    "manage agent-laned as a per-user service",
 	    "  install     write the LaunchAgent (macOS) or systemd user units\n"

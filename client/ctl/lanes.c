@@ -47,6 +47,9 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 {
 	struct al_create_opts o = AL_CREATE_OPTS_INIT;
 	struct al_label labels[AL_LABELS_MAX];
+	const char *paths[AL_IMAGE_SCRIPTS_MAX];
+	size_t npaths = 0;
+	struct al_image im;
 	struct ctl_parsed p;
 	struct al_lane lane;
 	struct al_error err;
@@ -91,7 +94,25 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		} else if (ctl_is(&p.opts[i], "label")) {
 			if ((rc = parse_label(v, labels, &o.nlabels)) != 0)
 				return rc;
+		} else if (ctl_is(&p.opts[i], "image"))
+			o.image = v;
+		else if (ctl_is(&p.opts[i], "provision")) {
+			if (npaths == AL_IMAGE_SCRIPTS_MAX)
+				return ctl_usage("at most %d provision scripts",
+				    AL_IMAGE_SCRIPTS_MAX);
+			paths[npaths++] = v;
 		}
+	}
+	if (npaths > 0 && o.image != NULL)
+		return ctl_usage("create: --image and --provision exclude each "
+		    "other");
+	if (npaths > 0) {
+		/* Named by content: the same scripts give the same image. */
+		struct al_image_build_opts bo = AL_IMAGE_BUILD_OPTS_INIT;
+
+		if ((rc = ctl_build_image(ctl, &bo, paths, npaths, &im)) != 0)
+			return rc;
+		o.image = im.name;
 	}
 	o.labels = labels;
 	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)

@@ -78,6 +78,7 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 		}
 		cl.n_labels = o->nlabels;
 		cl.labels = labelv;
+		cl.image = (char *)(o->image != NULL ? o->image : "");
 	}
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_CREATE_LANE;
 	req.create_lane = &cl;

@@ -24,6 +24,13 @@ START_TIME = time.time()
 NSENTER = '/usr/bin/nsenter'
 SETPRIV = '/usr/bin/setpriv'
 BOOT_MARKER = '/run/lima-boot-done'
+UNSHARE = '/usr/bin/unshare'
+GUEST_SUDO = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'guest-sudo')
+# Guest root (provision scripts, sudo): uid 0 inside the sandbox with only
+# the file-ownership capabilities a root shell needs for installing files.
+# No mknod, no sys_admin: with those a guest could reach host devices.
+ROOT_CAPS = ('chown', 'dac_override', 'dac_read_search', 'fowner', 'fsetid', 'kill',
+             'setgid', 'setuid', 'net_bind_service')
 
 _ALNUM = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789')
 _SH_SAFE = _ALNUM | frozenset('_@%+=:,./-')
@@ -1230,8 +1237,13 @@ def guest_bwrap_args(d, name, info_fd):
     """bwrap options; they travel through --args so the guest's /proc/1/cmdline
     does not reveal host paths."""
     args = ['--info-fd', str(info_fd),
-            '--bind', os.path.join(d, 'guestfs'), '/',
-            '--ro-bind', '/usr', '/usr']
+            '--bind', os.path.join(d, 'guestfs'), '/']
+    if writable_usr():
+        # The driver shim mounted the per-instance overlay (host /usr below,
+        # the instance's own upper layer above) in its mount namespace.
+        args += ['--bind', os.path.join(d, 'usrfs', 'merged'), '/usr']
+    else:
+        args += ['--ro-bind', '/usr', '/usr']
     for m in MERGED_DIRS:
         if not os.path.islink('/' + m) and os.path.isdir('/' + m):
             args += ['--ro-bind', '/' + m, '/' + m]
@@ -1249,8 +1261,10 @@ def guest_bwrap_args(d, name, info_fd):
         args += ['--symlink', '/proc/self/fd', '/dev/fd', '--tmpfs', '/dev/shm']
         for i, std in enumerate(('stdin', 'stdout', 'stderr')):
             args += ['--symlink', '/proc/self/fd/%d' % i, '/dev/' + std]
-    args += ['--tmpfs', '/run',
-             '--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts',
+    args += ['--tmpfs', '/run']
+    if writable_usr():
+        args += ['--bind', os.path.join(d, 'simrun'), '/run/lima-sim']
+    args += ['--unshare-pid', '--unshare-net', '--unshare-ipc', '--unshare-uts',
              '--unshare-cgroup-try', '--hostname', hostname_of(name),
              '--die-with-parent', '--new-session', '--chdir', guest_home()]
     return args
@@ -1265,7 +1279,44 @@ GUEST_INIT = ['/bin/sh', '-c', ': > %s && exec sleep infinity' % BOOT_MARKER]
 DRIVER_MARK = 'lima-sim-qemu'
 
 
-def driver_shim(private_fds):
+def writable_usr():
+    """A writable per-instance /usr (and with it guest root and sudo) needs
+    overlayfs, which the simulator mounts only when it runs as root (CI)."""
+    return os.geteuid() == 0 and os.path.exists(UNSHARE)
+
+
+def overlay_options(d):
+    u = os.path.join(d, 'usrfs')
+    paths = [os.path.join(u, 'layer'), '/usr', os.path.join(u, 'upper'), os.path.join(u, 'work')]
+    for p in paths:
+        if any(c in p for c in ',:\\\n'):
+            raise Fatal('the limactl simulator cannot mount an overlay on %s (a comma, colon or '
+                        'backslash in LIMA_HOME)' % gq(p))
+    return 'lowerdir=%s:%s,upperdir=%s,workdir=%s' % tuple(paths)
+
+
+def prepare_usrfs(d):
+    """The instance's writable /usr: an overlay whose upper layer lives in
+    the instance directory (so it survives stop/start and `clone` copies
+    it, like a VM disk).  The lowest layers are the host's /usr and a tiny
+    layer with the guest's `sudo`, refreshed at each start."""
+    u = os.path.join(d, 'usrfs')
+    # Explicit modes: a directory of a layer gives the merged /usr (and
+    # /usr/bin) its mode, and agent-laned runs limactl under umask 077.
+    for sub in ('', 'upper', 'work', 'merged', 'layer', 'layer/bin'):
+        p = os.path.join(u, sub)
+        if not os.path.isdir(p):
+            os.mkdir(p)
+        os.chmod(p, 0o755 if sub != 'work' else 0o700)
+    with open(GUEST_SUDO, 'rb') as f:
+        write_file(os.path.join(u, 'layer', 'bin', 'sudo'), f.read(), 0o755)
+    run = os.path.join(d, 'simrun')
+    if not os.path.isdir(run):
+        os.mkdir(run, 0o755)
+    os.chmod(run, 0o755)
+
+
+def driver_shim(private_fds, d=None):
     """The shell that plays QEMU.  It runs bwrap in the background so that it
     can drop the pipes only bwrap needs before waiting, and keeps everything
     else it inherited.  When the hostagent dies it gets SIGTERM (setpriv
@@ -1275,9 +1326,16 @@ def driver_shim(private_fds):
     through bwrap's --die-with-parent.  The $PPID test covers a hostagent
     that died before the parent-death signal was armed."""
     closes = ''.join(' %d<&-' % fd for fd in private_fds)
-    script = ('trap "kill -KILL 0" TERM; [ "$PPID" = %d ] || exit 1; '
-              '"$@" & exec%s; wait $!' % (os.getpid(), closes))
+    mount = ''
+    if d is not None and writable_usr():
+        mount = ('mount -t overlay lima-sim-usr -o %s %s || exit 1; '
+                 % (sh_quote(overlay_options(d)), sh_quote(os.path.join(d, 'usrfs', 'merged'))))
+    script = ('trap "kill -KILL 0" TERM; [ "$PPID" = %d ] || exit 1; %s'
+              '"$@" & exec%s; wait $!' % (os.getpid(), mount, closes))
     shim = ['/bin/sh', '-c', script, DRIVER_MARK]
+    if mount:
+        # unshare execs (no fork): the shell keeps the pid written to qemu.pid
+        shim = [UNSHARE, '--mount', '--propagation', 'private', '--'] + shim
     if os.path.exists(SETPRIV):
         shim = [SETPRIV, '--pdeathsig', 'TERM', '--'] + shim
     return shim
@@ -1329,6 +1387,367 @@ def _serve_http(lsock, port):
         pass
     finally:
         c.close()
+
+
+def guest_root_argv(gpid, argv):
+    """nsenter into the guest as its root: uid 0 with ROOT_CAPS only."""
+    return ([NSENTER, '-t', str(gpid), '-m', '-u', '-i', '-n', '-p', '-r', '-w', '--', SETPRIV,
+             '--reuid=0', '--regid=0', '--clear-groups', '--inh-caps=-all',
+             '--bounding-set=-all,' + ','.join('+' + c for c in ROOT_CAPS),
+             '--no-new-privs', '--'] + argv)
+
+
+def spawn_with(full, env, fds):
+    """Fork FULL in its own session with FDS as stdin/stdout/stderr."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            os.umask(0o022)
+            dup = [os.dup(fd) for fd in fds]
+            for i, fd in enumerate(dup):
+                os.dup2(fd, i)
+            os.closerange(3, 1 << 20)
+            for sig in range(1, signal.NSIG):
+                if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                    try:
+                        signal.signal(sig, signal.SIG_DFL)
+                    except (OSError, ValueError, RuntimeError):
+                        pass
+            os.execve(full[0], full, env)
+        except BaseException:
+            pass
+        os._exit(255)
+    return pid
+
+
+def _wait_code(status):
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def _killpg_wait(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+
+
+def passwordless_sudo(text):
+    """Lima's `user.passwordlessSudo` (default true)."""
+    cfg = {}
+    if yaml_mod():
+        try:
+            cfg = parse_yaml(text)
+        except Fatal:
+            cfg = {}
+        u = cfg.get('user') if isinstance(cfg, dict) else None
+        v = u.get('passwordlessSudo') if isinstance(u, dict) else None
+        return v is not False
+    import re
+    return not re.search(r'(?m)^user:\s*\n(?:[ \t]+.*\n)*?[ \t]+passwordlessSudo:\s*false\s*$', text)
+
+
+def provision_entries(text):
+    """[(mode, script)] of lima.yaml's `provision:` list."""
+    if yaml_mod():
+        try:
+            cfg = parse_yaml(text)
+        except Fatal:
+            return []
+        out = []
+        for p in (cfg.get('provision') or []) if isinstance(cfg, dict) else []:
+            if isinstance(p, dict) and isinstance(p.get('script'), str):
+                out.append((str(p.get('mode') or 'system'), p['script']))
+        return out
+    # Without PyYAML: `- mode: M` / `script: |` items with literal blocks.
+    out = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines) and lines[i].rstrip() != 'provision:':
+        i += 1
+    i += 1
+    cur = None
+    while i < len(lines):
+        ln = lines[i]
+        if ln and not ln[0].isspace() and not ln.startswith('-'):
+            break
+        st = ln.strip()
+        if st.startswith('- '):
+            cur = {'mode': 'system'}
+            out.append(cur)
+            st = st[2:].strip()
+        key, _, val = st.partition(':')
+        val = val.strip()
+        if cur is not None and key == 'mode':
+            cur['mode'] = val.strip('"\'')
+        elif cur is not None and key == 'script' and val in ('|', '|-', '|+'):
+            ind = len(ln) - len(ln.lstrip()) + (2 if ln.lstrip().startswith('- ') else 0)
+            body = []
+            i += 1
+            while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > ind):
+                body.append(lines[i])
+                i += 1
+            cut = min((len(b) - len(b.lstrip()) for b in body if b.strip()), default=0)
+            cur['script'] = '\n'.join(b[cut:] for b in body).rstrip('\n') + '\n'
+            continue
+        i += 1
+    return [(c['mode'], c['script']) for c in out if 'script' in c]
+
+
+# Runs one provisioning step inside the guest as root; the script arrives on
+# stdin.  Output goes to the guest's /var/log/cloud-init-output.log, as with
+# Lima, never to a host file (guest root may have planted symlinks there).
+PROVISION_WRAPPER = r"""umask 022
+f=$(mktemp /tmp/lima-provision.XXXXXX) || exit 1
+cat > "$f" || exit 1
+chmod 0755 "$f"
+exec >>/var/log/cloud-init-output.log 2>&1
+if [ "$1" = user ]; then
+  chown "$3:$4" "$f"
+  setpriv --reuid="$3" --regid="$4" --clear-groups -- env -i HOME="$5" USER="$2" LOGNAME="$2" \
+    SHELL=/bin/bash PATH="$6" LIMA_CIDATA_USER="$2" LIMA_CIDATA_UID="$3" LIMA_CIDATA_HOME="$5" "$f"
+else
+  env -i HOME=/root USER=root LOGNAME=root SHELL=/bin/bash PATH="$6" \
+    LIMA_CIDATA_USER="$2" LIMA_CIDATA_UID="$3" LIMA_CIDATA_HOME="$5" "$f"
+fi
+rc=$?
+rm -f "$f"
+exit $rc
+"""
+
+IDENTITY_SCRIPT = """#!/bin/sh
+# the instance's identity (cloud-init sets it at every boot; a clone needs it)
+printf '%%s\\n' %s > /etc/hostname
+[ -f /etc/hosts ] && sed -i 's/^127\\.0\\.1\\.1[[:space:]].*/127.0.1.1\\t%s/' /etc/hosts
+exit 0
+"""
+
+
+class Provisioner(object):
+    """Runs the identity step and then the `provision:` scripts, one at a
+    time, as children the hostagent's loop reaps.  Only `system` and `user`
+    modes are simulated; a failing script is logged and the boot goes on,
+    as in Lima (boot.sh records the failure but still finishes)."""
+
+    def __init__(self, d, name, text):
+        self.d = d
+        hn = hostname_of(name)
+        self.steps = [('identity', 'system', IDENTITY_SCRIPT % (hn, hn))]
+        for i, (mode, script) in enumerate(provision_entries(text)):
+            if mode in ('system', 'user'):
+                self.steps.append(('provision %d' % i, mode, script))
+            else:
+                log(WARN, 'provision mode %s is not simulated; skipping script %d' % (gq(mode), i))
+        self.pid = 0
+        self.cur = None
+
+    def done(self):
+        return not self.steps and not self.pid
+
+    def step(self, gpid):
+        """Advance; returns True when every step has finished."""
+        if self.pid:
+            try:
+                r, st = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                r, st = self.pid, 255 << 8
+            if not r:
+                return False
+            code = _wait_code(st)
+            if code != 0:
+                log(WARN, '%s (mode %s) failed with exit code %d (see /var/log/cloud-init-output.log in the guest)'
+                    % (self.cur[0], self.cur[1], code))
+            else:
+                log(DEBUG, '%s finished' % self.cur[0])
+            self.pid = 0
+        if not self.steps:
+            return True
+        self.cur = self.steps.pop(0)
+        what, mode, script = self.cur
+        if what != 'identity':
+            log(INFO, 'Running %s (mode %s)' % (what, mode))
+        tmp = os.path.join(self.d, 'usrfs', 'provision.tmp')
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            os.unlink(tmp)
+            write_all(fd, script.encode('utf-8', 'surrogateescape'))
+            os.lseek(fd, 0, 0)
+            user, uid, gid = guest_user()
+            argv = guest_root_argv(gpid, ['/bin/sh', '-c', PROVISION_WRAPPER, 'provision', mode, user,
+                                          str(uid), str(gid), guest_home(), GUEST_PATH])
+            null = os.open('/dev/null', os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                self.pid = spawn_with(argv, {'PATH': GUEST_PATH}, (fd, null, null))
+            finally:
+                os.close(null)
+        finally:
+            os.close(fd)
+        return False
+
+    def kill(self):
+        if self.pid:
+            _killpg_wait(self.pid)
+            self.pid = 0
+
+
+class SudoService(object):
+    """The guest's sudo (see guest-sudo): a Unix socket bound into the guest
+    at /run/lima-sim/sudo.sock.  A request carries argv, cwd and the
+    caller's three stdio descriptors; the command runs as guest root (or
+    as the guest user with -u) and the answer is `EXIT n`.  The client's
+    disconnect kills the command's process group."""
+
+    def __init__(self, d, allow):
+        import socket
+        self.allow = allow
+        self.gpid = 0
+        self.conns = {}
+        path = os.path.join(d, 'simrun', 'sudo.sock')
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        self.path = path
+        self.lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.lsock.bind(path)
+        os.chmod(path, 0o666)
+        self.lsock.listen(16)
+        self.lsock.setblocking(False)
+
+    def socks(self):
+        return [self.lsock] + list(self.conns)
+
+    def handle(self, readable):
+        if self.lsock in readable:
+            self._accept()
+        for c in list(self.conns):
+            if c in readable:
+                self._on_data(c)
+        self.reap()
+
+    def _accept(self):
+        import socket
+        import struct
+        import json
+        try:
+            c, _ = self.lsock.accept()
+        except OSError:
+            return
+        fds = []
+        try:
+            c.settimeout(2)
+            _, uid, _ = struct.unpack('3i', c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED,
+                                                           struct.calcsize('3i')))
+            msg, fds, _, _ = socket.recv_fds(c, 1 << 20, 3)
+            req = json.loads(msg.decode('utf-8', 'surrogateescape'))
+            if len(fds) != 3 or not isinstance(req, dict) or not self.gpid:
+                raise ValueError('bad request')
+            pid = self._spawn(req, uid, fds)
+        except (OSError, ValueError, TypeError, KeyError):
+            c.close()
+            pid = None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if pid is None:
+            return
+        if pid < 0:
+            try:
+                c.sendall(b'EXIT %d\n' % -pid)
+            except OSError:
+                pass
+            c.close()
+            return
+        c.setblocking(False)
+        self.conns[c] = pid
+
+    def _spawn(self, req, uid, fds):
+        user, guid, ggid = guest_user()
+        if uid not in (0, guid):
+            os.write(fds[2], b'sudo: you are not in the sudoers file\n')
+            return -1
+        if not self.allow and uid != 0:
+            os.write(fds[2], b'sudo: a password is required\n')
+            return -1
+        target = str(req.get('user') or 'root')
+        cmd = [str(a) for a in (req.get('argv') or [])]
+        if target in ('root', '0', '#0'):
+            home, tuser = '/root', 'root'
+        elif target in (user, str(guid), '#%d' % guid):
+            home, tuser = guest_home(), user
+        else:
+            os.write(fds[2], ('sudo: unknown user %s\n' % target).encode())
+            return -1
+        if req.get('login') or req.get('shell'):
+            cmd = ['/bin/bash'] + (['-l'] if req.get('login') else []) + \
+                  (['-c', ' '.join(sh_quote(a) for a in cmd)] if cmd else [])
+        cwd = home if req.get('login') else str(req.get('cwd') or '/')
+        env = {}
+        if isinstance(req.get('env'), dict):
+            env.update({str(k): str(v) for k, v in req['env'].items()})
+        caller = 'root' if uid == 0 else user
+        env.update({'PATH': GUEST_PATH, 'HOME': home, 'USER': tuser, 'LOGNAME': tuser,
+                    'SHELL': '/bin/bash', 'SUDO_USER': caller, 'SUDO_UID': str(uid),
+                    'SUDO_GID': str(0 if uid == 0 else ggid), 'SUDO_COMMAND': ' '.join(cmd)})
+        env.setdefault('LANG', 'C.UTF-8')
+        inner = ['/bin/sh', '-c', 'cd "$1" 2>/dev/null || cd /; shift; exec "$@"', 'sudo', cwd] + cmd
+        full = guest_root_argv(self.gpid, inner) if tuser == 'root' else guest_argv(self.gpid, inner)
+        return spawn_with(full, env, fds)
+
+    def _on_data(self, c):
+        try:
+            data = c.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b''
+        pid = self.conns[c]
+        if not data:
+            _killpg_wait(pid)
+            del self.conns[c]
+            c.close()
+            return
+        for line in data.split(b'\n'):
+            parts = line.split()
+            if len(parts) == 2 and parts[0] == b'SIG' and parts[1].isdigit() \
+                    and int(parts[1]) in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+                try:
+                    os.killpg(pid, int(parts[1]))
+                except OSError:
+                    pass
+
+    def reap(self):
+        for c, pid in list(self.conns.items()):
+            try:
+                r, st = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                r, st = pid, 255 << 8
+            if not r:
+                continue
+            try:
+                c.setblocking(True)
+                c.sendall(b'EXIT %d\n' % _wait_code(st))
+            except OSError:
+                pass
+            c.close()
+            del self.conns[c]
+
+    def close(self):
+        for c, pid in list(self.conns.items()):
+            _killpg_wait(pid)
+            c.close()
+        self.conns = {}
+        self.lsock.close()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
 
 
 def hostagent_main(argv):
@@ -1389,6 +1808,7 @@ def hostagent_main(argv):
     proc = None
     cpid = 0
     lsock = None
+    sudo = prov = None
     errors = []
     code = 0
     drv_pidfile = os.path.join(d, VM_TYPE + '.pid')
@@ -1414,6 +1834,11 @@ def hostagent_main(argv):
 
         if not os.path.isdir(os.path.join(d, 'guestfs')):
             build_guestfs(os.path.join(d, 'guestfs'), name)
+        with open(os.path.join(d, 'lima.yaml'), 'rb') as f:
+            yaml_text = f.read().decode('utf-8', 'surrogateescape')
+        if writable_usr():
+            prepare_usrfs(d)
+            prov = Provisioner(d, name, yaml_text)
         bwrap = find_exe('bwrap')
         if not bwrap:
             raise Fatal('bwrap (bubblewrap) not found in PATH; the limactl simulator needs it')
@@ -1431,7 +1856,7 @@ def hostagent_main(argv):
         try:
             # close_fds=False: like QEMU under Go, the guest inherits every
             # inheritable descriptor this process inherited.
-            proc = subprocess.Popen(driver_shim([info_w, args_r]) + [bwrap, '--args', str(args_r), '--'] + GUEST_INIT,
+            proc = subprocess.Popen(driver_shim([info_w, args_r], d) + [bwrap, '--args', str(args_r), '--'] + GUEST_INIT,
                                     stdin=subprocess.DEVNULL, stdout=serial, stderr=serial,
                                     close_fds=False)
         finally:
@@ -1456,6 +1881,10 @@ def hostagent_main(argv):
         if not cpid:
             raise Fatal('bwrap did not start the guest (see %s)' % os.path.join(d, 'serial.log'))
         write_file(guest_pidfile, '%d\n' % cpid)
+        if prov is not None:
+            # after the driver started: the shim's `exec N<&-` takes one digit
+            sudo = SudoService(d, passwordless_sudo(yaml_text))
+            sudo.gpid = cpid
         log(INFO, 'Waiting for the essential requirement 1 of 1: "ssh"')
 
         marker = '/proc/%d/root%s' % (cpid, BOOT_MARKER)
@@ -1474,18 +1903,22 @@ def hostagent_main(argv):
             timeout = None
             if not booted:
                 elapsed = time.monotonic() - t0
-                if elapsed >= boot_s and os.path.exists(marker):
+                if elapsed >= boot_s and os.path.exists(marker) and \
+                        (prov is None or prov.step(cpid)):
                     booted = True
                     log(INFO, 'The essential requirement 1 of 1 is satisfied')
                     emit_event(port, running=True)
                     continue
-                if elapsed > 60:
+                if elapsed > 60 and not os.path.exists(marker):
                     raise Fatal('the guest did not boot within 60s')
-                timeout = max(0.001, min(0.005, boot_s - elapsed))
+                # provisioning: children wake the loop through SIGCHLD
+                timeout = 0.02 if elapsed >= boot_s else max(0.001, min(0.005, boot_s - elapsed))
             try:
-                r, _, _ = select.select([lsock, wake_r], [], [], timeout)
+                r, _, _ = select.select([lsock, wake_r] + (sudo.socks() if sudo else []), [], [], timeout)
             except InterruptedError:
                 continue
+            if sudo is not None:
+                sudo.handle(r)
             if wake_r in r:
                 try:
                     while os.read(wake_r, 512):
@@ -1505,6 +1938,10 @@ def hostagent_main(argv):
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if prov is not None:
+            prov.kill()
+        if sudo is not None:
+            sudo.close()
         if proc is not None and proc.poll() is None:
             log(INFO, 'Shutting down QEMU')
             proc.kill()
@@ -2414,6 +2851,79 @@ def list_templates_or_drivers(o):
     return 0
 
 
+def _clone_skip(entry):
+    """Lima's clone skips `protected`, `swtpm/` and runtime files; the
+    simulator also leaves out its runtime dirs and the last run's logs."""
+    return (entry in ('protected', 'swtpm', 'simrun', 'lima.yaml', 'cloud-config.yaml')
+            or entry.endswith(('.pid', '.sock', '.tmp'))
+            or entry.startswith(('ha.', 'serial')))
+
+
+def cmd_clone(o, args):
+    import subprocess
+    if len(args) != 2:
+        raise args_error('clone', 'accepts 2 arg(s), received %d' % len(args))
+    old, new = args
+    validate_name(old)
+    validate_name(new)
+    try:
+        src = inspect(old)
+    except NotExist:
+        raise Fatal('instance %s not found' % gq(old))
+    if src.status == 'Running':
+        raise Fatal('cannot clone a running instance')
+    home = lima_home()
+    d = os.path.join(home, new)
+    if os.path.lexists(d):
+        raise Fatal('instance %s already exists' % gq(new))
+    sock = os.path.join(d, LONGEST_SOCK)
+    if len(sock) >= UNIX_PATH_MAX:
+        raise Fatal('instance name %s too long: %s must be less than UNIX_PATH_MAX=%d characters, but is %d'
+                    % (gq(new), gq(sock), UNIX_PATH_MAX, len(sock)))
+    with open(os.path.join(src.dir, 'lima.yaml'), 'rb') as f:
+        text = f.read().decode('utf-8', 'surrogateescape')
+    edited = apply_edits(text, o, False)
+    validate_config(edited, new)
+    os.mkdir(d, 0o755)
+    ok = False
+    try:
+        # Like Lima: the directory exists without lima.yaml (Broken, and
+        # `delete` refuses it) until the copy is complete.
+        for e in sorted(os.listdir(src.dir)):
+            if _clone_skip(e):
+                continue
+            sp = os.path.join(src.dir, e)
+            if e == 'usrfs':
+                os.mkdir(os.path.join(d, e), 0o755)
+                sp = os.path.join(sp, 'upper')     # the layer; work/merged are per run
+                if not os.path.isdir(sp):
+                    continue
+                dst = os.path.join(d, e, 'upper')
+            else:
+                dst = os.path.join(d, e)
+            if FAULT.die:
+                die_now()
+            r = subprocess.run(['cp', '-a', '--reflink=auto', '--', sp, dst],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE)
+            if r.returncode != 0:
+                raise Fatal('failed to copy %s: %s' % (gq(sp), r.stderr.decode('utf-8', 'replace').strip()))
+        user, uid, gid = guest_user()
+        write_file(os.path.join(d, 'cloud-config.yaml'),
+                   CLOUD_CONFIG % (hostname_of(new), user, uid, guest_home()))
+        write_file(os.path.join(d, 'lima.yaml'), edited)
+        ok = True
+    finally:
+        if not ok:
+            try:
+                rmtree_safe(d)
+            except (OSError, Fatal):
+                pass
+    if o.get('start'):
+        start_instance(inspect(new, http=False), o.get('timeout') or DEFAULT_START_TIMEOUT)
+    return 0
+
+
 def cmd_create(o, args):
     if len(args) > 1:
         raise args_error('create', 'accepts at most 1 arg(s), received %d' % len(args))
@@ -2453,6 +2963,9 @@ COMMANDS = {
     'copy': ({'recursive': 'bool', 'verbose': 'bool', 'backend': 'str'},
              {'r': 'recursive', 'v': 'verbose'}, True, 'copy SOURCE ... TARGET', cmd_copy),
     'info': ({'yq': 'list'}, {}, True, 'info', cmd_info),
+    'clone': (dict((k, v) for k, v in EDIT_FLAGS.items()
+                   if k in ('cpus', 'memory', 'disk', 'set', 'mount-none', 'shell'))
+              or {}, {}, True, 'clone OLDINST NEWINST', None),
 }
 ALIASES = {'rm': 'delete', 'remove': 'delete', 'ls': 'list', 'cp': 'copy'}
 BOOL_WORDS = {'1': True, 't': True, 'T': True, 'TRUE': True, 'true': True, 'True': True,
@@ -2628,6 +3141,7 @@ Commands:
   list        List instances of Lima (alias: ls)
   copy        Copy files between host and guest (alias: cp)
   info        Show diagnostic information
+  clone       Clone an instance of Lima
 
 Flags:
       --debug               debug mode
@@ -2693,6 +3207,9 @@ def dispatch(argv):
     if canon not in COMMANDS:
         raise Fatal('unknown command %s for %s' % (go_quote(sub), go_quote('limactl')))
     flags, short, interspersed, use, fn = COMMANDS[canon]
+    if canon == 'clone':
+        flags = dict(flags, start='bool', timeout='dur')
+        fn = cmd_clone
     spec = dict(GLOBAL_FLAGS)
     spec.update(flags)
     sh = dict(GLOBAL_SHORT)

@@ -420,6 +420,93 @@ import json, sys
 d = json.load(open(sys.argv[1])); assert d["version"] == "2.2.0" and d["limaHome"] == sys.argv[2]
 ' "$T/out" "$LIMA_HOME"
 
+# ---------------------------------------------------------------- writable root, provision, sudo, clone
+if [ "$(id -u)" = 0 ]; then
+cat > "$T/prov.yaml" <<'EOF'
+cpus: 1
+memory: 1GiB
+disk: 5GiB
+plain: true
+provision:
+- mode: system
+  script: |
+    #!/bin/sh
+    set -e
+    echo provisioned-on-stdout
+    n=$(cat /var/lib/prov-count 2>/dev/null || echo 0)
+    echo $((n + 1)) > /var/lib/prov-count
+    printf '#!/bin/sh\necho x-ran\n' > /usr/local/bin/x
+    chmod 755 /usr/local/bin/x
+    echo why > /etc/y
+    id -u > /etc/prov-uid
+- mode: user
+  script: |
+    #!/bin/bash
+    id -un > "$HOME/prov-user"
+EOF
+P=al-00000000000000b1
+C=al-00000000000000c1
+lc --tty=false create --name=$P "$T/prov.yaml" >/dev/null 2>&1
+LIMA_SIM_BOOT_MS=0 lc start $P >/dev/null 2>&1
+run shell $P -- sh -c 'x && cat /etc/y /etc/prov-uid /var/lib/prov-count ~/prov-user'
+check "system provision scripts run as root before running: /usr/local/bin/x and /etc/y exist" \
+    test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "x-ran why 0 1 lane "
+check "provision output goes to the guest's /var/log/cloud-init-output.log" \
+    bash -c "'$LIMACTL' shell $P -- cat /var/log/cloud-init-output.log </dev/null 2>/dev/null | grep -qx provisioned-on-stdout"
+run shell $P -- sh -c 'sudo touch /usr/bin/zz-guest && echo w | sudo tee /usr/share/zz-guest'
+check "the guest's /usr is writable per instance; the host's /usr is untouched" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = w -a ! -e /usr/bin/zz-guest -a ! -e /usr/share/zz-guest
+run shell $P -- touch /usr/bin/zz-user
+check "the guest user still cannot write /usr without sudo" test "$RC" = 1
+run shell $P -- sudo -n id -u
+check "the default user has passwordless sudo (guest root is uid 0)" test "$RC" = 0 -a "$(cat "$T/out")" = 0
+run shell $P -- sh -c 'echo in | sudo sh -c "cat; exit 7"'
+check "sudo passes stdin/stdout through and returns the command's exit status" \
+    test "$RC" = 7 -a "$(cat "$T/out")" = in
+run shell $P -- sh -c 'sudo touch /root/r && sudo ls /root'
+check "sudo can write where only root can" test "$RC" = 0 -a "$(cat "$T/out")" = r
+start=$(date +%s)
+lc shell $P -- sh -c 'sudo sleep 30 & sleep 0.5; kill -INT $!; wait $!; echo rc=$?' >"$T/out" 2>/dev/null
+check "SIGINT to sudo reaches the root command" test "$(cat "$T/out")" = rc=130 -a $(($(date +%s) - start)) -lt 10
+run clone $P $C
+check "clone of a running instance fails with Lima's message" \
+    bash -c "test $RC = 1 && grep -q 'cannot clone a running instance' '$T/err' && test ! -e '$LIMA_HOME/$C'"
+lc stop $P >/dev/null 2>&1
+LIMA_SIM_BOOT_MS=0 lc start $P >/dev/null 2>&1
+run shell $P -- cat /var/lib/prov-count
+check "provision scripts run again at every start" test "$(cat "$T/out")" = 2
+lc stop $P >/dev/null 2>&1
+run --tty=false clone $P $C
+check "clone of a stopped instance: exit 0, nothing on stdout, its own directory" \
+    test "$RC" = 0 -a ! -s "$T/out" -a -f "$LIMA_HOME/$C/lima.yaml" -a -d "$LIMA_HOME/$C/guestfs"
+run clone $P $C
+check "clone onto an existing name fails" rc_err 1 "instance \`$C\` already exists"
+run clone al-00000000000000ff al-00000000000000fe
+check "clone of a missing instance fails" rc_err 1 'not found'
+LIMA_SIM_BOOT_MS=0 lc start $C >/dev/null 2>&1
+run shell $C -- sh -c 'x && cat /etc/y && hostname && cat /etc/hostname'
+check "the clone has the source's disk (x, /etc/y) and its own identity (hostname)" \
+    test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "x-ran why lima-$C lima-$C "
+lc shell $C -- sudo touch /usr/local/bin/only-in-clone >/dev/null 2>&1
+check "writes in the clone do not reach the source" \
+    test -e "$LIMA_HOME/$C/usrfs/upper/local/bin/only-in-clone" -a ! -e "$LIMA_HOME/$P/usrfs/upper/local/bin/only-in-clone"
+run list --json $C
+check "list shows the clone Running under its own name and directory" pyjson '
+import json, sys
+d = json.loads(open(sys.argv[1]).read()); assert d["name"] == sys.argv[2] and d["status"] == "Running" and d["dir"].endswith(sys.argv[2])
+' "$T/out" "$C"
+lc delete -f $C >/dev/null 2>&1
+run --tty=false clone --set '.user.passwordlessSudo = false' --cpus 2 $P $C
+check "clone takes edit flags (--cpus, --set)" \
+    bash -c "test $RC = 0 && grep -qx 'cpus: 2' '$LIMA_HOME/$C/lima.yaml'"
+LIMA_SIM_BOOT_MS=0 lc start $C >/dev/null 2>&1
+run shell $C -- sudo -n true
+check "user.passwordlessSudo: false removes passwordless sudo" rc_err 1 'a password is required'
+lc delete -f $C $P >/dev/null 2>&1
+else
+    echo "# skipped: writable /usr, provision, sudo and clone checks need root (overlayfs)"
+fi
+
 # ---------------------------------------------------------------- leftovers
 for d in "$LIMA_HOME"/*/; do lc delete -f "$(basename "$d")" >/dev/null 2>&1; done
 left=""

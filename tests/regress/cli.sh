@@ -141,6 +141,8 @@ check_eq "an encoded surrogate is not UTF-8 either" 2 "$?"
 # ---- cp with "-" and its errors ------------------------------------------
 mkdir -p "$T/src/d" && echo one > "$T/src/a.txt" && echo two > "$T/src/d/b.txt"
 chmod 0750 "$T/src/d"
+# A private TMPDIR: cp - stages there, and other runs on this host stage in /tmp.
+export TMPDIR="$T/stage"; mkdir -p "$TMPDIR"
 tar -cf - -C "$T/src" . | ctl cp - "$L4:in"; RC=$?
 check_eq "cp - LANE:DIR reads a tar stream" 0 "$RC"
 check_eq "its files land in DIR" "one two" "$(ctl exec "$L4" -- sh -c 'cat in/a.txt in/d/b.txt' | tr '\n' ' ' | sed 's/ $//')"

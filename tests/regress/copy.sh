@@ -96,7 +96,7 @@ g sh -c 'head -c 268435456 /dev/zero > /tmp/huge'
 "$LANECTL" --socket "$SOCK" cp "$L:/tmp/huge" "$T/huge" 2>/dev/null &
 CP=$!
 partial() { find "$T" -name '.huge.agent-lane-*' | grep -q .; }
-check "a large copy-out writes its temporary file" wait_for 5 partial
+check "a large copy-out writes its temporary file" wait_for "$(tw 5)" partial
 kill -TERM "$CP"; wait "$CP"; RC=$?
 check_eq "the interrupted copy dies of SIGTERM" 143 "$RC"
 check "and leaves no temporary file" no_temps

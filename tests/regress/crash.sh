@@ -25,7 +25,7 @@ check_eq "the row is committed as creating before limactl runs" creating \
     "$(sqlite3 "$STATE/registry.db" "SELECT state FROM lanes WHERE name='$L'")"
 kill9_daemon; kill_stray_limactl
 start_daemon || exit 1
-check "after restart the interrupted lane ends failed" wait_for 5 state_is "$L" failed
+check "after restart the interrupted lane ends failed" wait_for "$(tw 5)" state_is "$L" failed
 check "with no instance directory" no_vm "$L"
 check_eq "the live lane was not lost" ready "$(lane_state "$KEEP")"
 check "registry integrity" integrity
@@ -35,13 +35,13 @@ stop_daemon
 LIMA_SIM_HANG=start start_daemon || exit 1
 ctl create --timeout 10m >/dev/null 2>&1 &
 L=""
-wait_for 5 sh -c "[ -e '$STATE/lima/'\$(sqlite3 '$STATE/registry.db' 'SELECT name FROM lanes ORDER BY created_at_ms DESC LIMIT 1')/ha.pid ]"
+wait_for "$(tw 5)" sh -c "[ -e '$STATE/lima/'\$(sqlite3 '$STATE/registry.db' 'SELECT name FROM lanes ORDER BY created_at_ms DESC LIMIT 1')/ha.pid ]"
 L=$(newest)
 check "the VM of the lane being started is running" test -e "$(instance_dir "$L")/ha.pid"
 kill9_daemon; kill_stray_limactl
 start_daemon || exit 1
-check "after restart the half-started VM is deleted" wait_for 5 no_vm "$L"
-check "and the lane ended failed" wait_for 5 state_is "$L" failed
+check "after restart the half-started VM is deleted" wait_for "$(tw 5)" no_vm "$L"
+check "and the lane ended failed" wait_for "$(tw 5)" state_is "$L" failed
 check_eq "the live lane was not lost" ready "$(lane_state "$KEEP")"
 check "registry integrity" integrity
 stop_daemon
@@ -52,10 +52,10 @@ L=$(ctl create --timeout 10m)
 stop_daemon
 LIMA_SIM_HANG=delete start_daemon || exit 1
 ctl rm "$L" >/dev/null 2>&1 &
-check "the lane is destroying" wait_for 5 state_is "$L" destroying
+check "the lane is destroying" wait_for "$(tw 5)" state_is "$L" destroying
 kill9_daemon; kill_stray_limactl
 start_daemon || exit 1
-check "after restart the delete is finished" wait_for 5 state_is "$L" destroyed
+check "after restart the delete is finished" wait_for "$(tw 5)" state_is "$L" destroyed
 check "with no instance directory" no_vm "$L"
 check_eq "the live lane was not lost" ready "$(lane_state "$KEEP")"
 check "registry integrity" integrity
@@ -63,11 +63,12 @@ stop_daemon
 
 # 4. A lane that expired while the daemon was down.
 start_daemon || exit 1
-L=$(ctl create --timeout 2s)
+L=$(ctl create --timeout "$(life 2)")
+DL=$(ctl show --json "$L" | python3 -c 'import json,sys; print(json.load(sys.stdin)["deadline_ms"])')
 kill9_daemon
-sleep 2.5
+sleep_until_ms $((DL + 500))
 start_daemon || exit 1
-check "an expired lane is destroyed by the first reconcile" wait_for 5 state_is "$L" destroyed
+check "an expired lane is destroyed by the first reconcile" wait_for "$(tw 5)" state_is "$L" destroyed
 check "its VM is gone" no_vm "$L"
 check_match "because its deadline passed while the daemon was down" \
     'while agent-laned was down' "$(ctl events "$L")"
@@ -77,7 +78,7 @@ L=$(ctl create --timeout 10m)
 stop_daemon
 sim stop --force "$L" >/dev/null 2>&1
 start_daemon || exit 1
-check "a lane whose VM stopped is destroyed at reconcile" wait_for 5 state_is "$L" destroyed
+check "a lane whose VM stopped is destroyed at reconcile" wait_for "$(tw 5)" state_is "$L" destroyed
 check_eq "the live lane was not lost" ready "$(lane_state "$KEEP")"
 check "no instance directory without a live row" sh -c '
 	for d in '"$STATE"'/lima/al-*; do

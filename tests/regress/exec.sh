@@ -8,12 +8,15 @@ start_daemon || exit 1
 L=$(ctl create --timeout 10m)
 
 # Streaming: the first line must arrive while the command still sleeps.
-OUT=$(python3 - "$LANECTL" "$SOCK" "$L" <<'PY'
+# The command sleeps longer against a real VM, where starting it over ssh
+# takes a good part of a second by itself.
+PAUSE=$((2 + 3 * VM))
+OUT=$(python3 - "$LANECTL" "$SOCK" "$L" "$PAUSE" <<'PY'
 import subprocess, sys, time
 ctl, sock, lane = sys.argv[1:4]
 t0 = time.time()
 p = subprocess.Popen([ctl, "--socket", sock, "exec", lane, "--", "sh", "-c",
-                      "echo first; sleep 2; echo second"],
+                      "echo first; sleep %s; echo second" % sys.argv[4]],
                      stdout=subprocess.PIPE)
 first = p.stdout.readline()
 t1 = time.time() - t0
@@ -25,7 +28,7 @@ PY
 read -r FIRST T1 SECOND RC <<<"$OUT"
 check_eq "first line arrives" first "$FIRST"
 check "first line arrives before the command ends (${T1}s)" \
-    python3 -c "import sys; sys.exit(0 if float('$T1') < 1.5 else 1)"
+    python3 -c "import sys; sys.exit(0 if float('$T1') < $PAUSE - 0.5 else 1)"
 check_eq "the rest follows" second "$SECOND"
 check_eq "streamed exec exits 0" 0 "$RC"
 
@@ -101,7 +104,7 @@ check "it ended near its timeout (${DUR} ms)" test "$DUR" -lt 5000
 no_sleepers() {
 	! ctl exec "$L" -- ps -eo args | grep -Eq '^sleep 30[01]'
 }
-check "the backgrounded guest child is gone too" wait_for 3 no_sleepers
+check "the backgrounded guest child is gone too" wait_for "$(tw 3)" no_sleepers
 check_eq "the lane is still ready after the timeout" ready "$(lane_state "$L")"
 
 # A client killed mid-exec: same clean-up.
@@ -110,24 +113,24 @@ CLI=$!
 has_sleepers() {
 	ctl exec "$L" -- ps -eo args | grep -Eq '^sleep 30[23]'
 }
-check "the guest command runs" wait_for 3 has_sleepers
+check "the guest command runs" wait_for "$(tw 3)" has_sleepers
 kill -KILL "$CLI"
 wait "$CLI" 2>/dev/null
 gone() {
 	! ctl exec "$L" -- ps -eo args | grep -Eq '^sleep 30[23]'
 }
-check "killing the client kills the guest process group" wait_for 5 gone
+check "killing the client kills the guest process group" wait_for "$(tw 5)" gone
 check_eq "the lane stays ready" ready "$(lane_state "$L")"
 
 # Ctrl-C on the client: it dies of SIGINT and the guest command goes too.
 "$LANECTL" --socket "$SOCK" exec "$L" -- sh -c 'sleep 305' >/dev/null 2>&1 &
 CLI=$!
 has_305() { ctl exec "$L" -- ps -eo args | grep -q '^sleep 305'; }
-check "the guest command runs" wait_for 3 has_305
+check "the guest command runs" wait_for "$(tw 3)" has_305
 kill -INT "$CLI"; wait "$CLI"; RC=$?
 check_eq "an interrupted exec dies of SIGINT (130)" 130 "$RC"
 no_305() { ! has_305; }
-check "and its guest command is killed" wait_for 5 no_305
+check "and its guest command is killed" wait_for "$(tw 5)" no_305
 
 # Background processes started on purpose survive a normal exit.
 ctl exec "$L" -- sh -c 'setsid sleep 304 </dev/null >/dev/null 2>&1 &'

@@ -5,7 +5,12 @@
 #
 # Sourced by tests/regress/*.sh. Environment:
 #   AGENT_LANED, AGENT_LANECTL   binaries under test (default: build/)
-#   LIMA_SIM                     the simulator (default: tests/lima-sim/limactl)
+#   LIMA_SIM                     the limactl to drive (default: the simulator,
+#                                tests/lima-sim/limactl; `make check-vm` sets
+#                                the real-VM one, tests/lima-vm/limactl)
+#   AL_BOOT_S                    seconds a lane's VM may take to boot (default
+#                                0: the simulator boots in milliseconds). Lane
+#                                lifetimes and waits that span a boot add it.
 
 set -u
 
@@ -14,6 +19,31 @@ LANED=${AGENT_LANED:-$REPO/build/agent-laned}
 LANECTL=${AGENT_LANECTL:-$REPO/build/agent-lanectl}
 SIM=${LIMA_SIM:-$REPO/tests/lima-sim/limactl}
 export LIMA_SIM_BOOT_MS=${LIMA_SIM_BOOT_MS:-20}
+BOOT_S=${AL_BOOT_S:-0}
+# Real VMs: the suites that are not specific to the simulator run against
+# tests/lima-vm too (make check-vm), with longer waits (tw) and lifetimes
+# (life) where a boot is involved.
+case $SIM in */lima-vm/limactl) VM=1 ;; *) VM=0 ;; esac
+
+# life N: a lane lifetime of N seconds once its VM is up (lifetimes count
+# from the create request, boot included).
+life() {
+	echo "$(( $1 + BOOT_S ))s"
+}
+
+# tw N: a wait of N seconds for something that involves limactl start,
+# stop or delete; longer against real VMs.
+tw() {
+	if [ "$VM" = 1 ]; then echo $(( $1 * 6 )); else echo "$1"; fi
+}
+
+# sleep_until_ms T: sleeps until the wall clock (ms) passes T.
+sleep_until_ms() {
+	local now
+	now=$(date +%s%3N)
+	[ "$1" -gt "$now" ] && sleep "$(( ($1 - now) / 1000 + 1 ))"
+	return 0
+}
 
 # Short paths: Lima's instance sockets must fit in sun_path.
 T=$(mktemp -d /tmp/alr.XXXXXX)
@@ -168,7 +198,7 @@ finish() {
 	fi
 	# Whatever a failed test left: VMs (their sandboxes), then files.
 	if [ -d "$STATE/lima" ]; then
-		for d in "$STATE"/lima/al-*; do
+		for d in "$STATE"/lima/al-* "$STATE"/lima/ali-*; do
 			[ -d "$d" ] && sim delete --force "$(basename "$d")" \
 			    >/dev/null 2>&1
 		done
@@ -176,6 +206,10 @@ finish() {
 	if [ "$_failed" -gt 0 ] && [ -f "$LOG" ]; then
 		echo "# agent-laned log:"
 		sed 's/^/#   /' "$LOG" | tail -n 60
+	fi
+	# A test's own teardown (e.g. unmounting what it mounted under $T).
+	if [ -n "${FINISH_HOOK:-}" ]; then
+		$FINISH_HOOK
 	fi
 	rm -rf "$T"
 	if [ "$_failed" -gt 0 ]; then

@@ -18,7 +18,8 @@ start_daemon || exit 1
 check_eq "lane is still ready after SIGKILL" ready "$(lane_state "$L")"
 check "registry passes integrity_check" test "$(sqlite3 "$STATE/registry.db" \
     'PRAGMA integrity_check')" = ok
-check_eq "registry schema version" 1 \
+# 2: the images table (tests/regress/images.sh).
+check_eq "registry schema version" 2 \
     "$(sqlite3 "$STATE/registry.db" 'PRAGMA user_version')"
 check_eq "registry is in WAL mode" wal \
     "$(sqlite3 "$STATE/registry.db" 'PRAGMA journal_mode')"

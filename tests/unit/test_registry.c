@@ -11,6 +11,7 @@
 
 #include <sqlite3.h>
 #include <stdbool.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -670,12 +671,43 @@ test_not_a_database(void **state)
 		fail_msg("error does not name the file: \"%.60s...\"", err);
 }
 
+/* An existing empty file is a lost registry, never a fresh one. */
+static void
+test_empty_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct registry *r2 = NULL;
+	char path[160], init[176], err[256] = "";
+	struct stat sb;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/empty.db", f->dir);
+	assert_true((fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600)) >= 0);
+	assert_int_equal(close(fd), 0);
+	assert_int_equal(registry_open(path, &r2, err, sizeof err), REG_ERROR);
+	assert_null(r2);
+	assert_non_null(strstr(err, "empty"));
+	assert_non_null(strstr(err, path));
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_size, 0);
+
+	/* Missing: created whole, with nothing left beside it. */
+	assert_int_equal(unlink(path), 0);
+	assert_int_equal(registry_open(path, &r2, err, sizeof err), REG_OK);
+	registry_close(r2);
+	snprintf(init, sizeof init, "%s.init", path);
+	assert_int_equal(stat(init, &sb), -1);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_true(sb.st_size > 0);
+}
+
 int
 main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_schema_and_pragmas),
+		T(test_empty_refused),
 		T(test_file_mode),
 		T(test_insert_and_get),
 		T(test_duplicate_insert),

@@ -117,6 +117,45 @@ export interface CreateLaneRequest {
   timeoutS?: number;
   idleTimeoutS?: number;
   labels?: Label[];
+  /** Clone this image (see buildImage) instead of creating a fresh VM. */
+  image?: string;
+}
+
+/** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
+export interface ProvisionScript {
+  /** Shown in progress and errors (e.g. the file name). */
+  name: string;
+  script: string | Uint8Array;
+}
+
+export interface BuildImageRequest {
+  /** [a-z0-9][a-z0-9._-]{0,62}; absent: named by content ("p-" + 16 hex). */
+  name?: string;
+  provision?: ProvisionScript[];
+  /** Build on top of this image. */
+  from?: string;
+  /** Install rootless Docker Engine for the lane user. */
+  docker?: boolean;
+  cpus?: number;
+  memoryMib?: number;
+  diskGib?: number;
+}
+
+export interface Image {
+  name: string;
+  /** sha256 of the inputs (hex). */
+  id: string;
+  from: string;
+  docker: boolean;
+  cpus: number;
+  memoryMib: number;
+  diskGib: number;
+  scripts: string[];
+  createdAtMs: number;
+  buildMs: number;
+  /** The build found identical inputs and built nothing. */
+  cached: boolean;
+  inUse: number;
 }
 
 export interface Progress {
@@ -602,6 +641,7 @@ export class AgentLaneClient {
           timeoutS: req.timeoutS ?? 0,
           idleTimeoutS: req.idleTimeoutS ?? 0,
           labels: req.labels ?? [],
+          image: req.image ?? "",
         },
       });
       for (;;) {
@@ -618,6 +658,77 @@ export class AgentLaneClient {
       opts.signal?.removeEventListener("abort", onAbort);
       conn.destroy();
     }
+  }
+
+  /**
+   * Build an image, or find the identical one (`cached`). `onProgress` sees
+   * the phases, `onOutput` the provision scripts' output. Aborting `signal`
+   * closes the connection, which cancels the build: the daemon deletes the
+   * half-built VM.
+   */
+  async buildImage(
+    req: BuildImageRequest,
+    opts: {
+      onProgress?: (p: Progress) => void;
+      onOutput?: (stream: "stdout" | "stderr", data: Buffer) => void;
+      signal?: AbortSignal;
+    } = {},
+  ): Promise<Image> {
+    const { conn } = await this.open();
+    const onAbort = () => {
+      const reason = opts.signal?.reason;
+      conn.fail(reason instanceof Error ? reason : new AgentLaneError("CANCELLED", "image build cancelled by the client"));
+    };
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await conn.send({
+        buildImage: {
+          name: req.name ?? "",
+          provision: (req.provision ?? []).map((p) => ({
+            name: p.name,
+            script: typeof p.script === "string" ? Buffer.from(p.script, "utf8") : Buffer.from(p.script),
+          })),
+          from: req.from ?? "",
+          docker: req.docker ?? false,
+          cpus: req.cpus ?? 0,
+          memoryMib: req.memoryMib ?? 0,
+          diskGib: req.diskGib ?? 0,
+        },
+      });
+      for (;;) {
+        const m = await conn.expect("the built image");
+        if (m.body === "progress") {
+          opts.onProgress?.({ phase: m.progress.phase, message: m.progress.message });
+          continue;
+        }
+        if (m.body === "execOutput") {
+          const stream = m.execOutput.stream === "STDERR" || m.execOutput.stream === 2 ? "stderr" : "stdout";
+          opts.onOutput?.(stream, Buffer.from(m.execOutput.data ?? []));
+          continue;
+        }
+        if (m.body === "error") throw errorFrom(m.error);
+        if (m.body === "image") return toImage(m.image);
+        throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during BuildImage`);
+      }
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      conn.destroy();
+    }
+  }
+
+  async listImages(): Promise<Image[]> {
+    const list = await this.unary({ listImages: {} }, "imageList");
+    return (list.images ?? []).map(toImage);
+  }
+
+  async getImage(name: string): Promise<Image> {
+    return toImage(await this.unary({ getImage: { name } }, "image"));
+  }
+
+  /** Remove an image and its VM; FAILED_PRECONDITION while a clone or build uses it. */
+  async removeImage(name: string): Promise<Image> {
+    return toImage(await this.unary({ removeImage: { name } }, "image"));
   }
 
   async getLane(name: string): Promise<Lane> {
@@ -844,6 +955,23 @@ export class AgentLaneClient {
       if (tmp && !renamed) await unlink(tmp).catch(() => undefined);
     }
   }
+}
+
+function toImage(m: any): Image {
+  return {
+    name: m.name ?? "",
+    id: m.id ?? "",
+    from: m.from ?? "",
+    docker: Boolean(m.docker),
+    cpus: Number(m.cpus ?? 0),
+    memoryMib: Number(m.memoryMib ?? 0),
+    diskGib: Number(m.diskGib ?? 0),
+    scripts: [...(m.scripts ?? [])],
+    createdAtMs: Number(m.createdAtMs ?? 0),
+    buildMs: Number(m.buildMs ?? 0),
+    cached: Boolean(m.cached),
+    inUse: Number(m.inUse ?? 0),
+  };
 }
 
 async function syncDir(dir: string): Promise<void> {

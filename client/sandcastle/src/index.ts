@@ -7,7 +7,7 @@
  * repository in with copyIn (a tar stream) and gets its results back with
  * copyFileOut; commands run through the daemon's exec call.
  */
-import { lstat, realpath, stat } from "node:fs/promises";
+import { lstat, readFile, realpath, stat } from "node:fs/promises";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
 import { StringDecoder } from "node:string_decoder";
@@ -20,14 +20,24 @@ import {
   type IsolatedSandboxHandle,
   type IsolatedSandboxProvider,
 } from "@ai-hero/sandcastle";
-import { AgentLaneClient, AgentLaneError, type ExecCall, type Label, type Lane } from "./client.js";
+import {
+  AgentLaneClient,
+  AgentLaneError,
+  type ExecCall,
+  type Label,
+  type Lane,
+  type ProvisionScript,
+} from "./client.js";
 
 export {
   AgentLaneClient,
   AgentLaneError,
   defaultSocketPath,
   type AgentLaneClientOptions,
+  type BuildImageRequest,
   type CreateLaneRequest,
+  type Image,
+  type ProvisionScript,
   type ErrorCodeName,
   type ExecRequest,
   type ExecStatus,
@@ -70,6 +80,27 @@ export interface LimaOptions {
   readonly labels?: Record<string, string>;
   /** Bound on create() in milliseconds, lane boot included (default 110000; Sandcastle gives up at 120 s). */
   readonly createTimeoutMs?: number;
+  /**
+   * Clone the lane from this image (`agent-lanectl image build NAME ...`):
+   * the agent's toolchain is already installed, and the lane still gets the
+   * isolation template (no mounts, no forwards) whatever the image holds.
+   */
+  readonly image?: string;
+  /**
+   * Provision scripts (file paths, relative to the current directory, or
+   * inline `{ name, script }`), run as root in a VM made from the lane
+   * template, e.g. `".sandcastle/lane.sh"`. The image is addressed by the
+   * scripts' content: the first create() builds it, later ones clone it at
+   * once. The first build counts against createTimeoutMs; for long ones,
+   * build ahead with `agent-lanectl image build` or buildImage().
+   */
+  readonly provision?: string | ProvisionScript | ReadonlyArray<string | ProvisionScript>;
+  /**
+   * With `provision` (or alone): the image also gets Docker Engine,
+   * rootless for the lane user, with DOCKER_HOST set for every command.
+   * Containers run in the lane's own daemon; no host socket is forwarded.
+   */
+  readonly docker?: boolean;
 }
 
 /** The handle returned by create(): Sandcastle's IsolatedSandboxHandle plus the lane's identity. */
@@ -137,6 +168,14 @@ export async function createLaneHandle(
   timer.unref();
   let laneName: string | undefined;
   try {
+    let image = options.image;
+    if (options.provision !== undefined || options.docker) {
+      const built = await client.buildImage(
+        { provision: options.provision !== undefined ? await readProvision(options.provision) : [], docker: options.docker },
+        { signal: abort.signal },
+      );
+      image = built.name;
+    }
     const lane = await client.createLane(
       {
         cpus: options.cpus,
@@ -145,6 +184,7 @@ export async function createLaneHandle(
         timeoutS: options.timeoutMinutes !== undefined ? Math.round(options.timeoutMinutes * 60) : undefined,
         idleTimeoutS: options.idleTimeoutMinutes !== undefined ? Math.round(options.idleTimeoutMinutes * 60) : undefined,
         labels,
+        image,
       },
       {
         signal: abort.signal,
@@ -197,6 +237,44 @@ export async function createLaneHandle(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Loads provision scripts: paths are read now, relative to the current directory. */
+export async function readProvision(
+  p: string | ProvisionScript | ReadonlyArray<string | ProvisionScript>,
+): Promise<ProvisionScript[]> {
+  const list = typeof p === "string" || !Array.isArray(p) ? [p as string | ProvisionScript] : [...p];
+  const out: ProvisionScript[] = [];
+  for (const item of list) {
+    if (typeof item === "string") {
+      out.push({ name: path.basename(item), script: await readFile(path.resolve(item)) });
+    } else {
+      out.push({ name: item.name, script: item.script });
+    }
+  }
+  return out;
+}
+
+/**
+ * Builds (or finds, by content) an image ahead of time, streaming the
+ * scripts' output: `await buildImage({ name: "node22", provision: [".sandcastle/lane.sh"] })`.
+ */
+export async function buildImage(
+  options: {
+    name?: string;
+    provision: string | ProvisionScript | ReadonlyArray<string | ProvisionScript>;
+    from?: string;
+    docker?: boolean;
+    socketPath?: string;
+    onOutput?: (stream: "stdout" | "stderr", data: Buffer) => void;
+    signal?: AbortSignal;
+  },
+): Promise<import("./client.js").Image> {
+  const client = new AgentLaneClient({ socketPath: options.socketPath });
+  return client.buildImage(
+    { name: options.name, provision: await readProvision(options.provision), from: options.from, docker: options.docker },
+    { onOutput: options.onOutput, signal: options.signal },
+  );
 }
 
 async function cleanupFailedCreate(client: AgentLaneClient, laneName: string | undefined, createId: string): Promise<void> {
@@ -259,6 +337,12 @@ function validateOptions(o: LimaOptions): void {
   positive("execTimeoutMs", o.execTimeoutMs, true);
   positive("maxCopyOutBytes", o.maxCopyOutBytes, true);
   positive("createTimeoutMs", o.createTimeoutMs, true);
+  if (o.image !== undefined && (typeof o.image !== "string" || !/^[a-z0-9][a-z0-9._-]{0,62}$/.test(o.image))) {
+    throw new AgentLaneError("INVALID_ARGUMENT", "lima(): image must be an image name ([a-z0-9][a-z0-9._-]{0,62})");
+  }
+  if (o.image !== undefined && (o.provision !== undefined || o.docker)) {
+    throw new AgentLaneError("INVALID_ARGUMENT", "lima(): give either image or provision/docker, not both");
+  }
   const forbidden = ["mounts", "mount", "hostMounts", "volumes"];
   for (const key of forbidden) {
     if (key in (o as Record<string, unknown>)) {

@@ -1,0 +1,212 @@
+#!/usr/bin/env bash
+# Images: image build provisions a stopped VM as root; create --image clones
+# it and rewrites the clone's YAML from the lane template; identical inputs
+# do nothing; failed and cancelled builds leave no VM and no row; image rm
+# waits for clones; create --provision is addressed by content.
+. "$(dirname "$0")/lib.sh"
+
+REPO_GOLDEN=$REPO/tests/unit/golden/lane.yaml
+SIMLOG=$T/sim.log
+export LIMA_SIM_LOG=$SIMLOG
+start_daemon || exit 1
+
+images() { ls -d "$STATE"/lima/ali-* 2>/dev/null | wc -l; }
+sim_calls() { grep -c -- " $1 " "$SIMLOG" 2>/dev/null || echo 0; }
+
+cat > "$T/tools.sh" <<'EOF'
+#!/bin/sh
+set -e
+echo provision-stdout-line
+echo provision-stderr-line >&2
+printf '#!/bin/sh\necho x-from-image\n' > /usr/local/bin/x
+chmod 755 /usr/local/bin/x
+echo y-from-image > /etc/y
+id -u > /etc/provisioned-by
+# how --docker sets DOCKER_HOST for execs: a login-shell profile file
+echo 'export LANE_FROM_PROFILE=yes' > /etc/profile.d/zz-lane.sh
+EOF
+cat > "$T/extra.sh" <<'EOF'
+#!/usr/bin/env bash
+echo extra-from-child > /etc/extra
+EOF
+cat > "$T/fail.sh" <<'EOF'
+#!/bin/bash
+echo "line one of the failure" >&2
+echo "E: Unable to locate package no-such-package" >&2
+exit 3
+EOF
+cat > "$T/slow.sh" <<'EOF'
+#!/bin/sh
+echo slow-started
+touch /etc/slow-started
+sleep 60
+EOF
+
+# ---- build, then a lane from the image has what the script wrote
+OUT=$(ctl image build tools --provision "$T/tools.sh" 2>"$T/build.err")
+RC=$?
+check_eq "image build exits 0 and prints the image name" "0 tools" "$RC $OUT"
+check_match "the script's stdout streams to the client" 'provision-stdout-line' "$(cat "$T/build.err")"
+check_match "the script's stderr streams to the client" 'provision-stderr-line' "$(cat "$T/build.err")"
+check_match "progress names the script" 'provision: tools.sh' "$(cat "$T/build.err")"
+check_eq "one image instance exists" 1 "$(images)"
+IMG=$(basename "$(ls -d "$STATE"/lima/ali-*)")
+check_match "the image instance is named ali- + 16 hex" '^ali-[0-9a-f]{16}$' "$IMG"
+check_eq "the image VM is stopped" Stopped "$(sim list --format '{{.Status}}' "$IMG" 2>/dev/null)"
+check "image ls --json lists it with its content id" python3 -c '
+import json, sys
+v = json.loads(sys.argv[1])
+assert len(v) == 1 and v[0]["name"] == "tools" and len(v[0]["id"]) == 64, v
+assert v[0]["scripts"] == ["tools.sh"] and v[0]["in_use"] == 0, v
+' "$(ctl image ls --json)"
+check_match "image show prints it" 'script: +tools.sh' "$(ctl image show tools)"
+check_nomatch "ls (lanes) does not list the image" 'ali-' "$(ctl ls --all)"
+
+L=$(ctl create --image tools 2>/dev/null)
+check_match "create --image prints a lane name" '^al-[0-9a-f]{16}$' "$L"
+check_eq "the lane is ready" ready "$(lane_state "$L")"
+check_eq "the lane has /usr/local/bin/x and /etc/y, written as root" \
+    "x-from-image y-from-image 0" \
+    "$(ctl exec -n "$L" -- sh -c 'x; cat /etc/y /etc/provisioned-by' 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+check_match "the lane was cloned, not created" 'vm-cloned' "$(ctl events "$L")"
+check_eq "exec's environment has what the image's /etc/profile.d exports" yes \
+    "$(ctl exec -n "$L" -- sh -c 'echo $LANE_FROM_PROFILE' 2>&1)"
+check_eq "the image is still stopped" Stopped "$(sim list --format '{{.Status}}' "$IMG" 2>/dev/null)"
+
+# ---- image build --from: a child image on top of a parent
+OUT=$(ctl image build child --from tools --provision "$T/extra.sh" 2>"$T/child.err")
+check_eq "image build --from builds the child" child "$OUT"
+check_match "... by cloning the parent" 'cloning: tools' "$(cat "$T/child.err")"
+LC=$(ctl create --image child 2>/dev/null)
+check_eq "a lane from the child has the parent's and the child's files" \
+    "x-from-image extra-from-child" \
+    "$(ctl exec -n "$LC" -- sh -c 'x; cat /etc/extra' 2>&1 | tr '\n' ' ' | sed 's/ $//')"
+check_match "the child names its parent" '"from":"tools"' "$(ctl image show --json child)"
+ctl rm "$LC" >/dev/null 2>&1
+R=$(ctl image rm child 2>&1)
+check_eq "the child image is removed" child "$R"
+
+# ---- an image is never handed out as a lane
+R=$(ctl exec -n "$IMG" -- true 2>&1)
+check_match "exec into an image's instance name is refused" 'INVALID_ARGUMENT' "$R"
+R=$(ctl rm "$IMG" 2>&1)
+check_match "rm of an image's instance name is refused" 'INVALID_ARGUMENT' "$R"
+
+# ---- identical inputs: nothing is built
+C0=$(sim_calls create)
+S0=$(sim_calls start)
+OUT=$(ctl image build tools --provision "$T/tools.sh" 2>"$T/build2.err")
+check_eq "a second identical build prints the image" tools "$OUT"
+check_match "... and says nothing was built" 'up to date' "$(cat "$T/build2.err")"
+check_eq "... and ran no limactl create or start" "$C0 $S0" "$(sim_calls create) $(sim_calls start)"
+check_eq "... and made no VM" 1 "$(images)"
+printf '\n# changed\n' >> "$T/tools.sh"
+R=$(ctl image build tools --provision "$T/tools.sh" 2>&1)
+check_match "other inputs under the same name are refused" 'FAILED_PRECONDITION.*other inputs' "$R"
+
+# ---- a failing script: no VM, no row, its stderr quoted
+R=$(ctl image build broken --provision "$T/fail.sh" 2>&1)
+RC=$?
+check_eq "a failing build exits 1" 1 "$RC"
+check_match "the error names the script and its status" 'fail.sh failed \(exit 3\)' "$R"
+check_match "the error quotes the script's last stderr lines" 'Unable to locate package no-such-package' "$R"
+check_eq "the failed build left no VM" 1 "$(images)"
+check_match "... and no image" 'NOT_FOUND' "$(ctl image show broken 2>&1)"
+check_nomatch "... and image ls does not list it" 'broken' "$(ctl image ls)"
+
+# ---- Ctrl-C during a build cleans up
+"$LANECTL" --socket "$SOCK" image build slow --provision "$T/slow.sh" >/dev/null 2>"$T/slow.err" &
+BP=$!
+wait_for 20 grep -q slow-started "$T/slow.err"
+check "the slow build started its script" grep -q slow-started "$T/slow.err"
+kill -INT "$BP"
+wait "$BP"
+RC=$?
+check "the interrupted build exits non-zero" test "$RC" -ne 0
+wait_for 20 test "$(images)" = 1
+check_eq "the cancelled build's VM is deleted" 1 "$(images)"
+check_match "... and it has no image" 'NOT_FOUND' "$(ctl image show slow 2>&1)"
+check_match "the daemon logged the cancellation" 'slow: build failed: the client went away' "$(cat "$LOG")"
+
+# ---- the clone's YAML comes from the lane template, whatever the image says
+cat >> "$STATE/lima/$IMG/lima.yaml" <<'EOF'
+mounts:
+- location: "~"
+  writable: true
+portForwards:
+- guestPort: 8080
+  hostPort: 8080
+ssh:
+  forwardAgent: true
+  loadDotSSHPubKeys: true
+hostResolver:
+  enabled: true
+EOF
+L2=$(ctl create --image tools --cpus 2 --memory 4 --disk 30 2>/dev/null)
+check_eq "a lane from a tampered image is ready" ready "$(lane_state "$L2")"
+check "its lima.yaml is the golden lane template (tests/unit/golden/lane.yaml)" \
+    cmp -s "$REPO_GOLDEN" "$(instance_dir "$L2")/lima.yaml"
+check "... with no mount, forward or agent forwarding from the image" \
+    sh -c "! grep -Eq 'location:|forwardAgent: true|hostPort|loadDotSSHPubKeys: true' '$(instance_dir "$L2")/lima.yaml'"
+ctl rm "$L2" >/dev/null 2>&1
+
+# ---- image rm is refused while a clone of it runs
+stop_daemon
+LIMA_SIM_HANG='clone:*' start_daemon --command-timeout 4s --image-build-timeout 3s || exit 1
+N0=$(images)
+R=$(ctl image build late --provision "$T/slow.sh" 2>&1)
+check_match "a build past image_build_timeout fails with DEADLINE_EXCEEDED" \
+    'DEADLINE_EXCEEDED: image build did not finish within 3 s' "$R"
+check_eq "... and leaves no VM" "$N0" "$(images)"
+check_match "... and no image" 'NOT_FOUND' "$(ctl image show late 2>&1)"
+ctl create --image tools >/dev/null 2>"$T/hung.err" &
+CP=$!
+wait_for 10 grep -q ' clone ' "$SIMLOG"
+sleep 0.3
+R=$(ctl image rm tools 2>&1)
+check_match "image rm is refused while a clone runs" 'FAILED_PRECONDITION.*in use' "$R"
+check_match "image show counts the clone" 'in use: +1' "$(ctl image show tools)"
+wait "$CP"
+check_match "the hung clone failed the lane at the command timeout" 'clone' "$(cat "$T/hung.err")"
+check_match "afterwards the image is free" 'in use: +0' "$(ctl image show tools)"
+stop_daemon
+start_daemon || exit 1
+
+# ---- create --provision: the image is addressed by content
+C0=$(sim_calls create)
+L3=$(ctl create --provision "$T/tools.sh" 2>"$T/p1.err")
+check_eq "create --provision makes a ready lane" ready "$(lane_state "$L3")"
+check_eq "... that has the provisioned tools" x-from-image "$(ctl exec -n "$L3" -- x 2>&1)"
+PNAME=$(ctl image ls --json | python3 -c 'import json,sys; print([i["name"] for i in json.load(sys.stdin) if i["name"].startswith("p-")][0])')
+check_match "the image is named by its content" '^p-[0-9a-f]{16}$' "$PNAME"
+C1=$(sim_calls create)
+L4=$(ctl create --provision "$T/tools.sh" 2>"$T/p2.err")
+check_eq "a second create --provision is ready" ready "$(lane_state "$L4")"
+check_match "... reusing the image" "image $PNAME is up to date" "$(cat "$T/p2.err")"
+check_eq "... without building (no limactl create for an image)" "$C1" "$(sim_calls create)"
+check_eq "two images in all" 2 "$(images)"
+ctl rm "$L" "$L3" "$L4" >/dev/null 2>&1
+
+# ---- a build interrupted by a daemon crash is undone at the next start
+"$LANECTL" --socket "$SOCK" image build crash --provision "$T/slow.sh" >/dev/null 2>"$T/crash.err" &
+BP=$!
+wait_for 20 grep -q slow-started "$T/crash.err"
+kill9_daemon
+wait "$BP" 2>/dev/null
+kill_stray_limactl
+printf 'plain: true\n' > "$T/plain.yaml"
+sim create --name=ali-00000000000000ff "$T/plain.yaml" >/dev/null 2>&1
+start_daemon || exit 1
+wait_for 20 test "$(images)" = 3
+check_eq "start-up deletes the VM of an unfinished build" 3 "$(images)"
+check_match "... and its row" 'NOT_FOUND' "$(ctl image show crash 2>&1)"
+check_match "start-up reports an image-shaped instance without a row" \
+    'ali-00000000000000ff has no image row' "$(cat "$LOG")"
+check "... and leaves it alone" test -d "$STATE/lima/ali-00000000000000ff"
+sim delete --force ali-00000000000000ff >/dev/null 2>&1
+
+# ---- image rm
+R=$(ctl image rm tools 2>&1)
+check_eq "image rm succeeds when nothing uses it and prints its name" tools "$R"
+check_eq "... and deletes its VM" 1 "$(images)"
+check_match "... and its row" 'NOT_FOUND' "$(ctl image show tools 2>&1)"

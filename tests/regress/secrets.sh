@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Exec environment values are wiped from the daemon's memory once sent to
+# the guest: its own copies, the unpacked request, the frame it came in, and
+# the buffer that carried them to limactl. Scans the daemon's writable
+# memory through /proc (Linux; the test shell is the daemon's parent).
+. "$(dirname "$0")/lib.sh"
+
+if [ ! -r /proc/self/mem ]; then
+	echo "ok 1 # SKIP no /proc/PID/mem here"
+	exit 0
+fi
+
+# Occurrences of $2 in the writable mappings of process $1.
+scan() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+pid, secret = sys.argv[1], sys.argv[2].encode()
+hits = 0
+with open("/proc/%s/maps" % pid) as maps, \
+        open("/proc/%s/mem" % pid, "rb", 0) as mem:
+    for line in maps:
+        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
+        if not m.group(3).startswith("rw"):
+            continue
+        lo, hi = int(m.group(1), 16), int(m.group(2), 16)
+        # Sanitizer shadow maps are terabytes of reservation, not heap.
+        if hi - lo > (4 << 30):
+            continue
+        tail = b""
+        for off in range(lo, hi, 16 << 20):
+            try:
+                mem.seek(off)
+                chunk = tail + mem.read(min(16 << 20, hi - off))
+            except (OSError, ValueError, OverflowError):
+                tail = b""
+                continue
+            hits += chunk.count(secret)
+            tail = chunk[-(len(secret) - 1):]
+print(hits)
+PY
+}
+secret() { echo "zq$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
+
+start_daemon || exit 1
+L=$(ctl create)
+
+# The scan works: the lane's name lives in the daemon's memory.
+check "the scan finds what the daemon holds (the lane name)" \
+    test "$(scan "$DAEMON_PID" "$L")" -ge 1
+
+# Accepted execs: the value reaches the command, then leaves the daemon.
+S=$(secret)
+for i in 1 2 3; do
+	ctl exec --env "TOKEN=$S" -n "$L" -- sh -c 'test "$TOKEN" = "$1"' sh "$S"
+	check_eq "exec $i sees the value" 0 $?
+done
+ctl exec --env "TOKEN=$S" -n "$L" -- sh -c 'exit 3'
+check_eq "a failing command too" 3 $?
+# A refused exec (relative workdir): the request carried the value all the same.
+OUT=$(ctl exec --env "TOKEN=$S" --workdir rel -n "$L" -- true 2>&1)
+OUT=$(ctl exec --env "TOKEN=$S" --env "BAD NAME=x" -n "$L" -- true 2>&1)
+sleep 0.5
+check_eq "no copy of the value is left in the daemon" 0 "$(scan "$DAEMON_PID" "$S")"
+
+ctl rm "$L" >/dev/null
+stop_daemon
