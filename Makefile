@@ -225,7 +225,20 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += $(shell $(PKG_CONFIG) --cflags cmocka)
 
-tests: all $(UNIT_BINS)
+tests: all $(UNIT_BINS) $(BUILD)/tests/al-proxy-harness \
+	$(BUILD)/tests/al-netpolicy-print
+
+# The lane proxy on its own loop, for tests/regress/proxy.sh.
+$(BUILD)/tests/al-proxy-harness: $(BUILD)/obj/tests/proxy/harness.o $(LIBLANED_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# What daemon/netpolicy.c generates, for tests/regress/netpolicy.sh.
+$(BUILD)/tests/al-netpolicy-print: $(BUILD)/obj/tests/proxy/netpolicy-print.o $(LIBLANED_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # libFuzzer targets: built by a clang sub-make in build/fuzz.
 fuzz:

@@ -13,14 +13,15 @@ if command -v apt-get >/dev/null 2>&1; then
 	# limactl simulator's bubblewrap, util-linux (nsenter, setpriv) and
 	# python3; perl, tar and git inside simulated guests; sqlite3 and
 	# procps for assertions; mandoc (man page lint), ruby (the Homebrew
-	# formula's syntax), zsh and fish (completion scripts).
+	# formula's syntax), zsh and fish (completion scripts); nftables and
+	# iproute2 to load each lane network policy in a network namespace.
 	$SUDO apt-get install -y -q --no-install-recommends \
 	    build-essential pkg-config ca-certificates \
 	    libevent-dev libprotobuf-c-dev protobuf-c-compiler \
 	    libsqlite3-dev sqlite3 libarchive-dev \
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
-	    passwd mandoc ruby zsh fish
+	    passwd mandoc ruby zsh fish nftables iproute2
 	# The real-VM tier (tests/lima-vm): QEMU, the guest image build
 	# (debootstrap, mke2fs), the cidata ISO, and ssh/scp as Lima uses them.
 	$SUDO apt-get install -y -q --no-install-recommends \

@@ -256,6 +256,24 @@ def config_corpus():
     write(t, "long-line", "# " + "x" * 1100 + "\n")
 
 
+# ---- lane proxy request heads (daemon/proxyreq.c) ----
+
+def proxyreq_corpus():
+    t = "fuzz_proxyreq"
+    write(t, "connect", "CONNECT registry.npmjs.org:443 HTTP/1.1\r\n"
+          "Host: registry.npmjs.org:443\r\nUser-Agent: npm\r\n\r\n")
+    write(t, "http", "GET http://deb.debian.org/debian/dists?x=1 HTTP/1.1\r\n"
+          "Host: other\r\nProxy-Authorization: Basic eA==\r\n"
+          "Proxy-Connection: keep-alive\r\nAccept: */*\r\n\r\n")
+    write(t, "ipv6", "CONNECT [2001:db8::1]:443 HTTP/1.0\r\n\r\n")
+    write(t, "http-port", "POST http://Example.ORG.:8080 HTTP/1.1\r\n"
+          "Content-Length: 3\r\n\r\nabc")
+    write(t, "folded", "CONNECT a.b:443 HTTP/1.1\r\nX: 1\r\n 2\r\n\r\n")
+    write(t, "userinfo", "GET http://u:p@a.b/ HTTP/1.1\r\n\r\n")
+    write(t, "pattern", b"*.npmjs.org\0registry.npmjs.org")
+    write(t, "pattern-self", b"*.npmjs.org\0npmjs.org")
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -264,6 +282,7 @@ def main():
     listjson_corpus()
     tar_corpus()
     config_corpus()
+    proxyreq_corpus()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,246 @@
+/*
+ * The guest side of a lane's network policy (see netpolicy.h): the
+ * nftables rule set per mode, the provision script and YAML keys that load
+ * it at every boot, the Lima version it needs, and the proxy environment
+ * of `allow` lanes.
+ *
+ * The rule set is the one measured on a real guest (real-vm-notes.md,
+ * "Lima's network"): an inet table whose output chain accepts
+ * established/related first, so that sshd's replies to the forwarded
+ * connection (which comes from 192.168.5.2) still leave.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netpolicy.h"
+#include "util.h"
+
+static const char *const mode_names[] = {
+	[NETPOLICY_INTERNET] = "internet",
+	[NETPOLICY_NONE] = "none",
+	[NETPOLICY_ALLOW] = "allow",
+};
+
+bool
+netpolicy_mode_parse(const char *s, enum netpolicy_mode *m)
+{
+	for (size_t i = 0; i < sizeof(mode_names) / sizeof(mode_names[0]); i++)
+		if (strcmp(s, mode_names[i]) == 0) {
+			*m = (enum netpolicy_mode)i;
+			return true;
+		}
+	return false;
+}
+
+const char *
+netpolicy_mode_name(enum netpolicy_mode m)
+{
+	return (size_t)m < sizeof(mode_names) / sizeof(mode_names[0]) ?
+	    mode_names[m] : "?";
+}
+
+/*
+ * Shared head of every chain. DHCP renewals go to the user-mode network's
+ * own server on 192.168.5.2:67 (slirp and gvisor answer it themselves; it
+ * is not a host port); without them the lease ends under a long lane.
+ */
+#define CHAIN_HEAD(policy) \
+	"table inet " NETPOLICY_TABLE "\n" \
+	"delete table inet " NETPOLICY_TABLE "\n" \
+	"table inet " NETPOLICY_TABLE " {\n" \
+	"\tchain output {\n" \
+	"\t\ttype filter hook output priority 0; policy " policy ";\n" \
+	"\t\tct state established,related accept\n" \
+	"\t\toif \"lo\" accept\n" \
+	"\t\tip daddr 192.168.5.2 udp sport 68 udp dport 67 accept\n"
+
+int
+netpolicy_ruleset(enum netpolicy_mode m, uint16_t proxy_port, char *buf,
+    size_t len)
+{
+	int n = -1;
+
+	switch (m) {
+	case NETPOLICY_INTERNET:
+		/*
+		 * 192.168.5.2 (host loopback) and .3 fall in 192.168/16;
+		 * 100.64/10 carries VPNs such as Tailscale; fec0::/10 is
+		 * slirp's IPv6 prefix, where fec0::2 is the host.
+		 */
+		n = snprintf(buf, len, CHAIN_HEAD("accept")
+		    "\t\tip daddr 192.168.5.3 udp dport 53 accept\n"
+		    "\t\tip daddr 192.168.5.3 tcp dport 53 accept\n"
+		    "\t\tip daddr { 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, "
+		    "127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, "
+		    "192.168.0.0/16, 224.0.0.0/4, 240.0.0.0/4 } drop\n"
+		    "\t\tip6 daddr { ::/127, ::ffff:0:0/96, fc00::/7, "
+		    "fe80::/10, fec0::/10, ff00::/8 } drop\n"
+		    "\t}\n"
+		    "}\n");
+		break;
+	case NETPOLICY_NONE:
+		n = snprintf(buf, len, CHAIN_HEAD("drop") "\t}\n}\n");
+		break;
+	case NETPOLICY_ALLOW:
+		if (proxy_port == 0)
+			return -1;
+		n = snprintf(buf, len, CHAIN_HEAD("drop")
+		    "\t\tip daddr 192.168.5.2 tcp dport %u accept\n"
+		    "\t}\n"
+		    "}\n", (unsigned)proxy_port);
+		break;
+	}
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	return n;
+}
+
+/* Indents each line of text by ind into buf at *off. */
+static bool
+indent_into(char *buf, size_t len, size_t *off, const char *ind,
+    const char *text)
+{
+	while (*text != '\0') {
+		const char *nl = strchr(text, '\n');
+		size_t ln = nl ? (size_t)(nl - text) + 1 : strlen(text);
+		int n = snprintf(buf + *off, len - *off, "%s%.*s", ind, (int)ln,
+		    text);
+		if (n < 0 || (size_t)n >= len - *off)
+			return false;
+		*off += (size_t)n;
+		text += ln;
+	}
+	return true;
+}
+
+int
+netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
+    char *buf, size_t len)
+{
+	char rules[2048], script[3072];
+	size_t off = 0;
+	int n;
+
+	if (netpolicy_ruleset(m, proxy_port, rules, sizeof rules) < 0)
+		return -1;
+	/*
+	 * `set -e`: a rule set that does not load leaves no stamp, and the
+	 * daemon's check then refuses the lane. The stamp is root's, in
+	 * /run (gone at shutdown), written last.
+	 */
+	n = snprintf(script, sizeof script,
+	    "#!/bin/sh\n"
+	    "# agent-lane network policy: %s. Runs as root at every boot.\n"
+	    "set -eu\n"
+	    "rm -f " NETPOLICY_STAMP "\n"
+	    "nft -f - <<'AGENT_LANE_NFT'\n"
+	    "%s"
+	    "AGENT_LANE_NFT\n"
+	    "mkdir -p /run/agent-lane\n"
+	    "echo '%s %s' > " NETPOLICY_STAMP ".tmp\n"
+	    "mv -f " NETPOLICY_STAMP ".tmp " NETPOLICY_STAMP "\n",
+	    netpolicy_mode_name(m), rules, netpolicy_mode_name(m),
+	    sudo ? "advisory" : "enforced");
+	if (n < 0 || (size_t)n >= sizeof script)
+		return -1;
+	if (!sudo) {
+		n = snprintf(buf, len, "user:\n  passwordlessSudo: false\n");
+		if (n < 0 || (size_t)n >= len)
+			return -1;
+		off = (size_t)n;
+	}
+	n = snprintf(buf + off, len - off,
+	    "provision:\n- mode: system\n  script: |\n");
+	if (n < 0 || (size_t)n >= len - off)
+		return -1;
+	off += (size_t)n;
+	if (!indent_into(buf, len, &off, "    ", script))
+		return -1;
+	return (int)off;
+}
+
+int
+netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
+    char *buf, size_t len)
+{
+	const char *mode = netpolicy_mode_name(m);
+	int n;
+
+	if (probe_port == 0)
+		return -1;
+	/*
+	 * The probe is perl (the guest helper needs it anyway): connected
+	 * or refused means the host answered; a drop shows as a timeout or
+	 * EPERM, and a guest without a route as ENETUNREACH.
+	 */
+	n = snprintf(buf, len,
+	    "#!/bin/sh\n"
+	    "stamp=$(cat " NETPOLICY_STAMP " 2>/dev/null) || {\n"
+	    "\techo 'fail: no policy stamp: the rules were not loaded'; exit 1; }\n"
+	    "[ \"$stamp\" = '%s %s' ] || {\n"
+	    "\techo \"fail: the stamp says '$stamp', not '%s %s'\"; exit 1; }\n"
+	    "%s"
+	    "r=$(perl -MSocket -e '\n"
+	    "socket(S, PF_INET, SOCK_STREAM, 0) or die \"socket: $!\\n\";\n"
+	    "$SIG{ALRM} = sub { print \"blocked\\n\"; exit 0 };\n"
+	    "alarm 3;\n"
+	    "if (connect(S, pack_sockaddr_in(%u, inet_aton(\"192.168.5.2\")))) "
+	    "{ print \"reachable\\n\"; exit 0 }\n"
+	    "print $!{ECONNREFUSED} ? \"reachable\\n\" : \"blocked\\n\";')\n"
+	    "[ \"$r\" = blocked ] || {\n"
+	    "\techo \"fail: 192.168.5.2:%u answered the guest ($r)\"; exit 1; }\n"
+	    "echo 'ok %s'\n",
+	    mode, sudo ? "advisory" : "enforced",
+	    mode, sudo ? "advisory" : "enforced",
+	    sudo ? "" :
+	    "if sudo -n true >/dev/null 2>&1; then\n"
+	    "\techo 'fail: the guest user has passwordless sudo'; exit 1; fi\n",
+	    (unsigned)probe_port, (unsigned)probe_port, mode);
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	return n;
+}
+
+bool
+netpolicy_lima_version_ok(const char *out, char *why, size_t whylen)
+{
+	static const char prefix[] = "limactl version ";
+	unsigned maj, min, pat;
+	char v[32];
+
+	if (out == NULL || strncmp(out, prefix, sizeof(prefix) - 1) != 0 ||
+	    sscanf(out + sizeof(prefix) - 1, "%u.%u.%u", &maj, &min, &pat) != 3) {
+		snprintf(why, whylen, "cannot read the Lima version from "
+		    "`limactl --version`; network policies need Lima "
+		    NETPOLICY_LIMA_MIN " or later");
+		return false;
+	}
+	if (maj > 2 || (maj == 2 && min >= 2))
+		return true;
+	snprintf(v, sizeof v, "%u.%u.%u", maj, min, pat);
+	snprintf(why, whylen, "Lima %s cannot drop guest root "
+	    "(user.passwordlessSudo: false needs Lima " NETPOLICY_LIMA_MIN
+	    " or later), so a network policy could be undone from inside the "
+	    "lane; upgrade Lima, or create the lane with --sudo for an "
+	    "advisory policy", v);
+	return false;
+}
+
+size_t
+netpolicy_proxy_env(enum netpolicy_mode m, uint16_t port, char env[8][64])
+{
+	static const char *const names[] = {
+		"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy",
+	};
+	size_t n = 0;
+
+	if (m != NETPOLICY_ALLOW || port == 0)
+		return 0;
+	for (size_t i = 0; i < 4; i++)
+		snprintf(env[n++], 64, "%s=http://192.168.5.2:%u", names[i],
+		    (unsigned)port);
+	snprintf(env[n++], 64, "NO_PROXY=localhost,127.0.0.1,::1");
+	snprintf(env[n++], 64, "no_proxy=localhost,127.0.0.1,::1");
+	return n;
+}

@@ -1,0 +1,79 @@
+/*
+ * A lane's network policy, as the guest enforces it: an nftables rule set
+ * loaded by a system provision script at every boot, and no guest root
+ * (Lima's user.passwordlessSudo: false) so that the agent cannot unload it.
+ *
+ *   internet  the internet, but nothing on the host (192.168.5.2 is the
+ *             host's loopback) except DNS at 192.168.5.3, and no private,
+ *             CGNAT or link-local range;
+ *   none      loopback only, no DNS;
+ *   allow     nothing directly but the lane's proxy port on 192.168.5.2
+ *             (daemon/proxy.c), which allows listed names only.
+ * Every mode accepts established traffic first: forwarded ssh arrives in
+ * the guest from 192.168.5.2, and dropping sshd's replies loses the lane.
+ */
+#ifndef LANED_NETPOLICY_H
+#define LANED_NETPOLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum netpolicy_mode {
+	NETPOLICY_INTERNET,
+	NETPOLICY_NONE,
+	NETPOLICY_ALLOW,
+};
+
+/* Lima 2.2.0 is the first with user.passwordlessSudo: false (plain mode). */
+#define NETPOLICY_LIMA_MIN "2.2.0"
+/* The nftables table every rule lives in. */
+#define NETPOLICY_TABLE "agentlane"
+/* Written by the provision script once the rules are in; read by the check. */
+#define NETPOLICY_STAMP "/run/agent-lane/netpolicy"
+
+bool netpolicy_mode_parse(const char *, enum netpolicy_mode *);
+const char *netpolicy_mode_name(enum netpolicy_mode);
+
+/*
+ * The nft script for a mode; proxy_port is used by allow only (and must
+ * then be non-zero). Returns the length, or -1 if buf is too small.
+ */
+int netpolicy_ruleset(enum netpolicy_mode, uint16_t proxy_port, char *buf,
+    size_t len);
+
+/*
+ * The lane YAML keys of a policy: `user.passwordlessSudo: false` unless
+ * sudo is kept, and the system provision script that loads the rule set
+ * and writes NETPOLICY_STAMP. Returns the length, or -1.
+ */
+int netpolicy_yaml(enum netpolicy_mode, uint16_t proxy_port, bool sudo,
+    char *buf, size_t len);
+
+/*
+ * The check the daemon runs in the guest, as the lane user, before it
+ * reports a policy lane ready: the provision script's stamp names this
+ * mode as enforced, the user has no passwordless sudo (unless kept), and a
+ * TCP connection to 192.168.5.2:probe_port (the lane's own ssh port on the
+ * host) is dropped, neither made nor refused. Prints "ok MODE" and exits 0,
+ * or prints "fail: WHY" and exits 1. A guest with no network at all (the
+ * simulator) has no stamp and fails: nothing here passes by default.
+ */
+int netpolicy_check_script(enum netpolicy_mode, bool sudo, uint16_t probe_port,
+    char *buf, size_t len);
+
+/*
+ * `limactl --version` output ("limactl version 2.2.0"): whether it is at
+ * least NETPOLICY_LIMA_MIN. False with why set when older or unreadable.
+ */
+bool netpolicy_lima_version_ok(const char *out, char *why, size_t whylen);
+
+/*
+ * The exec environment of an allow lane: HTTP_PROXY, HTTPS_PROXY,
+ * NO_PROXY and their lower-case forms, as NAME=VALUE strings into env[8].
+ * Returns the count. Other modes get none.
+ */
+size_t netpolicy_proxy_env(enum netpolicy_mode, uint16_t proxy_port,
+    char env[8][64]);
+
+#endif

@@ -1,0 +1,758 @@
+/*
+ * The per-lane egress proxy (see proxy.h).
+ *
+ * One struct pconn per client connection, in one of four states:
+ *   HEAD      reading the request head (bounded by max_header_bytes);
+ *   RESOLVE   an evdns lookup is in flight (the loop never blocks on DNS);
+ *   CONNECT   a non-blocking connect to the vetted address;
+ *   SPLICE    bytes flow both ways, with watermarks so that a slow side
+ *             stops reads on the fast one instead of growing a buffer.
+ * Every decision is made on what proxyreq.c parsed; the address connected
+ * to is the one vetted, never a second lookup.
+ */
+#include <sys/queue.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "compat.h"
+#include "log.h"
+#include "netaddr.h"
+#include "proxy.h"
+#include "proxyreq.h"
+#include "util.h"
+
+/* Per-direction buffering: reads from one side stop above this much. */
+#define SPLICE_HIGH	(256 * 1024)
+#define SPLICE_LOW	(64 * 1024)
+#define MAX_ADDRS	8
+
+enum pstate { PS_HEAD, PS_RESOLVE, PS_CONNECT, PS_SPLICE, PS_CLOSING };
+
+struct pconn {
+	TAILQ_ENTRY(pconn) entry;
+	struct proxy *px;
+	enum pstate st;
+	struct bufferevent *cli, *up;
+	struct event *idle;
+	struct evdns_getaddrinfo_request *dnsreq;
+	struct proxyreq req;
+	char *fwd;		/* rewritten head of an http:// request */
+	size_t fwdlen;
+	uint64_t bytes;
+	char what[PROXYREQ_HOST_MAX + 32];	/* "CONNECT host:443" */
+};
+
+TAILQ_HEAD(pconn_list, pconn);
+
+struct proxy {
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct evconnlistener *lis;
+	uint16_t port;
+	struct proxy_policy pol;
+	struct proxy_limits lim;
+	proxy_record_fn *record;
+	void *record_arg;
+	proxy_resolve_fn *test_resolve;
+	void *test_arg;
+	struct pconn_list conns;
+	size_t nconns;
+	uint64_t bytes;
+	/* Record rate: a window of one minute and what it dropped. */
+	int64_t window_start;
+	uint32_t window_count;
+	uint64_t suppressed;
+};
+
+static void pconn_free(struct pconn *);
+
+static void
+px_record(struct proxy *px, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+px_record(struct proxy *px, const char *event, const char *fmt, ...)
+{
+	char detail[512];
+	va_list ap;
+	int64_t now = time_now_ms();
+
+	if (now - px->window_start >= 60000) {
+		if (px->suppressed > 0) {
+			char s[96];
+			snprintf(s, sizeof(s), "%llu records dropped (over %u a minute)",
+			    (unsigned long long)px->suppressed,
+			    px->lim.max_events_per_min);
+			px->record(px->record_arg, "proxy-suppressed", s);
+		}
+		px->window_start = now;
+		px->window_count = 0;
+		px->suppressed = 0;
+	}
+	if (px->window_count >= px->lim.max_events_per_min) {
+		px->suppressed++;
+		return;
+	}
+	px->window_count++;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	str_sanitize(detail);
+	px->record(px->record_arg, event, detail);
+}
+
+static bool
+port_in(const uint16_t *ports, size_t n, uint16_t port)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ports[i] == port)
+			return true;
+	return false;
+}
+
+bool
+proxy_parse_ports(const char *s, uint16_t *ports, size_t *n)
+{
+	*n = 0;
+	while (*s != '\0') {
+		char *end;
+		unsigned long v;
+
+		if (*s < '0' || *s > '9')
+			return false;
+		errno = 0;
+		v = strtoul(s, &end, 10);
+		if (errno != 0 || v == 0 || v > 65535 || *n >= PROXY_MAX_PORTS)
+			return false;
+		ports[(*n)++] = (uint16_t)v;
+		s = end;
+		if (*s == ',')
+			s++;
+		else if (*s != '\0')
+			return false;
+	}
+	return *n > 0;
+}
+
+/* Answers the client and closes once the answer is written. */
+static void
+pconn_refuse(struct pconn *c, int status, const char *reason)
+{
+	const char *text = status == 403 ? "Forbidden" :
+	    status == 400 ? "Bad Request" : status == 405 ? "Method Not Allowed" :
+	    status == 408 ? "Request Timeout" : status == 414 ? "URI Too Long" :
+	    status == 431 ? "Request Header Fields Too Large" :
+	    status == 502 ? "Bad Gateway" : status == 503 ? "Service Unavailable" :
+	    status == 504 ? "Gateway Timeout" : status == 505 ?
+	    "HTTP Version Not Supported" : "Error";
+
+	if (c->up != NULL) {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	c->st = PS_CLOSING;
+	bufferevent_disable(c->cli, EV_READ);
+	if (evbuffer_add_printf(bufferevent_get_output(c->cli),
+	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
+	    "Content-Length: %zu\r\n\r\n%s\n", status, text, strlen(reason) + 1,
+	    reason) < 0) {
+		pconn_free(c);
+		return;
+	}
+	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
+	bufferevent_enable(c->cli, EV_WRITE);
+}
+
+static void
+idle_touch(struct pconn *c)
+{
+	struct timeval tv = tv_from_ms(c->px->lim.idle_ms);
+	event_add(c->idle, &tv);
+}
+
+static void
+idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st == PS_HEAD) {
+		px_record(c->px, "proxy-deny", "no request within %llu ms",
+		    (unsigned long long)c->px->lim.idle_ms);
+		pconn_refuse(c, 408, "request timeout");
+		return;
+	}
+	if (c->st == PS_RESOLVE || c->st == PS_CONNECT) {
+		px_record(c->px, "proxy-fail", "%s: upstream did not answer in time",
+		    c->what);
+		pconn_refuse(c, 504, "upstream timeout");
+		return;
+	}
+	/* Idle splice or a client that never reads its refusal. */
+	pconn_free(c);
+}
+
+/*
+ * Moves what src has read to dst, up to the byte caps; at a cap the bytes
+ * within it still go across and the connection then closes. False: c is
+ * freed.
+ */
+static bool
+splice_move(struct pconn *c, struct bufferevent *src, struct bufferevent *dst)
+{
+	struct proxy *px = c->px;
+	struct evbuffer *in = bufferevent_get_input(src);
+	size_t n = evbuffer_get_length(in);
+	uint64_t room_c = px->lim.max_conn_bytes - c->bytes;
+	uint64_t room_l = px->lim.max_lane_bytes - px->bytes;
+	uint64_t room = room_c < room_l ? room_c : room_l;
+
+	if (n == 0)
+		return true;
+	if (n > room) {
+		px_record(px, "proxy-limit", "%s: closed at %llu bytes (%s cap)",
+		    c->what, (unsigned long long)(c->bytes + room),
+		    room_c <= room_l ? "connection" : "lane");
+		c->bytes += room;
+		px->bytes += room;
+		evbuffer_remove_buffer(in, bufferevent_get_output(dst), (size_t)room);
+		/* Flush what fits, then close (PS_CLOSING frees when written). */
+		c->st = PS_CLOSING;
+		bufferevent_disable(src, EV_READ);
+		if (src == c->cli) {
+			bufferevent_free(c->cli);
+			c->cli = NULL;
+		} else {
+			bufferevent_free(c->up);
+			c->up = NULL;
+		}
+		if (evbuffer_get_length(bufferevent_get_output(dst)) == 0) {
+			pconn_free(c);
+			return false;
+		}
+		bufferevent_disable(dst, EV_READ);
+		bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
+		bufferevent_enable(dst, EV_WRITE);
+		return false;
+	}
+	c->bytes += n;
+	px->bytes += n;
+	evbuffer_remove_buffer(in, bufferevent_get_output(dst), n);
+	idle_touch(c);
+	/* Back-pressure: stop reading until dst has written some out. */
+	if (evbuffer_get_length(bufferevent_get_output(dst)) >= SPLICE_HIGH)
+		bufferevent_disable(src, EV_READ);
+	return true;
+}
+
+static void
+splice_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st != PS_SPLICE)
+		return;
+	(void)splice_move(c, bev, bev == c->cli ? c->up : c->cli);
+}
+
+/* dst drained below the low watermark: resume reading the other side. */
+static void
+splice_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+	struct bufferevent *other = bev == c->cli ? c->up : c->cli;
+
+	if (c->st == PS_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			pconn_free(c);
+		return;
+	}
+	if (c->st == PS_SPLICE && other != NULL)
+		bufferevent_enable(other, EV_READ);
+}
+
+/* One side ended: flush what the other side still has to write, then close. */
+static void
+splice_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+	struct bufferevent *other = bev == c->cli ? c->up : c->cli;
+
+	if (c->st == PS_CLOSING || other == NULL ||
+	    (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) == 0) {
+		if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+			pconn_free(c);
+		return;
+	}
+	/* Whatever bev read before its end still goes across. */
+	if (!splice_move(c, bev, other) || c->st == PS_CLOSING)
+		return;
+	c->st = PS_CLOSING;
+	if (bev == c->cli) {
+		bufferevent_free(c->cli);
+		c->cli = NULL;
+	} else {
+		bufferevent_free(c->up);
+		c->up = NULL;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
+		pconn_free(c);
+		return;
+	}
+	bufferevent_disable(other, EV_READ);
+	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
+	bufferevent_enable(other, EV_WRITE);
+}
+
+static void
+splice_start(struct pconn *c)
+{
+	c->st = PS_SPLICE;
+	bufferevent_set_timeouts(c->up, NULL, NULL);
+	bufferevent_setwatermark(c->cli, EV_READ, 0, SPLICE_HIGH);
+	bufferevent_setwatermark(c->up, EV_READ, 0, SPLICE_HIGH);
+	bufferevent_setwatermark(c->cli, EV_WRITE, SPLICE_LOW, 0);
+	bufferevent_setwatermark(c->up, EV_WRITE, SPLICE_LOW, 0);
+	bufferevent_setcb(c->cli, splice_read_cb, splice_write_cb,
+	    splice_event_cb, c);
+	bufferevent_setcb(c->up, splice_read_cb, splice_write_cb,
+	    splice_event_cb, c);
+	idle_touch(c);
+	bufferevent_enable(c->up, EV_READ | EV_WRITE);
+	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	/* Bytes the client sent after its head (a TLS hello, a body). */
+	(void)splice_move(c, c->cli, c->up);
+}
+
+static void
+up_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		if (c->req.connect) {
+			if (evbuffer_add_printf(bufferevent_get_output(c->cli),
+			    "HTTP/1.1 200 Connection Established\r\n\r\n") < 0) {
+				pconn_free(c);
+				return;
+			}
+		} else if (bufferevent_write(c->up, c->fwd, c->fwdlen) != 0) {
+			pconn_free(c);
+			return;
+		}
+		splice_start(c);
+		return;
+	}
+	px_record(c->px, "proxy-fail", "%s: %s", c->what,
+	    (what & BEV_EVENT_TIMEOUT) ? "connect timed out" :
+	    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+	pconn_refuse(c, (what & BEV_EVENT_TIMEOUT) ? 504 : 502,
+	    "cannot connect upstream");
+}
+
+/* The vetted answer: connect to exactly this address. */
+static void
+pconn_connect(struct pconn *c, struct sockaddr_storage *ss)
+{
+	struct proxy *px = c->px;
+	socklen_t len;
+	int fd;
+
+	if (ss->ss_family == AF_INET) {
+		((struct sockaddr_in *)ss)->sin_port = htons(c->req.port);
+		len = sizeof(struct sockaddr_in);
+	} else {
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(c->req.port);
+		len = sizeof(struct sockaddr_in6);
+	}
+	c->st = PS_CONNECT;
+	if ((fd = compat_socket_cloexec(ss->ss_family, SOCK_STREAM)) == -1 ||
+	    compat_set_nonblock(fd) == -1) {
+		if (fd != -1)
+			close(fd);
+		px_record(px, "proxy-fail", "%s: socket: %s", c->what,
+		    strerror(errno));
+		pconn_refuse(c, 502, "cannot connect upstream");
+		return;
+	}
+	compat_nosigpipe(fd);
+	c->up = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (c->up == NULL) {
+		close(fd);
+		pconn_refuse(c, 502, "cannot connect upstream");
+		return;
+	}
+	bufferevent_setcb(c->up, NULL, NULL, up_event_cb, c);
+	if (bufferevent_socket_connect(c->up, (struct sockaddr *)ss, (int)len) != 0) {
+		px_record(px, "proxy-fail", "%s: connect failed", c->what);
+		pconn_refuse(c, 502, "cannot connect upstream");
+	}
+}
+
+/*
+ * All answers must be public: one private answer among public ones would
+ * let a rebinding name win some of the time.
+ */
+static void
+pconn_vet(struct pconn *c, struct sockaddr_storage *addrs, size_t n,
+    bool trusted)
+{
+	char a[INET6_ADDRSTRLEN];
+	const char *why;
+
+	if (n == 0) {
+		px_record(c->px, "proxy-deny", "%s: name has no address", c->what);
+		pconn_refuse(c, 502, "name does not resolve");
+		return;
+	}
+	for (size_t i = 0; i < n && !trusted; i++) {
+		if (!netaddr_is_public((struct sockaddr *)&addrs[i], &why)) {
+			netaddr_format((struct sockaddr *)&addrs[i], a, sizeof(a));
+			px_record(c->px, "proxy-deny", "%s: resolves to %s (%s)",
+			    c->what, a, why);
+			pconn_refuse(c, 403, "name resolves to a non-public address");
+			return;
+		}
+	}
+	netaddr_format((struct sockaddr *)&addrs[0], a, sizeof(a));
+	px_record(c->px, "proxy-allow", "%s via %s%s", c->what, a,
+	    trusted ? " (test resolver)" : "");
+	pconn_connect(c, &addrs[0]);
+}
+
+static void
+dns_cb(int result, struct evutil_addrinfo *res, void *arg)
+{
+	struct pconn *c = arg;
+	struct sockaddr_storage addrs[MAX_ADDRS];
+	size_t n = 0;
+
+	if (result == EVUTIL_EAI_CANCEL)
+		return;		/* c is gone: pconn_free cancelled us */
+	c->dnsreq = NULL;
+	if (result != 0) {
+		px_record(c->px, "proxy-deny", "%s: lookup failed: %s", c->what,
+		    evutil_gai_strerror(result));
+		pconn_refuse(c, 502, "name does not resolve");
+		return;
+	}
+	for (struct evutil_addrinfo *ai = res; ai != NULL && n < MAX_ADDRS;
+	    ai = ai->ai_next) {
+		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+		    ai->ai_addrlen > sizeof(addrs[0]))
+			continue;
+		memset(&addrs[n], 0, sizeof(addrs[n]));
+		memcpy(&addrs[n], ai->ai_addr, ai->ai_addrlen);
+		n++;
+	}
+	evutil_freeaddrinfo(res);
+	pconn_vet(c, addrs, n, false);
+}
+
+static void
+pconn_resolve(struct pconn *c)
+{
+	struct proxy *px = c->px;
+	struct evutil_addrinfo hints;
+
+	c->st = PS_RESOLVE;
+	if (px->test_resolve != NULL) {
+		struct sockaddr_storage addrs[MAX_ADDRS];
+		size_t n = MAX_ADDRS;
+		bool trusted = false;
+		if (px->test_resolve(px->test_arg, c->req.host, addrs, &n,
+		    &trusted) != 0) {
+			px_record(px, "proxy-deny", "%s: lookup failed: no such name",
+			    c->what);
+			pconn_refuse(c, 502, "name does not resolve");
+			return;
+		}
+		pconn_vet(c, addrs, n > MAX_ADDRS ? MAX_ADDRS : n, trusted);
+		return;
+	}
+	if (px->dns == NULL) {
+		px_record(px, "proxy-fail", "%s: no resolver", c->what);
+		pconn_refuse(c, 502, "no resolver");
+		return;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_protocol = IPPROTO_TCP;
+	/* May answer synchronously (a literal, /etc/hosts) and free c. */
+	struct evdns_getaddrinfo_request *r =
+	    evdns_getaddrinfo(px->dns, c->req.host, NULL, &hints, dns_cb, c);
+	if (r != NULL)
+		c->dnsreq = r;
+}
+
+static bool
+host_allowed(const struct proxy *px, const char *host)
+{
+	for (size_t i = 0; i < px->pol.nallow; i++)
+		if (proxyreq_host_match(px->pol.allow[i], host))
+			return true;
+	return false;
+}
+
+static void
+head_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+	struct proxy *px = c->px;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	size_t avail = evbuffer_get_length(in), take, hl;
+	const char *why;
+	char *buf;
+	int status;
+
+	if (c->st != PS_HEAD)
+		return;
+	idle_touch(c);
+	take = avail < px->lim.max_header_bytes ? avail : px->lim.max_header_bytes;
+	buf = (char *)evbuffer_pullup(in, (ev_ssize_t)take);
+	if (buf == NULL) {
+		pconn_free(c);
+		return;
+	}
+	hl = proxyreq_head_len(buf, take);
+	if (hl == 0) {
+		if (avail >= px->lim.max_header_bytes) {
+			px_record(px, "proxy-deny", "request head over %u bytes",
+			    px->lim.max_header_bytes);
+			pconn_refuse(c, 431, "request head too large");
+		}
+		return;
+	}
+	c->fwd = xmalloc(hl + PROXYREQ_HOST_MAX + 64);
+	status = proxyreq_parse(buf, hl, &c->req, c->fwd,
+	    hl + PROXYREQ_HOST_MAX + 64, &c->fwdlen, &why);
+	evbuffer_drain(in, hl);
+	if (status != 0) {
+		px_record(px, "proxy-deny", "bad request: %s", why);
+		pconn_refuse(c, status, why);
+		return;
+	}
+	snprintf(c->what, sizeof(c->what), "%s %s%s%s:%u",
+	    c->req.connect ? "CONNECT" : "http",
+	    strchr(c->req.host, ':') ? "[" : "", c->req.host,
+	    strchr(c->req.host, ':') ? "]" : "", (unsigned)c->req.port);
+	if (!host_allowed(px, c->req.host)) {
+		px_record(px, "proxy-deny", "%s: host not in the allow list", c->what);
+		pconn_refuse(c, 403, "host not allowed");
+		return;
+	}
+	if (!(c->req.connect ? port_in(px->pol.connect_ports,
+	    px->pol.nconnect_ports, c->req.port) : port_in(px->pol.http_ports,
+	    px->pol.nhttp_ports, c->req.port))) {
+		px_record(px, "proxy-deny", "%s: port not allowed", c->what);
+		pconn_refuse(c, 403, "port not allowed");
+		return;
+	}
+	/* Until upstream answers, the client's further bytes wait in its buffer. */
+	bufferevent_disable(bev, EV_READ);
+	{
+		struct timeval tv = tv_from_ms(px->lim.connect_ms);
+		event_add(c->idle, &tv);
+	}
+	pconn_resolve(c);
+}
+
+static void
+head_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	pconn_free(arg);
+}
+
+static void
+refuse_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st == PS_CLOSING &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		pconn_free(c);
+}
+
+static void
+pconn_free(struct pconn *c)
+{
+	struct proxy *px = c->px;
+
+	if (c->dnsreq != NULL) {
+		struct evdns_getaddrinfo_request *r = c->dnsreq;
+		c->dnsreq = NULL;
+		evdns_getaddrinfo_cancel(r);	/* its callback sees CANCEL */
+	}
+	if (c->cli != NULL)
+		bufferevent_free(c->cli);
+	if (c->up != NULL)
+		bufferevent_free(c->up);
+	if (c->idle != NULL)
+		event_free(c->idle);
+	free(c->fwd);
+	TAILQ_REMOVE(&px->conns, c, entry);
+	px->nconns--;
+	free(c);
+}
+
+static void
+accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+    int salen, void *arg)
+{
+	struct proxy *px = arg;
+	struct pconn *c;
+
+	if (compat_set_cloexec(fd) == -1 || compat_set_nonblock(fd) == -1) {
+		close(fd);
+		return;
+	}
+	compat_nosigpipe(fd);
+	if (px->nconns >= px->lim.max_conns || px->bytes >= px->lim.max_lane_bytes) {
+		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
+		    "Connection: close\r\nContent-Length: 0\r\n\r\n";
+		if (px->nconns >= px->lim.max_conns)
+			px_record(px, "proxy-limit", "refused: %u connections open",
+			    px->lim.max_conns);
+		else
+			px_record(px, "proxy-limit",
+			    "refused: the lane's %llu bytes are used up",
+			    (unsigned long long)px->lim.max_lane_bytes);
+		/* Best effort: the socket is new, its buffer has room. */
+		if (send(fd, busy, sizeof(busy) - 1, 0) < 0)
+			log_debug("proxy: 503 not sent: %s", strerror(errno));
+		close(fd);
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->px = px;
+	c->st = PS_HEAD;
+	TAILQ_INSERT_TAIL(&px->conns, c, entry);
+	px->nconns++;
+	c->cli = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	c->idle = evtimer_new(px->base, idle_cb, c);
+	if (c->cli == NULL || c->idle == NULL) {
+		if (c->cli == NULL)
+			close(fd);
+		pconn_free(c);
+		return;
+	}
+	/* Reading stops at the cap, so a head never grows the buffer past it. */
+	bufferevent_setwatermark(c->cli, EV_READ, 0, px->lim.max_header_bytes);
+	bufferevent_setcb(c->cli, head_read_cb, refuse_write_cb, head_event_cb, c);
+	idle_touch(c);
+	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+}
+
+static void
+accept_error_cb(struct evconnlistener *lis, void *arg)
+{
+	/* EMFILE and friends: the listener keeps going; nothing to free. */
+	log_warn("proxy: accept: %s", strerror(errno));
+}
+
+struct proxy *
+proxy_new(struct event_base *base, struct evdns_base *dns,
+    const struct proxy_policy *pol, const struct proxy_limits *lim,
+    uint16_t port, proxy_record_fn *record, void *arg, char *err, size_t errlen)
+{
+	struct proxy *px;
+	struct sockaddr_in sin;
+	socklen_t slen = sizeof(sin);
+	int fd;
+
+	if (lim->max_conns == 0 || lim->max_header_bytes < 64 ||
+	    lim->idle_ms == 0 || lim->connect_ms == 0) {
+		snprintf(err, errlen, "proxy limits must not be zero");
+		return NULL;
+	}
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(port);
+	if ((fd = compat_socket_cloexec(AF_INET, SOCK_STREAM)) == -1) {
+		snprintf(err, errlen, "proxy socket: %s", strerror(errno));
+		return NULL;
+	}
+	if (compat_set_nonblock(fd) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    listen(fd, 64) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &slen) == -1) {
+		snprintf(err, errlen, "proxy listen on 127.0.0.1:%u: %s",
+		    (unsigned)port, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	px = xcalloc(1, sizeof(*px));
+	px->base = base;
+	px->dns = dns;
+	px->port = ntohs(sin.sin_port);
+	px->pol = *pol;
+	px->pol.allow = xreallocarray(NULL, pol->nallow ? pol->nallow : 1,
+	    sizeof(char *));
+	for (size_t i = 0; i < pol->nallow; i++)
+		px->pol.allow[i] = xstrdup(pol->allow[i]);
+	px->lim = *lim;
+	px->record = record;
+	px->record_arg = arg;
+	px->window_start = time_now_ms();
+	TAILQ_INIT(&px->conns);
+	px->lis = evconnlistener_new(base, accept_cb, px, LEV_OPT_CLOSE_ON_FREE,
+	    -1, fd);
+	if (px->lis == NULL) {
+		snprintf(err, errlen, "proxy listener: out of memory");
+		close(fd);
+		proxy_free(px);
+		return NULL;
+	}
+	evconnlistener_set_error_cb(px->lis, accept_error_cb);
+	return px;
+}
+
+uint16_t
+proxy_port(const struct proxy *px)
+{
+	return px->port;
+}
+
+size_t
+proxy_nconns(const struct proxy *px)
+{
+	return px->nconns;
+}
+
+void
+proxy_set_test_resolver(struct proxy *px, proxy_resolve_fn *fn, void *arg)
+{
+	px->test_resolve = fn;
+	px->test_arg = arg;
+}
+
+void
+proxy_free(struct proxy *px)
+{
+	struct pconn *c;
+
+	if (px == NULL)
+		return;
+	if (px->lis != NULL)
+		evconnlistener_free(px->lis);
+	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
+		pconn_free(c);
+	for (size_t i = 0; i < px->pol.nallow; i++)
+		free(px->pol.allow[i]);
+	free(px->pol.allow);
+	free(px);
+}

@@ -1,0 +1,212 @@
+/*
+ * al-proxy-harness: runs one lane proxy (daemon/proxy.c) on its own event
+ * loop, for tests/regress/proxy.sh. Prints "port N" once listening, then
+ * one "EVENT detail" line per record; exits when stdin closes.
+ *
+ *   --allow PATTERN        repeated
+ *   --connect-ports LIST   default 443
+ *   --http-ports LIST      default 80
+ *   --max-conns N --max-header N --max-conn-bytes N --max-lane-bytes N
+ *   --idle-ms N --connect-ms N --events-per-min N
+ *   --map NAME=ADDR        test resolver answer, vetted like DNS
+ *   --trust NAME=ADDR      test resolver answer that skips vetting
+ * With no --map/--trust the proxy uses libevent's evdns, as the daemon does.
+ * This is a test program: it is built under build/tests and never installed.
+ */
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+
+#include "proxy.h"
+#include "proxyreq.h"
+
+#define MAX_MAP 32
+
+struct map {
+	char name[PROXYREQ_HOST_MAX + 1];
+	struct sockaddr_storage addr;
+	bool trusted;
+};
+
+static struct map maps[MAX_MAP];
+static size_t nmaps;
+
+static void
+record(void *arg, const char *event, const char *detail)
+{
+	printf("%s %s\n", event, detail);
+	fflush(stdout);
+}
+
+static int
+resolve(void *arg, const char *host, struct sockaddr_storage *addrs, size_t *n,
+    bool *trusted)
+{
+	size_t got = 0;
+
+	*trusted = false;
+	for (size_t i = 0; i < nmaps && got < *n; i++) {
+		if (strcmp(maps[i].name, host) != 0)
+			continue;
+		addrs[got++] = maps[i].addr;
+		if (maps[i].trusted)
+			*trusted = true;
+	}
+	*n = got;
+	return got ? 0 : -1;
+}
+
+static void
+add_map(const char *arg, bool trusted)
+{
+	const char *eq = strchr(arg, '=');
+	struct map *m = &maps[nmaps];
+
+	if (eq == NULL || nmaps >= MAX_MAP ||
+	    (size_t)(eq - arg) > PROXYREQ_HOST_MAX) {
+		fprintf(stderr, "bad --map %s\n", arg);
+		exit(2);
+	}
+	memcpy(m->name, arg, (size_t)(eq - arg));
+	m->name[eq - arg] = '\0';
+	memset(&m->addr, 0, sizeof(m->addr));
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&m->addr;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&m->addr;
+	if (inet_pton(AF_INET, eq + 1, &s4->sin_addr) == 1)
+		s4->sin_family = AF_INET;
+	else if (inet_pton(AF_INET6, eq + 1, &s6->sin6_addr) == 1)
+		s6->sin6_family = AF_INET6;
+	else {
+		fprintf(stderr, "bad address %s\n", eq + 1);
+		exit(2);
+	}
+	m->trusted = trusted;
+	nmaps++;
+}
+
+static void
+stdin_cb(evutil_socket_t fd, short what, void *arg)
+{
+	char buf[256];
+
+	if (read(fd, buf, sizeof(buf)) <= 0)
+		event_base_loopbreak(arg);
+}
+
+static unsigned long long
+num(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (*s == '\0' || *end != '\0') {
+		fprintf(stderr, "bad number %s\n", s);
+		exit(2);
+	}
+	return v;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct proxy_policy pol;
+	struct proxy_limits lim = {
+		.max_conns = 64, .max_header_bytes = 16384,
+		.max_conn_bytes = 1ull << 30, .max_lane_bytes = 1ull << 34,
+		.idle_ms = 300000, .connect_ms = 30000, .max_events_per_min = 1000,
+	};
+	char *allow[64];
+	char err[256];
+
+	memset(&pol, 0, sizeof(pol));
+	pol.allow = allow;
+	pol.connect_ports[0] = 443;
+	pol.nconnect_ports = 1;
+	pol.http_ports[0] = 80;
+	pol.nhttp_ports = 1;
+	for (int i = 1; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (v == NULL) {
+			fprintf(stderr, "%s wants a value\n", o);
+			return 2;
+		}
+		i++;
+		if (strcmp(o, "--allow") == 0) {
+			if (pol.nallow >= 64)
+				return 2;
+			allow[pol.nallow] = strdup(v);
+			if (allow[pol.nallow] == NULL ||
+			    !proxyreq_pattern_valid(allow[pol.nallow])) {
+				fprintf(stderr, "bad pattern %s\n", v);
+				return 2;
+			}
+			pol.nallow++;
+		} else if (strcmp(o, "--connect-ports") == 0) {
+			if (!proxy_parse_ports(v, pol.connect_ports, &pol.nconnect_ports))
+				return 2;
+		} else if (strcmp(o, "--http-ports") == 0) {
+			if (!proxy_parse_ports(v, pol.http_ports, &pol.nhttp_ports))
+				return 2;
+		} else if (strcmp(o, "--max-conns") == 0)
+			lim.max_conns = (uint32_t)num(v);
+		else if (strcmp(o, "--max-header") == 0)
+			lim.max_header_bytes = (uint32_t)num(v);
+		else if (strcmp(o, "--max-conn-bytes") == 0)
+			lim.max_conn_bytes = num(v);
+		else if (strcmp(o, "--max-lane-bytes") == 0)
+			lim.max_lane_bytes = num(v);
+		else if (strcmp(o, "--idle-ms") == 0)
+			lim.idle_ms = num(v);
+		else if (strcmp(o, "--connect-ms") == 0)
+			lim.connect_ms = num(v);
+		else if (strcmp(o, "--events-per-min") == 0)
+			lim.max_events_per_min = (uint32_t)num(v);
+		else if (strcmp(o, "--map") == 0)
+			add_map(v, false);
+		else if (strcmp(o, "--trust") == 0)
+			add_map(v, true);
+		else {
+			fprintf(stderr, "unknown option %s\n", o);
+			return 2;
+		}
+	}
+
+	struct event_base *base = event_base_new();
+	struct evdns_base *dns = NULL;
+	if (base == NULL)
+		return 1;
+	if (nmaps == 0 && (dns = evdns_base_new(base,
+	    EVDNS_BASE_INITIALIZE_NAMESERVERS |
+	    EVDNS_BASE_DISABLE_WHEN_INACTIVE)) == NULL) {
+		fprintf(stderr, "evdns_base_new failed\n");
+		return 1;
+	}
+	struct proxy *px = proxy_new(base, dns, &pol, &lim, 0, record, NULL,
+	    err, sizeof(err));
+	if (px == NULL) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	if (nmaps > 0)
+		proxy_set_test_resolver(px, resolve, NULL);
+	struct event *in = event_new(base, 0, EV_READ | EV_PERSIST, stdin_cb, base);
+	if (in == NULL || event_add(in, NULL) != 0)
+		return 1;
+	printf("port %u\n", (unsigned)proxy_port(px));
+	fflush(stdout);
+	event_base_dispatch(base);
+	proxy_free(px);
+	event_free(in);
+	if (dns != NULL)
+		evdns_base_free(dns, 0);
+	event_base_free(base);
+	for (size_t i = 0; i < pol.nallow; i++)
+		free(allow[i]);
+	return 0;
+}

@@ -1,0 +1,39 @@
+/*
+ * al-netpolicy-print MODE rules|yaml|check [PORT] [sudo]: prints what
+ * daemon/netpolicy.c generates, for tests/regress/netpolicy.sh. PORT is
+ * the proxy port (rules, yaml) or the probe port (check). A test program,
+ * built under build/tests and never installed.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netpolicy.h"
+
+int
+main(int argc, char **argv)
+{
+	char buf[8192];
+	enum netpolicy_mode m;
+	unsigned long port = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
+	bool sudo = argc > 4 && strcmp(argv[4], "sudo") == 0;
+	int n;
+
+	if (argc < 3 || !netpolicy_mode_parse(argv[1], &m) || port > 65535) {
+		fprintf(stderr, "usage: al-netpolicy-print MODE rules|yaml|check [PORT] [sudo]\n");
+		return 2;
+	}
+	if (strcmp(argv[2], "rules") == 0)
+		n = netpolicy_ruleset(m, (uint16_t)port, buf, sizeof buf);
+	else if (strcmp(argv[2], "yaml") == 0)
+		n = netpolicy_yaml(m, (uint16_t)port, sudo, buf, sizeof buf);
+	else if (strcmp(argv[2], "check") == 0)
+		n = netpolicy_check_script(m, sudo, (uint16_t)port, buf, sizeof buf);
+	else
+		n = -1;
+	if (n < 0) {
+		fprintf(stderr, "al-netpolicy-print: cannot render\n");
+		return 1;
+	}
+	return fwrite(buf, 1, (size_t)n, stdout) == (size_t)n ? 0 : 1;
+}

@@ -1,0 +1,327 @@
+"""Drives al-proxy-harness (one lane proxy) with loopback clients and servers.
+
+Each check prints one TAP line. Upstreams are loopback servers reached
+through the harness's test resolver (--trust NAME=127.0.0.1); every other
+name is either unknown or mapped with --map, which is vetted like DNS.
+"""
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+HARNESS = sys.argv[1]
+n = 0
+failed = 0
+
+
+def report(ok, what):
+    global n, failed
+    n += 1
+    if not ok:
+        failed += 1
+    print(("ok" if ok else "not ok") + " %d - %s" % (n, what), flush=True)
+
+
+def echo_server():
+    """An echo server on 127.0.0.1; returns its port."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+
+    def serve(c):
+        try:
+            while True:
+                d = c.recv(65536)
+                if not d:
+                    break
+                c.sendall(d)
+        except OSError:
+            pass
+        c.close()
+
+    def loop():
+        while True:
+            c, _ = s.accept()
+            threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+    threading.Thread(target=loop, daemon=True).start()
+    return s.getsockname()[1]
+
+
+class Harness:
+    def __init__(self, *args):
+        self.p = subprocess.Popen([HARNESS] + list(args), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        assert line.startswith("port "), line
+        self.port = int(line.split()[1])
+        self.events = []
+        self.lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            with self.lock:
+                self.events.append(line.rstrip("\n"))
+
+    def wait_event(self, needle, timeout=3.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            with self.lock:
+                for e in self.events:
+                    if needle in e:
+                        return e
+            time.sleep(0.02)
+        return None
+
+    def conn(self):
+        c = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        return c
+
+    def ask(self, head, extra=b""):
+        """Sends a head; returns (socket, status line)."""
+        c = self.conn()
+        c.sendall(head + extra)
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(4096)
+            if not d:
+                break
+            buf += d
+        status = buf.split(b"\r\n", 1)[0].decode("latin-1")
+        return c, status, buf
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=5)
+        return self.p.returncode
+
+
+def status_code(status):
+    parts = status.split()
+    return parts[1] if len(parts) > 1 else ""
+
+
+def recv_all(c, want, timeout=3.0):
+    c.settimeout(timeout)
+    got = b""
+    try:
+        while len(got) < want:
+            d = c.recv(65536)
+            if not d:
+                break
+            got += d
+    except OSError:
+        pass
+    return got
+
+
+ECHO = echo_server()
+p = str(ECHO)
+
+h = Harness("--allow", "allowed.test", "--allow", "*.wild.test",
+            "--allow", "rebind.test", "--allow", "mapped.test",
+            "--allow", "meta.test", "--allow", "v6.test",
+            "--connect-ports", "443," + p, "--http-ports", "80," + p,
+            "--trust", "allowed.test=127.0.0.1",
+            "--trust", "a.b.wild.test=127.0.0.1",
+            "--trust", "wild.test=127.0.0.1",
+            "--trust", "evilwild.test=127.0.0.1",
+            "--map", "rebind.test=127.0.0.1",
+            "--map", "mapped.test=::ffff:10.1.2.3",
+            "--map", "meta.test=93.184.216.34",
+            "--map", "meta.test=169.254.169.254",
+            "--map", "v6.test=fe80::1")
+
+# allow: CONNECT to an allowed name, bytes both ways.
+c, st, _ = h.ask(b"CONNECT allowed.test:%d HTTP/1.1\r\nHost: allowed.test\r\n\r\n" % ECHO)
+report(status_code(st) == "200", "CONNECT to an allowed name is established (%s)" % st)
+c.sendall(b"ping through the proxy")
+report(recv_all(c, 22) == b"ping through the proxy", "bytes flow both ways")
+c.close()
+report(h.wait_event("proxy-allow CONNECT allowed.test:%d via 127.0.0.1" % ECHO) is not None,
+       "the allowed connection is recorded")
+
+# deny: a name not listed.
+c, st, _ = h.ask(b"CONNECT example.org:443 HTTP/1.1\r\n\r\n")
+report(status_code(st) == "403", "CONNECT to a name not listed is refused (%s)" % st)
+c.close()
+report(h.wait_event("proxy-deny CONNECT example.org:443: host not in the allow list") is not None,
+       "the denied connection is recorded")
+
+# wildcards: any depth below, not the suffix itself, not a look-alike.
+c, st, _ = h.ask(b"CONNECT a.b.wild.test:%d HTTP/1.1\r\n\r\n" % ECHO)
+report(status_code(st) == "200", "*.wild.test allows a.b.wild.test (%s)" % st)
+c.close()
+for name in (b"wild.test", b"evilwild.test", b"wild.test.evil.org"):
+    c, st, _ = h.ask(b"CONNECT " + name + b":%d HTTP/1.1\r\n\r\n" % ECHO)
+    report(status_code(st) == "403", "*.wild.test refuses %s (%s)" % (name.decode(), st))
+    c.close()
+c, st, _ = h.ask(b"CONNECT ALLOWED.Test.:%d HTTP/1.1\r\n\r\n" % ECHO)
+report(status_code(st) == "200", "names match case-insensitively, trailing dot ignored (%s)" % st)
+c.close()
+
+# rebinding: an allowed name whose answer is not public.
+c, st, _ = h.ask(b"CONNECT rebind.test:%d HTTP/1.1\r\n\r\n" % ECHO)
+report(status_code(st) == "403", "an allowed name resolving to 127.0.0.1 is refused (%s)" % st)
+c.close()
+report(h.wait_event("resolves to 127.0.0.1 (loopback)") is not None,
+       "the rebinding refusal is recorded with the address")
+for name, why in ((b"mapped.test", "::ffff:10.1.2.3 (private)"),
+                  (b"meta.test", "169.254.169.254 (link-local)"),
+                  (b"v6.test", "fe80::1 (link-local)")):
+    c, st, _ = h.ask(b"CONNECT " + name + b":443 HTTP/1.1\r\n\r\n")
+    report(status_code(st) == "403" and h.wait_event(why) is not None,
+           "%s refused: %s" % (name.decode(), why))
+    c.close()
+
+# ports: CONNECT only to the listed ports.
+c, st, _ = h.ask(b"CONNECT allowed.test:22 HTTP/1.1\r\n\r\n")
+report(status_code(st) == "403", "CONNECT to port 22 is refused (%s)" % st)
+c.close()
+report(h.wait_event("proxy-deny CONNECT allowed.test:22: port not allowed") is not None,
+       "the port refusal is recorded")
+c, st, _ = h.ask(b"GET http://allowed.test:443/ HTTP/1.1\r\n\r\n")
+report(status_code(st) == "403", "plain http to a CONNECT-only port is refused (%s)" % st)
+c.close()
+
+# absolute-URI http: forwarded in origin form, Host from the URI,
+# proxy headers dropped, one request per connection.
+head = (b"GET http://allowed.test:%d/path?q=1 HTTP/1.1\r\nHost: evil.example\r\n"
+        b"Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n"
+        b"Accept: */*\r\n\r\n" % ECHO)
+c = h.conn()
+c.sendall(head)
+got = recv_all(c, 10000, timeout=1.0)
+c.close()
+want = (b"GET /path?q=1 HTTP/1.1\r\nAccept: */*\r\nHost: allowed.test:%d\r\n"
+        b"Connection: close\r\n\r\n" % ECHO)
+report(got == want, "http:// request forwarded in origin form (%r)" % got[:200])
+c, st, _ = h.ask(b"GET http://example.org/ HTTP/1.1\r\n\r\n")
+report(status_code(st) == "403", "http:// to a name not listed is refused (%s)" % st)
+c.close()
+for bad, code in ((b"GET / HTTP/1.1\r\n\r\n", "400"),
+                  (b"GET http://user@allowed.test/ HTTP/1.1\r\n\r\n", "400"),
+                  (b"CONNECT allowed.test HTTP/1.1\r\n\r\n", "400"),
+                  (b"CONNECT allowed.test..:443 HTTP/1.1\r\n\r\n", "400"),
+                  (b"CONNECT allowed.test:443 HTTP/2.0\r\n\r\n", "505"),
+                  (b"GET https://allowed.test/ HTTP/1.1\r\n\r\n", "400"),
+                  (b"CONNECT allowed.test:443 HTTP/1.1\r\nX: a\r\n b\r\n\r\n", "400"),
+                  (b"CONNECT allowed.test:443 HTTP/1.1\nHost: x\r\n\r\n", "400")):
+    c, st, _ = h.ask(bad)
+    report(status_code(st) == code, "malformed %r answered %s (%s)" % (bad[:40], code, st))
+    c.close()
+report(h.close() == 0, "harness exits cleanly")
+
+# bounds: header size.
+h = Harness("--allow", "allowed.test", "--trust", "allowed.test=127.0.0.1",
+            "--connect-ports", p, "--max-header", "1024")
+c = h.conn()
+c.sendall(b"CONNECT allowed.test:%d HTTP/1.1\r\n" % ECHO + b"X-Pad: " + b"a" * 4000)
+got = recv_all(c, 100, timeout=2.0)
+report(got.startswith(b"HTTP/1.1 431"), "a head over max_header is refused with 431 (%r)" % got[:40])
+c.close()
+report(h.wait_event("request head over 1024 bytes") is not None, "the oversize head is recorded")
+h.close()
+
+# bounds: connections at once.
+h = Harness("--allow", "allowed.test", "--trust", "allowed.test=127.0.0.1",
+            "--connect-ports", p, "--max-conns", "3")
+held = [h.conn() for _ in range(3)]
+time.sleep(0.2)
+c = h.conn()
+got = recv_all(c, 100, timeout=2.0)
+report(got.startswith(b"HTTP/1.1 503"), "a fourth connection over max_conns=3 gets 503 (%r)" % got[:40])
+report(h.wait_event("proxy-limit refused: 3 connections open") is not None, "the refusal is recorded")
+c.close()
+for x in held:
+    x.close()
+time.sleep(0.3)
+c, st, _ = h.ask(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % ECHO)
+report(status_code(st) == "200", "closed connections free their slots (%s)" % st)
+c.close()
+h.close()
+
+# bounds: bytes per connection and per lane.
+h = Harness("--allow", "allowed.test", "--trust", "allowed.test=127.0.0.1",
+            "--connect-ports", p, "--max-conn-bytes", "100000",
+            "--max-lane-bytes", "250000")
+c, st, _ = h.ask(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % ECHO)
+c.settimeout(3)
+# Lock-step: each chunk is echoed before the next, so both directions count.
+echoed = 0
+try:
+    for _ in range(50):
+        c.sendall(b"x" * 8192)
+        got = recv_all(c, 8192, timeout=2.0)
+        echoed += len(got)
+        if len(got) < 8192:
+            break
+except OSError:
+    pass
+report(0 < echoed and 2 * echoed <= 100000,
+       "max_conn_bytes=100000 bounds one connection, both ways (echoed %d of 409600)" % echoed)
+report(h.wait_event("(connection cap)") is not None, "the byte cap is recorded")
+c.close()
+# Two more connections use up the lane's 250000 bytes.
+for _ in range(3):
+    c, st, _ = h.ask(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % ECHO)
+    if status_code(st) == "200":
+        try:
+            c.sendall(b"y" * 60000)
+        except OSError:
+            pass
+        recv_all(c, 60000, timeout=1.0)
+    c.close()
+time.sleep(0.2)
+c = h.conn()
+got = recv_all(c, 100, timeout=2.0)
+report(got.startswith(b"HTTP/1.1 503") and h.wait_event("refused: the lane's 250000 bytes are used up") is not None,
+       "after max_lane_bytes new connections get 503, recorded (%r)" % got[:40])
+c.close()
+h.close()
+
+# bounds: idle time, during the head and during the splice.
+h = Harness("--allow", "allowed.test", "--trust", "allowed.test=127.0.0.1",
+            "--connect-ports", p, "--idle-ms", "300")
+c, st, _ = h.ask(b"CONNECT allowed.test:%d HTTP/1.1\r\n\r\n" % ECHO)
+time.sleep(0.8)
+c.settimeout(2)
+try:
+    c.sendall(b"late")
+    d = c.recv(100)
+except OSError:
+    d = b""
+report(d == b"", "an idle tunnel is closed after idle_ms=300")
+c.close()
+c = h.conn()
+c.sendall(b"CONNECT allowed.test")
+got = recv_all(c, 100, timeout=2.0)
+report(got.startswith(b"HTTP/1.1 408"), "a head that stalls is closed with 408 (%r)" % got[:40])
+c.close()
+h.close()
+
+# the real resolver (evdns, /etc/hosts): localhost is loopback and refused.
+h = Harness("--allow", "localhost", "--connect-ports", p)
+c, st, _ = h.ask(b"CONNECT localhost:%d HTTP/1.1\r\n\r\n" % ECHO)
+ev = h.wait_event("proxy-deny CONNECT localhost")
+report(status_code(st) in ("403", "502") and ev is not None and "allow" not in st,
+       "through evdns, localhost is refused (%s; %s)" % (st, ev))
+h.close()
+
+# events are bounded per minute.
+h = Harness("--events-per-min", "5")
+for _ in range(12):
+    c, st, _ = h.ask(b"CONNECT example.org:443 HTTP/1.1\r\n\r\n")
+    c.close()
+time.sleep(0.3)
+with h.lock:
+    k = sum(1 for e in h.events if e.startswith("proxy-deny"))
+report(k == 5, "records stop at events_per_min=5 (%d recorded of 12)" % k)
+h.close()
+
+print("# %d checks, %d failed" % (n, failed))
+sys.exit(1 if failed else 0)

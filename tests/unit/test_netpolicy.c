@@ -1,0 +1,181 @@
+/*
+ * daemon/netpolicy.c: the guest rule set and YAML keys of each network
+ * mode (pinned by golden files, one per mode), the rule order the ssh
+ * replies depend on, the Lima version gate and the proxy environment.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "netpolicy.h"
+
+static char *
+read_golden(const char *name, size_t *len)
+{
+	char path[1024], *buf;
+	const char *slash = strrchr(__FILE__, '/');
+	FILE *f;
+	long size;
+
+	snprintf(path, sizeof path, "%.*sgolden/%s",
+	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__, name);
+	if ((f = fopen(path, "rb")) == NULL)
+		fail_msg("%s: cannot open (run from the repository root)", path);
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	size = ftell(f);
+	assert_true(size >= 0);
+	rewind(f);
+	buf = calloc(1, (size_t)size + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
+	fclose(f);
+	*len = (size_t)size;
+	return buf;
+}
+
+static void
+check_golden(enum netpolicy_mode m, uint16_t port, bool sudo, const char *file)
+{
+	char yaml[8192], *golden;
+	size_t glen;
+	int n = netpolicy_yaml(m, port, sudo, yaml, sizeof yaml);
+
+	assert_true(n > 0);
+	golden = read_golden(file, &glen);
+	if ((size_t)n != glen || memcmp(yaml, golden, glen) != 0)
+		fail_msg("netpolicy YAML differs from tests/unit/golden/%s; "
+		    "rendered:\n%s", file, yaml);
+	free(golden);
+}
+
+static void
+test_golden_internet(void **state)
+{
+	check_golden(NETPOLICY_INTERNET, 0, false, "netpolicy-internet.yaml");
+}
+
+static void
+test_golden_none(void **state)
+{
+	check_golden(NETPOLICY_NONE, 0, false, "netpolicy-none.yaml");
+}
+
+static void
+test_golden_allow(void **state)
+{
+	check_golden(NETPOLICY_ALLOW, 41234, false, "netpolicy-allow.yaml");
+}
+
+static void
+test_golden_sudo(void **state)
+{
+	check_golden(NETPOLICY_INTERNET, 0, true, "netpolicy-internet-sudo.yaml");
+}
+
+/* Position of needle in hay, failing when absent. */
+static size_t
+at(const char *hay, const char *needle)
+{
+	const char *p = strstr(hay, needle);
+	if (p == NULL)
+		fail_msg("no '%s' in:\n%s", needle, hay);
+	return (size_t)(p - hay);
+}
+
+/* Established first (ssh replies go to 192.168.5.2), then DNS, then drops. */
+static void
+test_order(void **state)
+{
+	char r[4096];
+
+	assert_true(netpolicy_ruleset(NETPOLICY_INTERNET, 0, r, sizeof r) > 0);
+	assert_true(at(r, "ct state established,related accept") <
+	    at(r, "192.168.5.3 udp dport 53 accept"));
+	assert_true(at(r, "192.168.5.3 tcp dport 53 accept") <
+	    at(r, "192.168.0.0/16"));
+	assert_true(at(r, "policy accept") < at(r, "drop"));
+	for (const char *net = "10.0.0.0/8\0" "172.16.0.0/12\0"
+	    "169.254.0.0/16\0" "100.64.0.0/10\0" "fc00::/7\0" "fe80::/10\0";
+	    *net; net += strlen(net) + 1)
+		(void)at(r, net);
+
+	assert_true(netpolicy_ruleset(NETPOLICY_NONE, 0, r, sizeof r) > 0);
+	assert_true(at(r, "policy drop") < at(r, "established,related accept"));
+	assert_null(strstr(r, "dport 53"));
+
+	assert_true(netpolicy_ruleset(NETPOLICY_ALLOW, 8123, r, sizeof r) > 0);
+	(void)at(r, "ip daddr 192.168.5.2 tcp dport 8123 accept");
+	assert_null(strstr(r, "dport 53"));
+	assert_int_equal(netpolicy_ruleset(NETPOLICY_ALLOW, 0, r, sizeof r), -1);
+	/* A buffer one short fails rather than cutting the rules. */
+	int n = netpolicy_ruleset(NETPOLICY_INTERNET, 0, r, sizeof r);
+	assert_int_equal(netpolicy_ruleset(NETPOLICY_INTERNET, 0, r, (size_t)n), -1);
+}
+
+static void
+test_modes(void **state)
+{
+	enum netpolicy_mode m;
+
+	assert_true(netpolicy_mode_parse("none", &m));
+	assert_int_equal(m, NETPOLICY_NONE);
+	assert_true(netpolicy_mode_parse("allow", &m));
+	assert_string_equal(netpolicy_mode_name(m), "allow");
+	assert_false(netpolicy_mode_parse("Internet", &m));
+	assert_false(netpolicy_mode_parse("", &m));
+}
+
+static void
+test_version(void **state)
+{
+	char why[512];
+
+	assert_true(netpolicy_lima_version_ok("limactl version 2.2.0\n", why, sizeof why));
+	assert_true(netpolicy_lima_version_ok("limactl version 2.10.1", why, sizeof why));
+	assert_true(netpolicy_lima_version_ok("limactl version 3.0.0", why, sizeof why));
+	assert_false(netpolicy_lima_version_ok("limactl version 2.1.9", why, sizeof why));
+	assert_non_null(strstr(why, "Lima 2.1.9 cannot drop guest root"));
+	assert_non_null(strstr(why, "2.2.0 or later"));
+	assert_false(netpolicy_lima_version_ok("limactl version 1.99.0", why, sizeof why));
+	assert_false(netpolicy_lima_version_ok("lima 2.2.0", why, sizeof why));
+	assert_non_null(strstr(why, "cannot read the Lima version"));
+	assert_false(netpolicy_lima_version_ok(NULL, why, sizeof why));
+}
+
+static void
+test_env(void **state)
+{
+	char env[8][64];
+
+	assert_int_equal(netpolicy_proxy_env(NETPOLICY_INTERNET, 8123, env), 0);
+	assert_int_equal(netpolicy_proxy_env(NETPOLICY_ALLOW, 0, env), 0);
+	assert_int_equal(netpolicy_proxy_env(NETPOLICY_ALLOW, 8123, env), 6);
+	assert_string_equal(env[0], "HTTP_PROXY=http://192.168.5.2:8123");
+	assert_string_equal(env[1], "HTTPS_PROXY=http://192.168.5.2:8123");
+	assert_string_equal(env[3], "https_proxy=http://192.168.5.2:8123");
+	assert_string_equal(env[4], "NO_PROXY=localhost,127.0.0.1,::1");
+	assert_string_equal(env[5], "no_proxy=localhost,127.0.0.1,::1");
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden_internet),
+		cmocka_unit_test(test_golden_none),
+		cmocka_unit_test(test_golden_allow),
+		cmocka_unit_test(test_golden_sudo),
+		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_modes),
+		cmocka_unit_test(test_version),
+		cmocka_unit_test(test_env),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
