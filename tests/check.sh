@@ -152,6 +152,7 @@ if want vm-full; then
 		    run_suite "lima-vm/regress/$t" tests/regress/$t.sh
 	done
 	run_suite "lima-vm/test-vm" tests/lima-vm/test-vm.sh
+	run_suite "lima-vm/docker" tests/lima-vm/docker.sh
 fi
 
 if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then
