@@ -44,10 +44,18 @@ static const char provision_wrapper[] =
 
 /*
  * `image build --docker`: Docker Engine from Debian packages, rootless for
- * the lane user. The system daemon stays masked: membership of the docker
- * group is root in the guest (SECURITY.md). Exec's login shell picks
- * DOCKER_HOST up from /etc/profile.d. Changing this text changes every
- * docker image's id, as it should.
+ * the lane user. The system daemon never runs: policy-rc.d keeps the
+ * packages' postinst from starting it, and it stays masked (membership of
+ * the docker group, or a rootful socket, is root in the guest: SECURITY.md).
+ * Debian's dockerd-rootless-setuptool.sh takes the directory of
+ * dockerd-rootless.sh (/usr/share/docker.io/contrib) for the one holding
+ * the docker CLI as well, and fails on "$BIN/docker version": it is given a
+ * directory of links that holds both. No fuse-overlayfs: the guest kernel
+ * (6.1) mounts overlayfs in a user namespace itself, and fuse3's
+ * initramfs hook cost minutes per build under TCG. Exec's login shell
+ * picks DOCKER_HOST up from /etc/profile.d. Changing this text changes
+ * every docker image's id, as it should. Proved on a real guest by
+ * tests/lima-vm/docker.sh (make check-vm).
  */
 static const char docker_script[] =
     "#!/bin/sh\n"
@@ -56,16 +64,26 @@ static const char docker_script[] =
     "user=${SUDO_USER:?run through sudo by agent-laned}\n"
     "uid=$(id -u \"$user\")\n"
     "export DEBIAN_FRONTEND=noninteractive\n"
+    "trap 'rm -f /usr/sbin/policy-rc.d' EXIT\n"
+    "printf '#!/bin/sh\\nexit 101\\n' > /usr/sbin/policy-rc.d\n"
+    "chmod 0755 /usr/sbin/policy-rc.d\n"
+    "systemctl mask docker.service docker.socket >/dev/null 2>&1\n"
     "apt-get update\n"
     "apt-get install -y --no-install-recommends docker.io rootlesskit "
-    "uidmap slirp4netns dbus-user-session fuse-overlayfs iptables\n"
+    "uidmap slirp4netns dbus-user-session iptables\n"
+    "rm -f /usr/sbin/policy-rc.d\n"
     "systemctl disable --now docker.service docker.socket "
     "containerd.service >/dev/null 2>&1 || true\n"
-    "systemctl mask docker.service docker.socket >/dev/null 2>&1 || true\n"
+    "systemctl mask docker.service docker.socket\n"
     "grep -q \"^$user:\" /etc/subuid || "
     "usermod --add-subuids 100000-165535 \"$user\"\n"
     "grep -q \"^$user:\" /etc/subgid || "
     "usermod --add-subgids 100000-165535 \"$user\"\n"
+    "bin=/usr/local/libexec/agent-lane-docker\n"
+    "mkdir -p \"$bin\"\n"
+    "ln -sf /usr/share/docker.io/contrib/dockerd-rootless.sh "
+    "\"$bin/dockerd-rootless.sh\"\n"
+    "ln -sf /usr/bin/docker \"$bin/docker\"\n"
     "loginctl enable-linger \"$user\"\n"
     /*
      * The user's manager may predate dbus-user-session (our own shell
@@ -80,10 +98,18 @@ static const char docker_script[] =
     "systemctl --user start dbus.socket\n"
     "i=0; while [ ! -S /run/user/$uid/bus ] && [ $i -lt 60 ]; do "
     "sleep 1; i=$((i + 1)); done\n"
-    "runuser -u \"$user\" -- env XDG_RUNTIME_DIR=/run/user/$uid "
+    "setup() { runuser -u \"$user\" -- env XDG_RUNTIME_DIR=/run/user/$uid "
     "DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/$uid/bus "
-    "PATH=/usr/share/docker.io/contrib:/usr/sbin:/usr/bin:/sbin:/bin "
-    "dockerd-rootless-setuptool.sh install --skip-iptables\n"
+    "PATH=$bin:/usr/sbin:/usr/bin:/sbin:/bin "
+    "/usr/share/docker.io/contrib/dockerd-rootless-setuptool.sh install "
+    "--skip-iptables; }\n"
+    /*
+     * The setup tool gives the daemon 3 s before `docker version`; under
+     * emulation (TCG) dockerd takes longer. Once its socket is up, a
+     * second run finds the unit written and running, and completes.
+     */
+    "setup || { i=0; while [ ! -S /run/user/$uid/docker.sock ] && "
+    "[ $i -lt 300 ]; do sleep 1; i=$((i + 1)); done; setup; }\n"
     "printf '%s\\n' 'export DOCKER_HOST=unix:///run/user/$(id -u)/docker.sock'"
     " > /etc/profile.d/agent-lane-docker.sh\n"
     "chmod 0644 /etc/profile.d/agent-lane-docker.sh\n";

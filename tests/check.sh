@@ -153,6 +153,7 @@ if want vm-full; then
 	done
 	run_suite "lima-vm/test-vm" tests/lima-vm/test-vm.sh
 	run_suite "lima-vm/netpolicy" tests/lima-vm/netpolicy.sh
+	run_suite "lima-vm/docker" tests/lima-vm/docker.sh
 fi
 
 if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then
