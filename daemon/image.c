@@ -809,31 +809,14 @@ write_build_yaml(struct build *b, char *err, size_t errlen)
 	struct lima_lane_spec spec = { b->rec.cpus, b->rec.memory_mib,
 	    b->rec.disk_gib };
 	char yaml[4096], path[PATH_MAX];
-	int fd, n;
-	ssize_t w;
+	int n;
 
 	if ((n = lima_yaml_render(b->d->lima, &spec, yaml, sizeof yaml)) < 0) {
 		snprintf(err, errlen, "image YAML too large");
 		return -1;
 	}
 	build_yaml_path(b, path, sizeof path);
-	(void)unlink(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	w = write(fd, yaml, (size_t)n);
-	if (w != n || fsync(fd) == -1) {
-		snprintf(err, errlen, "%s: %s", path,
-		    w == -1 ? strerror(errno) : "short write");
-		close(fd);
-		(void)unlink(path);
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return file_replace_private(path, yaml, (size_t)n, err, errlen);
 }
 
 /* ---- Calls ---- */

@@ -568,8 +568,7 @@ write_yaml(struct lane *l, char *err, size_t errlen)
 	struct lima_lane_spec spec;
 	struct lane_record rec;
 	char yaml[4096], path[PATH_MAX];
-	int fd, n;
-	ssize_t w;
+	int n;
 
 	if (registry_lane_get(l->d->reg, l->name, &rec) != REG_OK) {
 		snprintf(err, errlen, "registry read failed");
@@ -583,23 +582,7 @@ write_yaml(struct lane *l, char *err, size_t errlen)
 		return -1;
 	}
 	yaml_path(l, path, sizeof path);
-	(void)unlink(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-	    0600);
-	if (fd == -1) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
-	w = write(fd, yaml, (size_t)n);
-	if (w != n || fsync(fd) == -1) {
-		snprintf(err, errlen, "%s: %s", path,
-		    w == -1 ? strerror(errno) : "short write");
-		close(fd);
-		(void)unlink(path);
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return file_replace_private(path, yaml, (size_t)n, err, errlen);
 }
 
 static void

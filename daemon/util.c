@@ -1,9 +1,11 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "util.h"
@@ -221,4 +223,31 @@ tail_append(char *buf, size_t cap, size_t *len, const void *data, size_t n)
 		*len += n;
 	}
 	buf[*len] = '\0';
+}
+
+int
+file_replace_private(const char *path, const void *data, size_t len,
+    char *err, size_t errlen)
+{
+	ssize_t w;
+	int fd;
+
+	(void)unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    0600);
+	if (fd == -1) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	w = write(fd, data, len);
+	if (w == -1 || (size_t)w != len || fsync(fd) == -1) {
+		snprintf(err, errlen, "%s: %s", path,
+		    w != -1 && (size_t)w != len ? "short write" :
+		    strerror(errno));
+		close(fd);
+		(void)unlink(path);
+		return -1;
+	}
+	close(fd);
+	return 0;
 }

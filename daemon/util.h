@@ -43,6 +43,13 @@ void tail_append(char *buf, size_t cap, size_t *len, const void *data,
  * each control character (C0, DEL, C1, bidirectional overrides), becomes
  * '?'. The result is never longer.
  */
+/*
+ * Writes a file only we may read, in place of any file or link at path:
+ * O_EXCL and O_NOFOLLOW after an unlink, then fsync. On failure the file is
+ * gone and err says why.
+ */
+int file_replace_private(const char *path, const void *data, size_t len,
+    char *err, size_t errlen);
 void str_sanitize(char *s);
 /* For identifiers: every byte that is not printable ASCII becomes '?'. */
 void str_sanitize_ascii(char *s);
