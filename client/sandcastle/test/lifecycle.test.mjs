@@ -18,8 +18,11 @@ async function lanesLabelled(value) {
   return all.filter((l) => l.labels.some((lb) => lb.key === "test" && lb.value === value));
 }
 
+// A duration no other test or concurrent run uses, so the host-wide process
+// scan only ever finds this test's own sleeper.
+const SLEEP_ARG = `300.${process.pid}${Date.now() % 1000}`;
 function sleepers() {
-  const needle = Buffer.from("sleep\u0000300\u0000");
+  const needle = Buffer.from(`sleep\u0000${SLEEP_ARG}\u0000`);
   return hostCommandLines().filter((p) => p.cmdline.equals(needle));
 }
 
@@ -72,12 +75,12 @@ test("close() kills in-flight execs, stops onLine, destroys the lane and is idem
   const h = await createLaneHandle({ socketPath: daemon.socketPath, labels: { test: "close" } }, { env: {} });
   const sleeperLines = [];
   const ticks = [];
-  const sleeper = h.exec("echo started; sleep 300", { onLine: (l) => sleeperLines.push(l) });
+  const sleeper = h.exec(`echo started; sleep ${SLEEP_ARG}`, { onLine: (l) => sleeperLines.push(l) });
   const ticker = h.exec("while :; do echo tick; sleep 0.02; done", { onLine: (l) => ticks.push(l) });
   sleeper.catch(() => undefined);
   ticker.catch(() => undefined);
   await waitFor(() => sleeperLines.length === 1 && ticks.length > 3, { what: "both commands to run" });
-  await waitFor(() => sleepers().length > 0, { what: "the sleep 300 process" });
+  await waitFor(() => sleepers().length > 0, { what: "the sleeper process" });
 
   const t0 = Date.now();
   const closing = [h.close(), h.close()];
@@ -90,7 +93,7 @@ test("close() kills in-flight execs, stops onLine, destroys the lane and is idem
   await assert.rejects(ticker, AgentLaneError);
   const lane = await daemon.client.getLane(h.laneName);
   assert.equal(lane.state, "DESTROYED");
-  assert.equal(sleepers().length, 0, "sleep 300 still running after close()");
+  assert.equal(sleepers().length, 0, "the sleeper still runs after close()");
   await sleep(300);
   assert.equal(ticks.length, ticksAtClose, "onLine was called after close()");
 
