@@ -18,6 +18,10 @@
 #define LANE_LABELS_MAX 16
 #define LANE_LABEL_KEY_MAX 63
 #define LANE_LABEL_VALUE_MAX 255
+/* Network policy: the allow list is '\n'-separated patterns. */
+#define LANE_NETWORK_SIZE 16
+#define LANE_ALLOW_TEXT_MAX 2048	/* NETPOLICY_ALLOW_TEXT_MAX */
+#define LANE_NET_NOTE_MAX 256
 /* How long a write waits for another process's lock before failing. */
 #define REGISTRY_BUSY_MS 1000
 
@@ -57,6 +61,14 @@ struct lane_record {
 	 * as creating/ready (booting/booted) and read as LANE_POOLED.
 	 */
 	bool pooled;
+	/* The network policy; network "" on rows made before policies. */
+	char network[LANE_NETWORK_SIZE];
+	char allow[LANE_ALLOW_TEXT_MAX + 1];
+	bool sudo;
+	uint16_t proxy_port;		/* allow: its proxy's port */
+	/* "enforced", "advisory", "unenforced"; "" until ready. */
+	char net_policy[16];
+	char net_note[LANE_NET_NOTE_MAX];
 };
 
 struct lane_label {
@@ -119,6 +131,12 @@ int registry_lane_set_workspace(struct registry *, const char *name,
 /* Why a lane is stuck (e.g. a delete being retried); shown to users. */
 int registry_lane_set_error(struct registry *, const char *name,
     const char *error);
+/* The port of an allow lane's proxy, bound again after a restart. */
+int registry_lane_set_proxy_port(struct registry *, const char *name,
+    uint16_t port);
+/* How the lane's network policy holds, decided before it is ready. */
+int registry_lane_set_net_policy(struct registry *, const char *name,
+    const char *policy, const char *note);
 /* Creation failed: the lane will end "failed" even across a restart. */
 int registry_lane_set_create_failed(struct registry *, const char *name,
     const char *error);
