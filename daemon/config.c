@@ -12,6 +12,7 @@
 #include "config.h"
 #include "log.h"
 #include "netpolicy.h"
+#include "proxy.h"
 #include "units.h"
 #include "util.h"
 #include "wire.h"
@@ -28,6 +29,7 @@ enum config_type {
 	CT_SHAPE,	/* "COUNT [cpus=N] [memory=SIZE] [disk=N]", repeatable */
 	CT_NETMODE,	/* internet, none or allow */
 	CT_ALLOW,	/* host patterns, comma or space separated, repeatable */
+	CT_PORTS,	/* "443,8443": 1-16 ports */
 };
 
 struct config_key {
@@ -82,6 +84,8 @@ static const struct config_key config_keys[] = {
 	K(proxy_max_lane_bytes, CT_BYTES, 1024, 1ull << 50, "allow lanes: bytes through one lane's proxy in all"),
 	K(proxy_idle_timeout_ms, CT_SECONDS, 1000, 86400000, "allow lanes: a proxied connection with no traffic is closed"),
 	K(proxy_events_per_min, CT_U32, 1, 100000, "allow lanes: proxy records per lane and minute (the rest are counted)"),
+	K(proxy_connect_ports, CT_PORTS, 0, 0, "allow lanes: ports CONNECT may reach (\"443,8443\")"),
+	K(proxy_http_ports, CT_PORTS, 0, 0, "allow lanes: ports plain-HTTP requests may reach (\"80\")"),
 };
 
 #undef K
@@ -170,6 +174,8 @@ config_defaults(struct config *c)
 	c->proxy_max_lane_bytes = 64ull << 30;
 	c->proxy_idle_timeout_ms = 5 * UNITS_MS_PER_MIN;
 	c->proxy_events_per_min = 600;
+	c->proxy_connect_ports = xstrdup("443");
+	c->proxy_http_ports = xstrdup("80");
 }
 
 /* One allow line: patterns separated by commas or blanks, added. */
@@ -367,6 +373,19 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 			return -1;
 		}
 		*(uint32_t *)field = (uint32_t)m;
+		return 0;
+	}
+	case CT_PORTS: {
+		uint16_t ports[PROXY_MAX_PORTS];
+		size_t n;
+
+		if (!proxy_parse_ports(value, ports, &n)) {
+			snprintf(err, errlen, "%s: \"%s\" is not 1-%d ports "
+			    "separated by commas", key, value, PROXY_MAX_PORTS);
+			return -1;
+		}
+		free(*(char **)field);
+		*(char **)field = xstrdup(value);
 		return 0;
 	}
 	case CT_STRING:
@@ -581,6 +600,7 @@ config_print(const struct config *c, FILE *f)
 		switch (k->type) {
 		case CT_STRING:
 		case CT_PATH:
+		case CT_PORTS:
 			fprintf(f, "%s = %s\n", name, *(char *const *)field);
 			break;
 		case CT_BOOL:
@@ -668,5 +688,7 @@ config_free(struct config *c)
 	free(c->lima_home);
 	free(c->lima_template);
 	free(c->allow);
+	free(c->proxy_connect_ports);
+	free(c->proxy_http_ports);
 	memset(c, 0, sizeof *c);
 }

@@ -66,6 +66,8 @@ struct config {
 	uint64_t proxy_max_lane_bytes;	/* everything one lane's proxy carries */
 	uint64_t proxy_idle_timeout_ms;	/* no byte either way */
 	uint32_t proxy_events_per_min;	/* proxy records per lane; the rest counted */
+	char *proxy_connect_ports;	/* "443": CONNECT targets allowed */
+	char *proxy_http_ports;		/* "80": absolute-URI http targets */
 };
 
 /* Fills built-in defaults and the per-user default paths. */

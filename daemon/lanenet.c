@@ -289,9 +289,13 @@ lanenet_proxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
 	    pol.nallow < NETPOLICY_ALLOW_MAX; tok = strtok_r(NULL, "\n", &save))
 		pats[pol.nallow++] = tok;
 	pol.allow = pats;
-	/* HTTPS through CONNECT, plain HTTP as absolute URIs. */
-	pol.connect_ports[pol.nconnect_ports++] = 443;
-	pol.http_ports[pol.nhttp_ports++] = 80;
+	/* HTTPS through CONNECT, plain HTTP as absolute URIs (checked keys). */
+	if (!proxy_parse_ports(d->cfg.proxy_connect_ports, pol.connect_ports,
+	    &pol.nconnect_ports) || !proxy_parse_ports(d->cfg.proxy_http_ports,
+	    pol.http_ports, &pol.nhttp_ports)) {
+		snprintf(err, errlen, "bad proxy port keys");
+		return -1;
+	}
 	if (!n->dns_tried) {
 		n->dns_tried = true;
 		n->dns = evdns_base_new(d->base,
