@@ -123,8 +123,8 @@ lane_create_net_plan(const struct config *cfg,
 		return 0;
 	}
 	for (size_t i = 0; i < nallow; i++)
-		if (req->allow[i] == NULL || !netpolicy_allow_add(plan->allow,
-		    sizeof plan->allow, req->allow[i], err, errlen))
+		if (!netpolicy_allow_add(plan->allow, sizeof plan->allow,
+		    req->allow[i] != NULL ? req->allow[i] : "", err, errlen))
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 	return 0;
 }
