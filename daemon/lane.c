@@ -290,6 +290,8 @@ lane_commit(struct lane *l)
 		.error = ch->set_error ? ch->error : NULL,
 		.create_failed = ch->create_failed,
 		.last_activity_ms = ch->last_activity_ms,
+		.net_policy = ch->set_net ? ch->net_policy : NULL,
+		.net_note = ch->set_net ? ch->net_note : NULL,
 	};
 	const char *from = wire_lane_state_name((int)l->state);
 	const char *to = wire_lane_state_name((int)ch->to);

@@ -68,6 +68,10 @@ struct lane_change {
 	bool create_failed;
 	char error[LANE_ERROR_MAX];
 	int64_t last_activity_ms;
+	/* How the network policy holds (the ready change). */
+	bool set_net;
+	char net_policy[16];
+	char net_note[LANE_NET_NOTE_MAX];
 	void (*then)(struct lane *);	/* may free the lane */
 };
 
@@ -98,6 +102,9 @@ struct lane {
 	uint16_t proxy_port;		/* allow: persisted in the row */
 	struct proxy *proxy;		/* allow: open while the lane lives */
 	bool net_wait;			/* waits for the limactl facts */
+	/* The check's verdict, written with the ready change. */
+	char net_verdict[16];
+	char net_note[LANE_NET_NOTE_MAX];
 
 	struct proc *proc;		/* CREATE, START, DELETE */
 	struct lane_setup *setup;	/* SETUP */

@@ -108,6 +108,58 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 
 /* ---- Calls ---- */
 
+/* A checked create waiting for the limactl facts (lanenet.c). */
+struct create_wait {
+	struct conn *c;		/* NULL once the client went away */
+	struct lane_create_plan plan;
+};
+
+static void
+create_wait_closed(struct conn *c, void *ctx)
+{
+	struct create_wait *w = ctx;
+
+	w->c = NULL;
+}
+
+static const struct conn_handler create_wait_handler = {
+	.closed = create_wait_closed,
+};
+
+/* After the checks and the facts: a pool lane, or a new one. */
+static void
+create_go(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
+{
+	char err[512];
+	int code;
+
+	if ((code = lanenet_lima_refusal(d, true, plan->sudo, err,
+	    sizeof err)) != 0) {
+		conn_send_error(c, code, "%s", err);
+		return;
+	}
+	if (pool_take(d, c, plan))
+		return;
+	lane_create_start(d, c, plan);
+}
+
+static void
+create_wait_done(struct laned *d, void *arg)
+{
+	struct create_wait *w = arg;
+
+	if (w->c != NULL) {
+		conn_set_handler(w->c, NULL, NULL);
+		if (d->shutting_down)
+			conn_send_error(w->c,
+			    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "agent-laned is shutting down");
+		else
+			create_go(d, w->c, &w->plan);
+	}
+	free(w);
+}
+
 void
 lane_handle_create(struct laned *d, struct conn *c,
     const Agentlane__V1__CreateLane *req)
@@ -133,15 +185,20 @@ lane_handle_create(struct laned *d, struct conn *c,
 		    "%s", err);
 		return;
 	}
-	/* Known facts refuse at once; otherwise the create step waits. */
-	if ((code = lanenet_lima_refusal(d, true, plan.sudo, err,
-	    sizeof err)) != 0) {
-		conn_send_error(c, code, "%s", err);
+	/*
+	 * A lane is registered only once limactl is known to be able to
+	 * make it: until the version is known (at start-up), the call waits.
+	 */
+	if (!lanenet_known(d)) {
+		struct create_wait *w = xcalloc(1, sizeof *w);
+
+		w->c = c;
+		w->plan = plan;
+		conn_set_handler(c, &create_wait_handler, w);
+		lanenet_when_known_call(d, create_wait_done, w);
 		return;
 	}
-	if (pool_take(d, c, &plan))
-		return;
-	lane_create_start(d, c, &plan);
+	create_go(d, c, &plan);
 }
 
 void

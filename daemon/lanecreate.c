@@ -457,6 +457,11 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	ch.set_workspace = true;
 	str_copy(ch.workspace, ws, sizeof ch.workspace);
 	ch.last_activity_ms = time_now_ms();
+	if (l->net_policy) {
+		ch.set_net = true;
+		str_copy(ch.net_policy, l->net_verdict, sizeof ch.net_policy);
+		str_copy(ch.net_note, l->net_note, sizeof ch.net_note);
+	}
 	ch.then = create_ready;
 	if (l->state == LANE_POOLED) {
 		/* Booted for the pool: the row is ready and stays pooled. */
@@ -534,25 +539,20 @@ lane_step_setup(struct lane *l)
 /* ---- The network policy check ---- */
 
 /*
- * How the policy holds, in the row before the lane is ready (show, ls
- * --json) and in its events. False: the registry could not write it, and
- * creation has failed.
+ * How the policy holds: in the lane's events now, in its row with the
+ * ready change (show, ls --json), which is retried like any transition
+ * when the registry cannot write.
  */
-static bool
+static void
 net_policy_record(struct lane *l, const char *policy, const char *note)
 {
 	char detail[LANE_NET_NOTE_MAX + 64];
 
-	if (registry_lane_set_net_policy(l->d->reg, l->name, policy, note) !=
-	    REG_OK) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error: cannot record the network policy");
-		return false;
-	}
+	str_copy(l->net_verdict, policy, sizeof l->net_verdict);
+	str_copy(l->net_note, note, sizeof l->net_note);
 	snprintf(detail, sizeof detail, "%s %s: %s",
 	    netpolicy_mode_name((enum netpolicy_mode)l->net_mode), policy, note);
 	lane_event(l, "network", detail);
-	return true;
 }
 
 static void
@@ -594,8 +594,7 @@ netcheck_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		snprintf(note, sizeof note, "enforced: rules loaded at boot, "
 		    "no guest root, 192.168.5.2 (host loopback) checked "
 		    "unreachable before ready");
-	if (!net_policy_record(l, l->sudo ? "advisory" : "enforced", note))
-		return;
+	net_policy_record(l, l->sudo ? "advisory" : "enforced", note);
 	lane_step_setup(l);
 }
 
@@ -624,8 +623,8 @@ lane_step_netcheck(struct lane *l)
 		return;
 	}
 	if (lanenet_guest_unenforceable(l->d, note, sizeof note)) {
-		if (net_policy_record(l, "unenforced", note))
-			lane_step_setup(l);
+		net_policy_record(l, "unenforced", note);
+		lane_step_setup(l);
 		return;
 	}
 	if (lima_ssh_port(l->d->lima, l->name, &port) == -1) {

@@ -26,9 +26,12 @@
 
 enum probe_state { PROBE_IDLE, PROBE_VERSION, PROBE_INFO, PROBE_KNOWN };
 
+/* A lane (found again by name) or a call waiting for the facts. */
 struct net_waiter {
 	char name[LANE_NAME_SIZE];
 	void (*go)(struct lane *);
+	void (*fn)(struct laned *, void *);
+	void *arg;
 };
 
 struct lanenet {
@@ -59,6 +62,10 @@ lanenet_free(struct laned *d)
 		return;
 	if (d->net->dns != NULL)
 		evdns_base_free(d->net->dns, 1);
+	/* Calls still waiting learn of the shutdown (and free themselves). */
+	for (size_t i = 0; i < d->net->nwaiters; i++)
+		if (d->net->waiters[i].fn != NULL)
+			d->net->waiters[i].fn(d, d->net->waiters[i].arg);
 	free(d->net->waiters);
 	free(d->net);
 	d->net = NULL;
@@ -81,8 +88,13 @@ probe_finish(struct laned *d)
 	n->waiters = NULL;
 	n->nwaiters = 0;
 	for (size_t i = 0; i < nw; i++) {
-		struct lane *l = lane_find(d, w[i].name);
+		struct lane *l;
 
+		if (w[i].fn != NULL) {
+			w[i].fn(d, w[i].arg);
+			continue;
+		}
+		l = lane_find(d, w[i].name);
 		if (l == NULL || !l->net_wait)
 			continue;
 		l->net_wait = false;
@@ -174,10 +186,13 @@ version_done(struct proc *p, int status, void *arg)
 		return;
 	out = proc_stdout(p, &len);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out == NULL) {
-		char why[64];
+		char why[256], msg[160];
 
+		/* limactl's own words (e.g. "must not run as the root user"). */
+		lima_error_message(d->lima, proc_stderr(p), msg, sizeof msg);
 		proc_status_string(status, st, sizeof st);
-		snprintf(why, sizeof why, "limactl --version failed (%s)", st);
+		snprintf(why, sizeof why, "limactl --version failed (%s%s%s)",
+		    st, msg[0] != '\0' ? ": " : "", msg);
 		probe_failed(d, why);
 		return;
 	}
@@ -216,10 +231,29 @@ lanenet_when_known(struct lane *l, void (*go)(struct lane *))
 	}
 	n->waiters = xreallocarray(n->waiters, n->nwaiters + 1,
 	    sizeof *n->waiters);
+	memset(&n->waiters[n->nwaiters], 0, sizeof *n->waiters);
 	str_copy(n->waiters[n->nwaiters].name, l->name, LANE_NAME_SIZE);
 	n->waiters[n->nwaiters++].go = go;
 	l->net_wait = true;
 	lanenet_probe(l->d);
+}
+
+void
+lanenet_when_known_call(struct laned *d, void (*fn)(struct laned *, void *),
+    void *arg)
+{
+	struct lanenet *n = d->net;
+
+	if (n->state == PROBE_KNOWN) {
+		fn(d, arg);
+		return;
+	}
+	n->waiters = xreallocarray(n->waiters, n->nwaiters + 1,
+	    sizeof *n->waiters);
+	memset(&n->waiters[n->nwaiters], 0, sizeof *n->waiters);
+	n->waiters[n->nwaiters].fn = fn;
+	n->waiters[n->nwaiters++].arg = arg;
+	lanenet_probe(d);
 }
 
 int

@@ -37,6 +37,13 @@ void lanenet_free(struct laned *);
  * name then, and go is skipped if it is no longer creating.
  */
 void lanenet_when_known(struct lane *, void (*go)(struct lane *));
+/*
+ * The same for a call (a create that must not register a lane limactl
+ * cannot make): fn(d, arg) runs once the probe ended, or at daemon exit
+ * with d->shutting_down set; it must free arg.
+ */
+void lanenet_when_known_call(struct laned *, void (*fn)(struct laned *,
+    void *), void *arg);
 /* Starts the probe without a waiter (daemon start-up). */
 void lanenet_probe(struct laned *);
 /* Whether the facts are known (a probe succeeded). */

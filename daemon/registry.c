@@ -750,7 +750,9 @@ registry_lane_apply(struct registry *r, const char *name,
 		    "workspace = coalesce(?5, workspace), "
 		    "error = coalesce(?6, error), "
 		    "create_failed = CASE WHEN ?7 THEN 1 ELSE create_failed END, "
-		    "last_activity_ms = max(last_activity_ms, ?8) "
+		    "last_activity_ms = max(last_activity_ms, ?8), "
+		    "net_policy = coalesce(?9, net_policy), "
+		    "net_note = coalesce(?10, net_note) "
 		    "WHERE name = ?1");
 		if (st != NULL) {
 			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -767,6 +769,12 @@ registry_lane_apply(struct registry *r, const char *name,
 			sqlite3_bind_int(st, 7, ch->error != NULL &&
 			    ch->create_failed);
 			sqlite3_bind_int64(st, 8, ch->last_activity_ms);
+			if (ch->net_policy != NULL)
+				sqlite3_bind_text(st, 9, ch->net_policy, -1,
+				    SQLITE_STATIC);
+			if (ch->net_note != NULL)
+				sqlite3_bind_text(st, 10, ch->net_note, -1,
+				    SQLITE_STATIC);
 		}
 		rc = step_done(r, st);
 	}
@@ -818,28 +826,6 @@ registry_lane_set_proxy_port(struct registry *r, const char *name,
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 2, port);
-	}
-	rc = step_done(r, st);
-	if (rc == REG_OK && sqlite3_changes(r->db) != 1)
-		rc = REG_NOT_FOUND;
-	return tx_end(r, rc);
-}
-
-int
-registry_lane_set_net_policy(struct registry *r, const char *name,
-    const char *policy, const char *note)
-{
-	sqlite3_stmt *st;
-	int rc;
-
-	if (tx_begin(r) != REG_OK)
-		return REG_ERROR;
-	st = prepare(r, "UPDATE lanes SET net_policy = ?2, net_note = ?3 "
-	    "WHERE name = ?1");
-	if (st != NULL) {
-		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, policy, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, note, -1, SQLITE_STATIC);
 	}
 	rc = step_done(r, st);
 	if (rc == REG_OK && sqlite3_changes(r->db) != 1)

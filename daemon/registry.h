@@ -117,6 +117,8 @@ struct registry_change {
 	const char *error;		/* NULL: unchanged */
 	bool create_failed;		/* with error: the lane ends "failed" */
 	int64_t last_activity_ms;	/* 0: unchanged */
+	const char *net_policy;		/* NULL: unchanged */
+	const char *net_note;		/* NULL: unchanged */
 };
 
 /*
@@ -134,9 +136,6 @@ int registry_lane_set_error(struct registry *, const char *name,
 /* The port of an allow lane's proxy, bound again after a restart. */
 int registry_lane_set_proxy_port(struct registry *, const char *name,
     uint16_t port);
-/* How the lane's network policy holds, decided before it is ready. */
-int registry_lane_set_net_policy(struct registry *, const char *name,
-    const char *policy, const char *note);
 /* Creation failed: the lane will end "failed" even across a restart. */
 int registry_lane_set_create_failed(struct registry *, const char *name,
     const char *error);

@@ -106,6 +106,9 @@ s = socketserver.TCPServer(("127.0.0.1", 0), H)
 print(s.server_address[1], flush=True)
 s.serve_forever()' >"$T/srv.port" &
 SRV=$!
+SQ=
+stop_helpers() { kill $SRV $SQ 2>/dev/null; wait 2>/dev/null; }
+FINISH_HOOK=stop_helpers
 wait_for 5 test -s "$T/srv.port"
 SP=$(cat "$T/srv.port")
 # proxy GET: an absolute-URI request through the lane's proxy port.
