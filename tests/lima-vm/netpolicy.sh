@@ -128,7 +128,7 @@ else
 	echo "# the guest could not resolve deb.debian.org: no internet figure"
 fi
 check "DNS answers through 192.168.5.3 (the covert channel SECURITY.md names)" \
-    ctl exec "$D" -- getent hosts deb.debian.org
+    eval 'ctl exec "$D" -- getent hosts deb.debian.org >/dev/null'
 ctl rm "$D" >/dev/null
 fi
 
@@ -152,6 +152,16 @@ check_match "and its events say why" "network +internet advisory: .*guest root" 
 check "--sudo: sudo -n true works" ctl exec "$S" -- sudo -n true
 check_eq "--sudo: the rules were loaded all the same" "internet advisory" \
     "$(ctl exec "$S" -- cat /run/agent-lane/netpolicy)"
+# The control: the probe sees the host server once the rules are gone,
+# which a --sudo lane can do. That is what "advisory" means.
+ctl cp "$T/probe.pl" "$S:probe.pl" >/dev/null
+res=$(ctl exec "$S" -- perl probe.pl 192.168.5.2,$HS_PORT,tcp 2>&1)
+check_match "--sudo: the host server is blocked while the rules hold" "blocked" "$res"
+check "--sudo: root can unload the rules" ctl exec "$S" -- sudo -n /usr/sbin/nft flush ruleset
+res=$(ctl exec "$S" -- perl probe.pl 192.168.5.2,$HS_PORT,tcp 2>&1)
+echo "# measured (--sudo, rules flushed): $res"
+check_match "--sudo: then the guest reaches host 127.0.0.1 (the probe can see it)" \
+    "^192.168.5.2,$HS_PORT,tcp open" "$res"
 ctl rm "$S" >/dev/null
 fi
 stop_daemon
