@@ -365,7 +365,7 @@ lanenet_proxy_close(struct lane *l)
 size_t
 lanenet_exec_env(struct laned *d, const char *name, char env[8][64])
 {
-	struct lane *l = lane_find(d, name);
+	struct lane *l = name != NULL ? lane_find(d, name) : NULL;
 
 	if (l == NULL || !l->net_policy)
 		return 0;
