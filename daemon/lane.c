@@ -61,7 +61,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	if (rec->network[0] != '\0') {
 		enum netpolicy_mode m;
 
-		/* The row's CHECK is the parser: an unknown mode is none. */
+		/* A mode this build does not know (a newer row): the strictest. */
 		l->net_policy = true;
 		l->net_mode = netpolicy_mode_parse(rec->network, &m) ?
 		    (uint32_t)m : (uint32_t)NETPOLICY_NONE;

@@ -476,7 +476,6 @@ setup_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lane_setup *s = arg;
 	struct lane *l = s->lane;
-
 	bool check = s->kind == SETUP_NETCHECK;
 
 	lane_setup_abort(l);
