@@ -18,6 +18,9 @@ TESTD=$(dirname "$LANED")/tests/agent-laned-test
 json() {	# json LANE EXPR: a field of show --json, printed by python
 	ctl show --json "$1" 2>/dev/null | python3 -c "import json,sys; l=json.load(sys.stdin); print($2)"
 }
+state_is() { [ "$(lane_state "$1")" = "$2" ]; }
+has_pooled() { ctl ls --all --json | grep -q '"state":"pooled"'; }
+booted() { ctl show --json "$1" | grep -q '"workspace":"/'; }
 
 # ---- A default lane ----
 start_daemon || exit 1
@@ -178,7 +181,7 @@ s.bind(('127.0.0.1', $P2)); s.listen(1); print('ok', flush=True); time.sleep(30)
 SQ=$!
 wait_for 5 grep -q ok "$T/squat"
 LANED=$TESTD start_daemon --proxy-http-ports "$SP" || exit 1
-wait_for "$(tw 10)" sh -c "[ \"\$(ctl show --json $A2 | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = destroyed ]"
+wait_for "$(tw 10)" state_is "$A2" destroyed
 check_eq "a lane whose proxy port was taken is destroyed" destroyed "$(lane_state "$A2")"
 check_match "saying why" "proxy port $P2 cannot be bound again" "$(ctl events "$A2")"
 kill "$SQ" 2>/dev/null; wait "$SQ" 2>/dev/null
@@ -190,7 +193,7 @@ kill "$SRV" 2>/dev/null; wait "$SRV" 2>/dev/null
 
 # ---- The warm pool keeps policies apart ----
 start_daemon --pool-size 1 || exit 1
-wait_for "$(tw 10)" sh -c "\"$LANECTL\" --socket \"$SOCK\" ls --all --json | grep -q '\"state\":\"pooled\"'"
+wait_for "$(tw 10)" has_pooled
 POOLED=$(ctl ls --all --json | python3 -c 'import json,sys; print([l["name"] for l in json.load(sys.stdin) if l["state"]=="pooled"][0])')
 check_eq "the pool lane has the configured policy" internet "$(json "$POOLED" 'l["network"]')"
 N=$(ctl create --network none)
@@ -205,13 +208,13 @@ ctl rm "$N" "$S" "$D" >/dev/null
 pooled() {
 	ctl ls --all --json | python3 -c 'import json,sys; print(" ".join(l["name"] for l in json.load(sys.stdin) if l["state"]=="pooled"))'
 }
-wait_for "$(tw 10)" sh -c "[ -n \"\$(\"$LANECTL\" --socket \"$SOCK\" ls --all --json | grep '\"state\":\"pooled\"')\" ]"
+wait_for "$(tw 10)" has_pooled
 POOLED=$(pooled)
-wait_for "$(tw 10)" sh -c "\"$LANECTL\" --socket \"$SOCK\" show --json $POOLED | grep -q '\"workspace\":\"/'"
+wait_for "$(tw 10)" booted "$POOLED"
 stop_daemon
 # A configuration of another policy does not keep the last run's pool lane.
 start_daemon --pool-size 1 --network none || exit 1
-wait_for "$(tw 10)" sh -c "[ \"\$(\"$LANECTL\" --socket \"$SOCK\" show --json $POOLED 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"state\"])')\" = destroyed ]"
+wait_for "$(tw 10)" state_is "$POOLED" destroyed
 check_eq "a pool lane of the old policy is destroyed at start-up" destroyed "$(lane_state "$POOLED")"
 check_match "as not the configured pool's" "not in the configured warm pool" "$(ctl events "$POOLED")"
 finish
