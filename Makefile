@@ -226,7 +226,20 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += $(shell $(PKG_CONFIG) --cflags cmocka)
 
 tests: all $(UNIT_BINS) $(BUILD)/tests/al-proxy-harness \
-	$(BUILD)/tests/al-netpolicy-print
+	$(BUILD)/tests/al-netpolicy-print $(BUILD)/tests/agent-laned-test
+
+# The daemon with its test hooks (tests/proxy/testhooks.h: a resolver
+# table for lane proxies from the environment). Never installed.
+$(BUILD)/obj/tests/agent-laned-test.o: $(DAEMON_MAIN) $(GEN_H) Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -DLANED_TEST_HOOKS -Itests/proxy $(CFLAGS) -MMD -MP -c -o $@ $<
+
+$(BUILD)/tests/agent-laned-test: $(BUILD)/obj/tests/agent-laned-test.o \
+	$(BUILD)/obj/tests/proxy/testhooks.o $(LIBLANED_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The lane proxy on its own loop, for tests/regress/proxy.sh.
 $(BUILD)/tests/al-proxy-harness: $(BUILD)/obj/tests/proxy/harness.o $(LIBLANED_A)

@@ -21,8 +21,8 @@
  * the number after ".so." (and the dylib's compatibility version) is bumped
  * on any incompatible change: a
  * function removed or its signature changed, an enum value renumbered, or
- * an output struct (al_lane, al_event, al_daemon_info, al_reap_report,
- * al_exec_result, al_error) changing size or layout. Option structs grow
+ * an output struct (al_lane, al_lane_net, al_event, al_daemon_info,
+ * al_reap_report, al_exec_result, al_error) changing size or layout. Option structs grow
  * without a bump: they begin with a size field that their AL_*_INIT macro
  * fills, new fields are only appended, and the library treats fields
  * beyond the caller's size as zero. Always initialize them with the macro.
@@ -192,6 +192,18 @@ struct al_create_opts {
 	 * interrupted, or died), the daemon destroys the lane.
 	 */
 	bool detach;
+	/*
+	 * The network policy (agent-lanectl(1), "Network policy"). network
+	 * NULL or "": the daemon's default (`network` key); else "internet",
+	 * "none" or "allow". allow: nallow host names or "*.example.org"
+	 * patterns an allow lane reaches through its proxy (none: the
+	 * daemon's `allow` key). sudo: keep passwordless guest root, which
+	 * makes the policy advisory.
+	 */
+	const char *network;
+	const char *const *allow;
+	size_t nallow;
+	bool sudo;
 };
 #define AL_CREATE_OPTS_INIT { .size = sizeof(struct al_create_opts) }
 
@@ -209,6 +221,37 @@ AL_API enum al_code al_get(struct al_client *, const char *name,
 AL_API enum al_code al_list(struct al_client *, bool all,
     struct al_lane **lanes, size_t *n, struct al_error *);
 AL_API void al_lanes_free(struct al_lane *lanes);
+
+#define AL_ALLOW_MAX 32		/* allow patterns of a lane */
+#define AL_ALLOW_TEXT_MAX 2048	/* their text, '\n' separators included */
+
+/* A lane's network policy, as al_get_net and al_list_net report it. */
+struct al_lane_net {
+	char name[AL_NAME_MAX];
+	char network[16];	/* internet, none, allow; "" from before policies */
+	size_t nallow;
+	char allow[AL_ALLOW_TEXT_MAX + 1];	/* nallow patterns, '\n'-separated */
+	bool sudo;		/* guest root kept */
+	/*
+	 * "enforced", "advisory" (sudo), "unenforced" (the limactl driver
+	 * cannot load rules: note says why), "" while the lane boots.
+	 */
+	char policy[16];
+	char note[256];
+	uint16_t proxy_port;	/* allow: its proxy, host 127.0.0.1 */
+};
+
+/* al_get with the lane's network policy; lane or net may be NULL. */
+AL_API enum al_code al_get_net(struct al_client *, const char *name,
+    struct al_lane *, struct al_lane_net *, struct al_error *);
+/*
+ * al_list with each lane's policy: nets[i] is lanes[i]'s. Free both with
+ * al_lanes_free and al_lane_nets_free.
+ */
+AL_API enum al_code al_list_net(struct al_client *, bool all,
+    struct al_lane **lanes, struct al_lane_net **nets, size_t *n,
+    struct al_error *);
+AL_API void al_lane_nets_free(struct al_lane_net *nets);
 /* Waits until the VM is deleted; the final lane is returned. */
 AL_API enum al_code al_destroy(struct al_client *, const char *name,
     struct al_lane *, struct al_error *);

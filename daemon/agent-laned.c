@@ -23,6 +23,7 @@
 #include "image.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanenet.h"
 #include "lima.h"
 #include "listener.h"
 #include "log.h"
@@ -31,6 +32,9 @@
 #include "reaper.h"
 #include "registry.h"
 #include "util.h"
+#ifdef LANED_TEST_HOOKS
+#include "testhooks.h"
+#endif
 
 extern char **environ;
 
@@ -323,6 +327,12 @@ main(int argc, char **argv)
 	log_info("agent-laned %s: state %s, limactl %s, uid %ld",
 	    AGENT_LANE_VERSION, d.cfg.state_dir, limactl, (long)d.uid);
 
+	lanenet_init(&d);
+#ifdef LANED_TEST_HOOKS
+	testhooks_init(&d);
+#endif
+	/* What limactl can do, learned before the first create needs it. */
+	lanenet_probe(&d);
 	reaper_init(&d);
 	image_init(&d);
 	pool_init(&d);
@@ -346,6 +356,7 @@ main(int argc, char **argv)
 	proc_shutdown(&d.procs);
 	reaper_stop(&d);
 	pool_stop(&d);
+	lanenet_free(&d);
 	/* Let deferred frees and the kills run once. */
 	(void)event_base_loop(d.base, EVLOOP_NONBLOCK);
 	registry_close(d.reg);

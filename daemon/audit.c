@@ -46,6 +46,12 @@ audit_record(struct lane *l, const char *event, const char *detail)
 }
 
 void
+audit_proxy(struct lane *l, const char *event, const char *detail)
+{
+	audit_record(l, event, detail);
+}
+
+void
 audit_exec(struct lane *l, const uint8_t *argv0, size_t len,
     const struct gexec_result *r, const char *failure)
 {

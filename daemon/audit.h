@@ -21,4 +21,7 @@ void audit_exec(struct lane *, const uint8_t *argv0, size_t len,
 void audit_copy(struct lane *, const char *what, const char *path,
     uint64_t bytes, const char *failure);
 
+/* A record of an allow lane's proxy: event "proxy-allow", "proxy-deny"... */
+void audit_proxy(struct lane *, const char *event, const char *detail);
+
 #endif

@@ -11,6 +11,8 @@
 
 #include "config.h"
 #include "log.h"
+#include "netpolicy.h"
+#include "proxy.h"
 #include "units.h"
 #include "util.h"
 #include "wire.h"
@@ -25,6 +27,9 @@ enum config_type {
 	CT_BYTES,	/* size: "256MiB", a plain number is bytes */
 	CT_BOOL,
 	CT_SHAPE,	/* "COUNT [cpus=N] [memory=SIZE] [disk=N]", repeatable */
+	CT_NETMODE,	/* internet, none or allow */
+	CT_ALLOW,	/* host patterns, comma or space separated, repeatable */
+	CT_PORTS,	/* "443,8443": 1-16 ports */
 };
 
 struct config_key {
@@ -72,6 +77,15 @@ static const struct config_key config_keys[] = {
 	K(pool_shape, CT_SHAPE, 0, POOL_LANES_MAX, "warm pool: \"N cpus=C memory=M disk=D\" keeps N of another shape (repeatable)"),
 	K(pool_max_age_ms, CT_SECONDS, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
 	K(pool_max_boots, CT_U32, 1, 64, "warm pool: lanes booting for the pool at once"),
+	K(network, CT_NETMODE, 0, 0, "network policy of a lane when not asked: internet, none or allow"),
+	K(allow, CT_ALLOW, 0, 0, "hosts an allow lane reaches when it names none (\"*.npmjs.org\" patterns; repeatable)"),
+	K(proxy_max_connections, CT_U32, 1, 4096, "allow lanes: proxied connections open at once per lane"),
+	K(proxy_max_conn_bytes, CT_BYTES, 1024, 1ull << 44, "allow lanes: bytes through one proxied connection"),
+	K(proxy_max_lane_bytes, CT_BYTES, 1024, 1ull << 50, "allow lanes: bytes through one lane's proxy in all"),
+	K(proxy_idle_timeout_ms, CT_SECONDS, 1000, 86400000, "allow lanes: a proxied connection with no traffic is closed"),
+	K(proxy_events_per_min, CT_U32, 1, 100000, "allow lanes: proxy records per lane and minute (the rest are counted)"),
+	K(proxy_connect_ports, CT_PORTS, 0, 0, "allow lanes: ports CONNECT may reach (\"443,8443\")"),
+	K(proxy_http_ports, CT_PORTS, 0, 0, "allow lanes: ports plain-HTTP requests may reach (\"80\")"),
 };
 
 #undef K
@@ -153,6 +167,38 @@ config_defaults(struct config *c)
 	c->pool_max_boots = 2;
 	c->max_images = 32;
 	c->image_build_timeout_ms = 60 * UNITS_MS_PER_MIN;
+	c->network = NETPOLICY_INTERNET;
+	c->allow = xstrdup("");
+	c->proxy_max_connections = 64;
+	c->proxy_max_conn_bytes = 4ull << 30;
+	c->proxy_max_lane_bytes = 64ull << 30;
+	c->proxy_idle_timeout_ms = 5 * UNITS_MS_PER_MIN;
+	c->proxy_events_per_min = 600;
+	c->proxy_connect_ports = xstrdup("443");
+	c->proxy_http_ports = xstrdup("80");
+}
+
+/* One allow line: patterns separated by commas or blanks, added. */
+static int
+config_add_allow(struct config *c, const char *value, char *err,
+    size_t errlen)
+{
+	char buf[NETPOLICY_ALLOW_TEXT_MAX + 1], list[NETPOLICY_ALLOW_TEXT_MAX + 1];
+	char *tok, *save = NULL;
+
+	if (strlen(value) >= sizeof buf) {
+		snprintf(err, errlen, "allow: value too long");
+		return -1;
+	}
+	str_copy(buf, value, sizeof buf);
+	str_copy(list, c->allow, sizeof list);
+	for (tok = strtok_r(buf, ", \t", &save); tok != NULL;
+	    tok = strtok_r(NULL, ", \t", &save))
+		if (!netpolicy_allow_add(list, sizeof list, tok, err, errlen))
+			return -1;
+	free(c->allow);
+	c->allow = xstrdup(list);
+	return 0;
 }
 
 /* Storage-unit suffixes users do not type: max_lifetime is max_lifetime_ms. */
@@ -316,6 +362,32 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 	switch (k->type) {
 	case CT_SHAPE:
 		return config_add_shape(c, value, err, errlen);
+	case CT_ALLOW:
+		return config_add_allow(c, value, err, errlen);
+	case CT_NETMODE: {
+		enum netpolicy_mode m;
+
+		if (!netpolicy_mode_parse(value, &m)) {
+			snprintf(err, errlen, "%s: \"%s\" is not internet, none "
+			    "or allow", key, value);
+			return -1;
+		}
+		*(uint32_t *)field = (uint32_t)m;
+		return 0;
+	}
+	case CT_PORTS: {
+		uint16_t ports[PROXY_MAX_PORTS];
+		size_t n;
+
+		if (!proxy_parse_ports(value, ports, &n)) {
+			snprintf(err, errlen, "%s: \"%s\" is not 1-%d ports "
+			    "separated by commas", key, value, PROXY_MAX_PORTS);
+			return -1;
+		}
+		free(*(char **)field);
+		*(char **)field = xstrdup(value);
+		return 0;
+	}
 	case CT_STRING:
 	case CT_PATH:
 		if (value[0] == '\0') {
@@ -528,6 +600,7 @@ config_print(const struct config *c, FILE *f)
 		switch (k->type) {
 		case CT_STRING:
 		case CT_PATH:
+		case CT_PORTS:
 			fprintf(f, "%s = %s\n", name, *(char *const *)field);
 			break;
 		case CT_BOOL:
@@ -555,6 +628,18 @@ config_print(const struct config *c, FILE *f)
 			units_format_duration(*(const uint64_t *)field, dur,
 			    sizeof dur);
 			fprintf(f, "%s = %s\n", name, dur);
+			break;
+		case CT_NETMODE:
+			fprintf(f, "%s = %s\n", name, netpolicy_mode_name(
+			    (enum netpolicy_mode)*(const uint32_t *)field));
+			break;
+		case CT_ALLOW:
+			if (c->allow[0] != '\0') {
+				fprintf(f, "%s = ", name);
+				for (const char *p = c->allow; *p != '\0'; p++)
+					fputc(*p == '\n' ? ' ' : *p, f);
+				fputc('\n', f);
+			}
 			break;
 		case CT_SHAPE:
 			for (uint32_t j = 0; j < c->npool_shapes; j++) {
@@ -602,5 +687,8 @@ config_free(struct config *c)
 	free(c->limactl);
 	free(c->lima_home);
 	free(c->lima_template);
+	free(c->allow);
+	free(c->proxy_connect_ports);
+	free(c->proxy_http_ports);
 	memset(c, 0, sizeof *c);
 }

@@ -57,6 +57,17 @@ struct config {
 	uint32_t npool_shapes;
 	uint64_t pool_max_age_ms;	/* a pooled lane is recycled past it */
 	uint32_t pool_max_boots;	/* concurrent pool boots at most */
+
+	/* Lane network policy (daemon/netpolicy.h, daemon/lanenet.c). */
+	uint32_t network;		/* enum netpolicy_mode of a lane */
+	char *allow;			/* default allow list, '\n'-separated */
+	uint32_t proxy_max_connections;	/* per allow lane, open at once */
+	uint64_t proxy_max_conn_bytes;	/* one proxied connection */
+	uint64_t proxy_max_lane_bytes;	/* everything one lane's proxy carries */
+	uint64_t proxy_idle_timeout_ms;	/* no byte either way */
+	uint32_t proxy_events_per_min;	/* proxy records per lane; the rest counted */
+	char *proxy_connect_ports;	/* "443": CONNECT targets allowed */
+	char *proxy_http_ports;		/* "80": absolute-URI http targets */
 };
 
 /* Fills built-in defaults and the per-user default paths. */

@@ -7,6 +7,7 @@
 #include "conn.h"
 #include "exec.h"
 #include "laned.h"
+#include "lanenet.h"
 #include "log.h"
 #include "session.h"
 #include "util.h"
@@ -137,11 +138,11 @@ void
 exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 {
 	struct gexec_bytes *argv = NULL, *env = NULL;
-	char **envbuf = NULL;
+	char **envbuf = NULL, polenv[8][64];
 	struct gexec_spec spec;
 	struct session *s;
 	uint64_t timeout_ms = req->timeout_ms, env_bytes = 0;
-	size_t argc;
+	size_t argc, npol;
 
 	memset(&spec, 0, sizeof spec);
 	if ((req->n_argv > 0) == (req->shell.len > 0)) {
@@ -243,9 +244,20 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		argv[2].data = req->shell.data;
 		argv[2].len = req->shell.len;
 	}
-	/* NAME=VALUE entries; they only ever travel to the helper's stdin. */
-	env = xcalloc(req->n_env + 1, sizeof *env);
+	/*
+	 * NAME=VALUE entries; they only ever travel to the helper's stdin.
+	 * The lane's policy comes first (an allow lane's HTTP_PROXY and
+	 * friends, lanenet.c), the caller's after it: the helper applies
+	 * them in order, so a caller may override them. That changes no
+	 * rule: the guest's nftables decide what is reachable.
+	 */
+	npol = lanenet_exec_env(d, req->lane, polenv);
+	env = xcalloc(npol + req->n_env + 1, sizeof *env);
 	envbuf = xcalloc(req->n_env + 1, sizeof *envbuf);
+	for (size_t i = 0; i < npol; i++) {
+		env[i].data = (const uint8_t *)polenv[i];
+		env[i].len = strlen(polenv[i]);
+	}
 	for (size_t i = 0; i < req->n_env; i++) {
 		const Agentlane__V1__EnvVar *e = req->env[i];
 		size_t nl = strlen(e->name);
@@ -255,8 +267,8 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		envbuf[i][nl] = '=';
 		if (e->value.len > 0)
 			memcpy(envbuf[i] + nl + 1, e->value.data, e->value.len);
-		env[i].data = (const uint8_t *)envbuf[i];
-		env[i].len = nl + 1 + e->value.len;
+		env[npol + i].data = (const uint8_t *)envbuf[i];
+		env[npol + i].len = nl + 1 + e->value.len;
 	}
 	spec.lane = req->lane;
 	spec.argv = argv;
@@ -264,7 +276,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	spec.cwd = req->workdir != NULL && req->workdir[0] != '\0' ?
 	    req->workdir : NULL;
 	spec.env = env;
-	spec.nenv = req->n_env;
+	spec.nenv = npol + req->n_env;
 	spec.stdin = req->stdin;
 	spec.what = "exec";
 	/* With a tty, window sizes may come even when stdin does not. */
@@ -273,7 +285,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		session_audit_begin(s, "exec", argv[0].data, argv[0].len);
 	/* The helper frames were queued; wipe our copies of the values. */
 	for (size_t i = 0; i < req->n_env; i++) {
-		wire_wipe(envbuf[i], env[i].len);
+		wire_wipe(envbuf[i], env[npol + i].len);
 		free(envbuf[i]);
 	}
 	free(envbuf);

@@ -745,8 +745,9 @@ static void
 clone_from_done(struct proc *p, int status, void *arg)
 {
 	struct build *b = arg;
-	struct lima_lane_spec spec = { b->rec.cpus, b->rec.memory_mib,
-	    b->rec.disk_gib };
+	/* Builds run scripts that install packages: no network policy. */
+	struct lima_lane_spec spec = { .cpus = b->rec.cpus,
+	    .memory_mib = b->rec.memory_mib, .disk_gib = b->rec.disk_gib };
 	char yaml[4096], err[256];
 	int n;
 
@@ -806,8 +807,9 @@ static const struct conn_handler build_handler = {
 static int
 write_build_yaml(struct build *b, char *err, size_t errlen)
 {
-	struct lima_lane_spec spec = { b->rec.cpus, b->rec.memory_mib,
-	    b->rec.disk_gib };
+	/* Builds run scripts that install packages: no network policy. */
+	struct lima_lane_spec spec = { .cpus = b->rec.cpus,
+	    .memory_mib = b->rec.memory_mib, .disk_gib = b->rec.disk_gib };
 	char yaml[4096], path[PATH_MAX];
 	int n;
 

@@ -7,11 +7,14 @@
 #include <event2/event.h>
 
 #include "conn.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
+#include "lanenet.h"
 #include "lima.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "proc.h"
 #include "registry.h"
 #include "util.h"
@@ -55,6 +58,17 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	l->last_activity_ms = rec->last_activity_ms;
 	l->persisted_activity_ms = rec->last_activity_ms;
 	str_copy(l->workspace, rec->workspace, sizeof l->workspace);
+	if (rec->network[0] != '\0') {
+		enum netpolicy_mode m;
+
+		/* A mode this build does not know (a newer row): the strictest. */
+		l->net_policy = true;
+		l->net_mode = netpolicy_mode_parse(rec->network, &m) ?
+		    (uint32_t)m : (uint32_t)NETPOLICY_NONE;
+		l->sudo = rec->sudo;
+		str_copy(l->allow, rec->allow, sizeof l->allow);
+		l->proxy_port = rec->proxy_port;
+	}
 	TAILQ_INIT(&l->waiters);
 	TAILQ_INIT(&l->activities);
 	TAILQ_INSERT_TAIL(&d->lanes, l, entry);
@@ -102,6 +116,10 @@ lane_free(struct lane *l)
 	}
 	if (l->retry_timer != NULL)
 		event_free(l->retry_timer);
+	lanenet_proxy_close(l);
+	/* A lane that ended before its clone (it waited, say) lets go. */
+	if (l->image_held)
+		image_release(l->d, l->image);
 	TAILQ_REMOVE(&l->d->lanes, l, entry);
 	free(l);
 }
@@ -272,6 +290,8 @@ lane_commit(struct lane *l)
 		.error = ch->set_error ? ch->error : NULL,
 		.create_failed = ch->create_failed,
 		.last_activity_ms = ch->last_activity_ms,
+		.net_policy = ch->set_net ? ch->net_policy : NULL,
+		.net_note = ch->set_net ? ch->net_note : NULL,
 	};
 	const char *from = wire_lane_state_name((int)l->state);
 	const char *to = wire_lane_state_name((int)ch->to);
@@ -617,9 +637,38 @@ lane_destroy(struct lane *l, int code, const char *reason)
 	}
 }
 
+/*
+ * A live allow lane adopted at start-up gets its proxy back on the port
+ * its rules let through. If that port cannot be bound, whatever holds it
+ * would be reachable from the guest: the lane is destroyed.
+ */
+static bool
+recover_proxy(struct lane *l)
+{
+	char err[256], why[320];
+
+	if (!l->net_policy || l->net_mode != NETPOLICY_ALLOW ||
+	    l->proxy_port == 0 || l->proxy != NULL)
+		return true;
+	if (lanenet_proxy_open(l, l->proxy_port, err, sizeof err) == 0) {
+		lane_event(l, "proxy", "bound again after an agent-laned "
+		    "restart");
+		return true;
+	}
+	snprintf(why, sizeof why, "its proxy port %u cannot be bound again "
+	    "(%s)", (unsigned)l->proxy_port, err);
+	log_warnx("lane %s: %s", l->name, why);
+	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, why);
+	return false;
+}
+
 void
 lane_recover(struct lane *l)
 {
+	if ((l->state == LANE_READY || (l->state == LANE_POOLED &&
+	    l->workspace[0] != '\0')) && l->deadline_ms > time_now_ms() &&
+	    !recover_proxy(l))
+		return;
 	switch (l->state) {
 	case LANE_CREATING:
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,

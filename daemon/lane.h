@@ -25,6 +25,7 @@ struct proc;
 struct gexec;
 struct lane_waiter;
 struct lane_setup;
+struct proxy;
 
 /* An exec or a copy running in a lane; cancelled when the lane goes. */
 struct lane_activity {
@@ -67,6 +68,10 @@ struct lane_change {
 	bool create_failed;
 	char error[LANE_ERROR_MAX];
 	int64_t last_activity_ms;
+	/* How the network policy holds (the ready change). */
+	bool set_net;
+	char net_policy[16];
+	char net_note[LANE_NET_NOTE_MAX];
 	void (*then)(struct lane *);	/* may free the lane */
 };
 
@@ -88,6 +93,18 @@ struct lane {
 	char image[IMAGE_NAME_SIZE];
 	char image_instance[IMAGE_INSTANCE_SIZE];
 	bool image_held;
+
+	/* The network policy (netpolicy.h, lanenet.c); from the row. */
+	bool net_policy;		/* false: a lane from before policies */
+	uint32_t net_mode;		/* enum netpolicy_mode */
+	bool sudo;			/* kept guest root: advisory */
+	char allow[LANE_ALLOW_TEXT_MAX + 1];
+	uint16_t proxy_port;		/* allow: persisted in the row */
+	struct proxy *proxy;		/* allow: open while the lane lives */
+	bool net_wait;			/* waits for the limactl facts */
+	/* The check's verdict, written with the ready change. */
+	char net_verdict[16];
+	char net_note[LANE_NET_NOTE_MAX];
 
 	struct proc *proc;		/* CREATE, START, DELETE */
 	struct lane_setup *setup;	/* SETUP */

@@ -8,8 +8,10 @@
 #include "lane.h"
 #include "lanecall.h"
 #include "lanecreate.h"
+#include "lanenet.h"
 #include "lima.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "pool.h"
 #include "registry.h"
 #include "util.h"
@@ -48,6 +50,31 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->labels = nlabels > 0 ? labelv : NULL;
 }
 
+void
+lane_record_net_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl,
+    char **allowv)
+{
+	size_t n = 0;
+	char *p = rec->allow;
+
+	pl->network = rec->network;
+	pl->sudo = rec->sudo;
+	pl->network_policy = rec->net_policy;
+	pl->network_note = rec->net_note;
+	pl->proxy_port = rec->proxy_port;
+	while (*p != '\0' && n < NETPOLICY_ALLOW_MAX) {
+		size_t len = strcspn(p, "\n");
+
+		allowv[n++] = p;
+		if (p[len] == '\0')
+			break;
+		p[len] = '\0';
+		p += len + 1;
+	}
+	pl->n_allow = n;
+	pl->allow = n > 0 ? allowv : NULL;
+}
+
 bool
 lane_send(struct laned *d, struct conn *c, const char *name)
 {
@@ -57,6 +84,7 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 	Agentlane__V1__Label labels[LANE_LABELS_MAX];
 	struct lane_label src[LANE_LABELS_MAX];
 	struct lane_record rec;
+	char *allowv[NETPOLICY_ALLOW_MAX];
 	size_t n = 0;
 	int rc;
 
@@ -70,6 +98,7 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 		return false;
 	}
 	lane_record_to_proto(&rec, &pl, labelv, labels, src, n);
+	lane_record_net_to_proto(&rec, &pl, allowv);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE;
 	resp.lane = &pl;
 	(void)conn_send(c, &resp);
@@ -78,6 +107,58 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 }
 
 /* ---- Calls ---- */
+
+/* A checked create waiting for the limactl facts (lanenet.c). */
+struct create_wait {
+	struct conn *c;		/* NULL once the client went away */
+	struct lane_create_plan plan;
+};
+
+static void
+create_wait_closed(struct conn *c, void *ctx)
+{
+	struct create_wait *w = ctx;
+
+	w->c = NULL;
+}
+
+static const struct conn_handler create_wait_handler = {
+	.closed = create_wait_closed,
+};
+
+/* After the checks and the facts: a pool lane, or a new one. */
+static void
+create_go(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
+{
+	char err[512];
+	int code;
+
+	if ((code = lanenet_lima_refusal(d, true, plan->sudo, err,
+	    sizeof err)) != 0) {
+		conn_send_error(c, code, "%s", err);
+		return;
+	}
+	if (pool_take(d, c, plan))
+		return;
+	lane_create_start(d, c, plan);
+}
+
+static void
+create_wait_done(struct laned *d, void *arg)
+{
+	struct create_wait *w = arg;
+
+	if (w->c != NULL) {
+		conn_set_handler(w->c, NULL, NULL);
+		if (d->shutting_down)
+			conn_send_error(w->c,
+			    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "agent-laned is shutting down");
+		else
+			create_go(d, w->c, &w->plan);
+	}
+	free(w);
+}
 
 void
 lane_handle_create(struct laned *d, struct conn *c,
@@ -104,9 +185,20 @@ lane_handle_create(struct laned *d, struct conn *c,
 		    "%s", err);
 		return;
 	}
-	if (pool_take(d, c, &plan))
+	/*
+	 * A lane is registered only once limactl is known to be able to
+	 * make it: until the version is known (at start-up), the call waits.
+	 */
+	if (!lanenet_known(d)) {
+		struct create_wait *w = xcalloc(1, sizeof *w);
+
+		w->c = c;
+		w->plan = plan;
+		conn_set_handler(c, &create_wait_handler, w);
+		lanenet_when_known_call(d, create_wait_done, w);
 		return;
-	lane_create_start(d, c, &plan);
+	}
+	create_go(d, c, &plan);
 }
 
 void
@@ -209,6 +301,7 @@ lane_handle_list(struct laned *d, struct conn *c,
 	struct lane_label *src;
 	Agentlane__V1__Lane *lanes, **lanev;
 	Agentlane__V1__Label *labels, **labelv;
+	char **allowv;
 	char token[PAGE_TOKEN_MAX + 1];
 	size_t n, limit, budget, used = 0, i;
 	bool more;
@@ -235,6 +328,7 @@ lane_handle_list(struct laned *d, struct conn *c,
 	lanev = xcalloc(n, sizeof *lanev);
 	labels = xcalloc(n * LANE_LABELS_MAX, sizeof *labels);
 	labelv = xcalloc(n * LANE_LABELS_MAX, sizeof *labelv);
+	allowv = xcalloc(n * NETPOLICY_ALLOW_MAX, sizeof *allowv);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE_LIST;
 	resp.lane_list = &list;
 	budget = page_budget(&resp);
@@ -246,6 +340,8 @@ lane_handle_list(struct laned *d, struct conn *c,
 		lane_record_to_proto(&rows[i].rec, &lanes[i], labelv + off,
 		    labels + off, rows[i].nlabels > 0 ?
 		    src + rows[i].label_off : NULL, rows[i].nlabels);
+		lane_record_net_to_proto(&rows[i].rec, &lanes[i],
+		    allowv + i * NETPOLICY_ALLOW_MAX);
 		cost = entry_cost(protobuf_c_message_get_packed_size(
 		    &lanes[i].base));
 		if (used + cost > budget)
@@ -273,6 +369,7 @@ lane_handle_list(struct laned *d, struct conn *c,
 		log_warnx("list: cannot send the reply (%zu lanes)", i);
 	conn_finish(c);
 out:
+	free(allowv);
 	free(labelv);
 	free(labels);
 	free(lanev);
@@ -309,6 +406,7 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	Agentlane__V1__Label labels[LANE_LABELS_MAX];
 	struct lane_label src[LANE_LABELS_MAX];
 	struct lane_record rec;
+	char *allowv[NETPOLICY_ALLOW_MAX];
 	struct lane *l;
 	int64_t ceiling, deadline;
 	char detail[128];
@@ -359,6 +457,7 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	log_info("lane %s: deadline extended (%s)", l->name, detail);
 	lane_changed(d);
 	lane_record_to_proto(&rec, &pl, labelv, labels, src, nl);
+	lane_record_net_to_proto(&rec, &pl, allowv);
 	ext.lane = &pl;
 	ext.capped = capped;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EXTENDED;

@@ -30,5 +30,11 @@ void lane_handle_events(struct laned *, struct conn *,
 void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,
     Agentlane__V1__Label **labelv, Agentlane__V1__Label *labels,
     const struct lane_label *src, size_t nlabels);
+/*
+ * Adds the network policy; the allow list is split in rec->allow itself,
+ * allowv has room for NETPOLICY_ALLOW_MAX pointers into it.
+ */
+void lane_record_net_to_proto(struct lane_record *, Agentlane__V1__Lane *,
+    char **allowv);
 
 #endif

@@ -16,8 +16,10 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
+#include "lanenet.h"
 #include "lima.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "proc.h"
 #include "registry.h"
 #include "text.h"
@@ -25,6 +27,9 @@
 #include "util.h"
 
 #define SETUP_OUTPUT_MAX 4096
+/* The registry keeps what the policy module bounds. */
+_Static_assert(LANE_ALLOW_TEXT_MAX == NETPOLICY_ALLOW_TEXT_MAX,
+    "allow list bounds differ");
 
 /*
  * Prepares the lane's writable workspace and proves the guest can run the
@@ -34,7 +39,14 @@
 static const char setup_script[] =
     "mkdir -p \"$HOME/workspace\" && cd \"$HOME/workspace\" && pwd -P";
 
+/*
+ * A guest command of the create pipeline: the network policy check, then
+ * the workspace setup. One at a time, in l->setup.
+ */
+enum setup_kind { SETUP_NETCHECK, SETUP_WORKSPACE };
+
 struct lane_setup {
+	enum setup_kind kind;
 	struct lane *lane;
 	struct gexec *g;
 	char out[SETUP_OUTPUT_MAX + 1];
@@ -44,6 +56,7 @@ struct lane_setup {
 };
 
 static void lane_step_create(struct lane *);
+static void lane_step_setup(struct lane *);
 
 /* ---- The request check ---- */
 
@@ -75,10 +88,54 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 }
 
 int
+lane_create_net_plan(const struct config *cfg,
+    const Agentlane__V1__CreateLane *req, struct lane_create_plan *plan,
+    char *err, size_t errlen)
+{
+	enum netpolicy_mode m = (enum netpolicy_mode)cfg->network;
+	size_t nallow = req != NULL ? req->n_allow : 0;
+
+	plan->sudo = req != NULL && req->sudo;
+	plan->allow[0] = '\0';
+	if (req != NULL && req->network != NULL && req->network[0] != '\0' &&
+	    !netpolicy_mode_parse(req->network, &m)) {
+		snprintf(err, errlen, "network \"%.32s\" is not internet, none "
+		    "or allow", req->network);
+		str_sanitize(err);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	plan->net_mode = (uint32_t)m;
+	if (nallow > NETPOLICY_ALLOW_MAX) {
+		snprintf(err, errlen, "at most %d allow patterns",
+		    NETPOLICY_ALLOW_MAX);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (nallow > 0 && m != NETPOLICY_ALLOW) {
+		snprintf(err, errlen, "allow patterns need network allow (this "
+		    "lane's network is %s)", netpolicy_mode_name(m));
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (m != NETPOLICY_ALLOW)
+		return 0;
+	if (nallow == 0) {
+		/* The configured list, checked when it was read. */
+		str_copy(plan->allow, cfg->allow, sizeof plan->allow);
+		return 0;
+	}
+	for (size_t i = 0; i < nallow; i++)
+		if (!netpolicy_allow_add(plan->allow, sizeof plan->allow,
+		    req->allow[i] != NULL ? req->allow[i] : "", err, errlen))
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	return 0;
+}
+
+int
 lane_create_check(const struct config *cfg,
     const Agentlane__V1__CreateLane *req, size_t live,
     struct lane_create_plan *plan, char *err, size_t errlen)
 {
+	int rc;
+
 	memset(plan, 0, sizeof *plan);
 	plan->cpus = req->cpus != 0 ? req->cpus : cfg->default_cpus;
 	plan->memory_mib = req->memory_mib != 0 ? req->memory_mib :
@@ -148,6 +205,8 @@ lane_create_check(const struct config *cfg,
 		}
 		str_copy(plan->image, req->image, sizeof plan->image);
 	}
+	if ((rc = lane_create_net_plan(cfg, req, plan, err, errlen)) != 0)
+		return rc;
 	if (live >= cfg->max_lanes) {
 		snprintf(err, errlen, "%zu lanes are live; the cap is %u "
 		    "(max_lanes)", live, cfg->max_lanes);
@@ -157,6 +216,17 @@ lane_create_check(const struct config *cfg,
 }
 
 /* ---- Registration ---- */
+
+/* The policy columns of a new row. */
+static void
+record_net(struct lane_record *rec, const struct lane_create_plan *plan)
+{
+	str_copy(rec->network, netpolicy_mode_name(
+	    (enum netpolicy_mode)plan->net_mode), sizeof rec->network);
+	str_copy(rec->allow, plan->allow, sizeof rec->allow);
+	rec->sudo = plan->sudo;
+}
+
 
 void
 lane_create_start(struct laned *d, struct conn *c,
@@ -187,6 +257,7 @@ lane_create_start(struct laned *d, struct conn *c,
 	rec.idle_timeout_ms = plan->idle_timeout_ms;
 	rec.owner_uid = (uint32_t)d->uid;
 	rec.state = LANE_CREATING;
+	record_net(&rec, plan);
 	/* Invariant 1: the row is durable before limactl hears the name. */
 	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
 		if (lima_name_generate(rec.name, sizeof rec.name) == -1) {
@@ -241,6 +312,19 @@ lane_create_pooled(struct laned *d, uint32_t cpus, uint32_t memory_mib,
 	rec.owner_uid = (uint32_t)d->uid;
 	rec.state = LANE_CREATING;
 	rec.pooled = true;
+	/* Pool lanes have the configured policy; pool_take matches it. */
+	{
+		struct lane_create_plan np;
+		char err[256];
+
+		memset(&np, 0, sizeof np);
+		if (lane_create_net_plan(&d->cfg, NULL, &np, err,
+		    sizeof err) != 0) {
+			log_warnx("warm pool: %s", err);
+			return -1;
+		}
+		record_net(&rec, &np);
+	}
 	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
 		if (lima_name_generate(rec.name, sizeof rec.name) == -1)
 			return -1;
@@ -373,6 +457,11 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	ch.set_workspace = true;
 	str_copy(ch.workspace, ws, sizeof ch.workspace);
 	ch.last_activity_ms = time_now_ms();
+	if (l->net_policy) {
+		ch.set_net = true;
+		str_copy(ch.net_policy, l->net_verdict, sizeof ch.net_policy);
+		str_copy(ch.net_note, l->net_note, sizeof ch.net_note);
+	}
 	ch.then = create_ready;
 	if (l->state == LANE_POOLED) {
 		/* Booted for the pool: the row is ready and stays pooled. */
@@ -387,10 +476,12 @@ setup_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lane_setup *s = arg;
 	struct lane *l = s->lane;
+	bool check = s->kind == SETUP_NETCHECK;
 
 	lane_setup_abort(l);
 	lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
-	    "guest setup did not finish within %llu s",
+	    "%s did not finish within %llu s", check ?
+	    "the network policy check" : "guest setup",
 	    (unsigned long long)(l->d->cfg.command_timeout_ms / 1000));
 }
 
@@ -399,30 +490,34 @@ static const struct gexec_ops setup_ops = {
 	.done = setup_done,
 };
 
+/* Runs script with /bin/sh in the guest as the lane's setup step. */
 static void
-lane_step_setup(struct lane *l)
+setup_run(struct lane *l, enum setup_kind kind, const char *script,
+    size_t len, const struct gexec_ops *ops)
 {
+	const char *what = kind == SETUP_NETCHECK ? "network policy check" :
+	    "guest setup";
 	struct gexec_bytes argv[] = {
 		{ (const uint8_t *)"/bin/sh", 7 },
 		{ (const uint8_t *)"-c", 2 },
-		{ (const uint8_t *)setup_script, sizeof setup_script - 1 },
+		{ (const uint8_t *)script, len },
 	};
 	struct gexec_spec spec = {
 		.lane = l->name, .argv = argv, .argc = 3, .cwd = "",
-		.stdin = false, .what = "guest setup",
+		.stdin = false, .what = what,
 	};
 	struct lane_setup *s = xcalloc(1, sizeof *s);
 	struct timeval tv = tv_from_ms(l->d->cfg.command_timeout_ms);
 	char err[256];
 
 	s->lane = l;
-	lane_waiters_progress(l, "setup", "preparing the guest workspace");
+	s->kind = kind;
 	s->g = gexec_start(l->d->base, &l->d->procs, l->d->lima, &spec,
-	    &setup_ops, s, err, sizeof err);
+	    ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		free(s);
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "guest setup: %s", err);
+		    "%s: %s", what, err);
 		return;
 	}
 	l->setup = s;
@@ -430,6 +525,121 @@ lane_step_setup(struct lane *l)
 	if ((s->timer = evtimer_new(l->d->base, setup_timeout_cb, s)) == NULL ||
 	    evtimer_add(s->timer, &tv) != 0)
 		fatalx("evtimer_add");
+}
+
+static void
+lane_step_setup(struct lane *l)
+{
+	lane_waiters_progress(l, "setup", "preparing the guest workspace");
+	setup_run(l, SETUP_WORKSPACE, setup_script, sizeof setup_script - 1,
+	    &setup_ops);
+}
+
+/* ---- The network policy check ---- */
+
+/*
+ * How the policy holds: in the lane's events now, in its row with the
+ * ready change (show, ls --json), which is retried like any transition
+ * when the registry cannot write.
+ */
+static void
+net_policy_record(struct lane *l, const char *policy, const char *note)
+{
+	char detail[LANE_NET_NOTE_MAX + 64];
+
+	str_copy(l->net_verdict, policy, sizeof l->net_verdict);
+	str_copy(l->net_note, note, sizeof l->net_note);
+	snprintf(detail, sizeof detail, "%s %s: %s",
+	    netpolicy_mode_name((enum netpolicy_mode)l->net_mode), policy, note);
+	lane_event(l, "network", detail);
+}
+
+static void
+netcheck_done(struct gexec *g, const struct gexec_result *r, void *arg)
+{
+	struct lane_setup *s = arg;
+	struct lane *l = s->lane;
+	char out[SETUP_OUTPUT_MAX + 1], st[32], note[LANE_NET_NOTE_MAX];
+	size_t n = s->len;
+
+	memcpy(out, s->out, n + 1);
+	setup_end(l);
+	if (l->destroy_pending) {
+		lane_fail_creation(l, l->destroy_code, "destroyed during "
+		    "creation: %s", l->destroy_reason);
+		return;
+	}
+	/* The script's one line: "ok MODE" or "fail: WHY". */
+	out[strcspn(out, "\n")] = '\0';
+	str_sanitize(out);
+	if (r->end == GEXEC_FAILED) {
+		lane_fail_creation(l, r->error, "network policy check failed: "
+		    "%s", r->message);
+		return;
+	}
+	if (r->end != GEXEC_EXITED || r->code != 0 ||
+	    strncmp(out, "ok ", 3) != 0) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		    "network policy check failed (%s): %.300s",
+		    gexec_status(r, st, sizeof st), out[0] != '\0' ? out :
+		    "no output");
+		return;
+	}
+	if (l->sudo)
+		snprintf(note, sizeof note, "advisory: the rules are loaded "
+		    "and were checked, but the lane keeps guest root (--sudo) "
+		    "and can unload them");
+	else
+		snprintf(note, sizeof note, "enforced: rules loaded at boot, "
+		    "no guest root, 192.168.5.2 (host loopback) checked "
+		    "unreachable before ready");
+	net_policy_record(l, l->sudo ? "advisory" : "enforced", note);
+	lane_step_setup(l);
+}
+
+static const struct gexec_ops netcheck_ops = {
+	.output = setup_output,
+	.done = netcheck_done,
+};
+
+/*
+ * Before ready: the guest must show that the rules hold. The check runs
+ * as the lane user and connects to the lane's own ssh port on the host
+ * through 192.168.5.2, which must be dropped; it also needs the boot's
+ * stamp and, unless sudo was kept, no passwordless sudo. Only a limactl
+ * that reports guests without a network (the simulator) skips it, and
+ * the lane then says "unenforced".
+ */
+static void
+lane_step_netcheck(struct lane *l)
+{
+	char script[4096], note[LANE_NET_NOTE_MAX];
+	uint16_t port;
+	int n;
+
+	if (!l->net_policy) {
+		lane_step_setup(l);
+		return;
+	}
+	if (lanenet_guest_unenforceable(l->d, note, sizeof note)) {
+		net_policy_record(l, "unenforced", note);
+		lane_step_setup(l);
+		return;
+	}
+	if (lima_ssh_port(l->d->lima, l->name, &port) == -1) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
+		    "network policy check: cannot read the lane's ssh port "
+		    "from its ssh.config");
+		return;
+	}
+	if ((n = netpolicy_check_script((enum netpolicy_mode)l->net_mode,
+	    l->sudo, port, script, sizeof script)) < 0) {
+		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "network policy check script too large");
+		return;
+	}
+	lane_waiters_progress(l, "network", "checking the network policy");
+	setup_run(l, SETUP_NETCHECK, script, (size_t)n, &netcheck_ops);
 }
 
 /* ---- limactl create and start ---- */
@@ -470,7 +680,7 @@ start_done(struct proc *p, int status, void *arg)
 	if (!create_step_ok(l, p, status, "start"))
 		return;
 	lane_event(l, "started", "");
-	lane_step_setup(l);
+	lane_step_netcheck(l);
 }
 
 static void
@@ -495,6 +705,21 @@ create_done(struct proc *p, int status, void *arg)
 	lane_step_start(l);
 }
 
+/* The lane's YAML parameters: its row's shape, its policy. */
+static void
+lane_spec(const struct lane *l, const struct lane_record *rec,
+    struct lima_lane_spec *spec)
+{
+	memset(spec, 0, sizeof *spec);
+	spec->cpus = rec->cpus;
+	spec->memory_mib = rec->memory_mib;
+	spec->disk_gib = rec->disk_gib;
+	spec->has_policy = l->net_policy;
+	spec->net_mode = (int)l->net_mode;
+	spec->proxy_port = l->proxy_port;
+	spec->sudo = l->sudo;
+}
+
 /* Renders the isolation template for the lane from its registry row. */
 static int
 render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
@@ -507,9 +732,7 @@ render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
 		snprintf(err, errlen, "registry read failed");
 		return -1;
 	}
-	spec.cpus = rec.cpus;
-	spec.memory_mib = rec.memory_mib;
-	spec.disk_gib = rec.disk_gib;
+	lane_spec(l, &rec, &spec);
 	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, len)) < 0) {
 		snprintf(err, errlen, "lane YAML too large");
 		return -1;
@@ -527,7 +750,7 @@ static void
 clone_done(struct proc *p, int status, void *arg)
 {
 	struct lane *l = arg;
-	char yaml[4096], err[256];
+	char yaml[8192], err[256];
 	int n;
 
 	if (l->image_held) {
@@ -567,16 +790,14 @@ write_yaml(struct lane *l, char *err, size_t errlen)
 {
 	struct lima_lane_spec spec;
 	struct lane_record rec;
-	char yaml[4096], path[PATH_MAX];
+	char yaml[8192], path[PATH_MAX];
 	int n;
 
 	if (registry_lane_get(l->d->reg, l->name, &rec) != REG_OK) {
 		snprintf(err, errlen, "registry read failed");
 		return -1;
 	}
-	spec.cpus = rec.cpus;
-	spec.memory_mib = rec.memory_mib;
-	spec.disk_gib = rec.disk_gib;
+	lane_spec(l, &rec, &spec);
 	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, sizeof yaml)) < 0) {
 		snprintf(err, errlen, "lane YAML too large");
 		return -1;
@@ -585,11 +806,48 @@ write_yaml(struct lane *l, char *err, size_t errlen)
 	return file_replace_private(path, yaml, (size_t)n, err, errlen);
 }
 
+static void lane_step_create_go(struct lane *);
+
+/* Policy lanes first learn what the installed limactl can do. */
 static void
 lane_step_create(struct lane *l)
 {
-	char path[PATH_MAX], err[256];
+	if (l->net_policy)
+		lanenet_when_known(l, lane_step_create_go);
+	else
+		lane_step_create_go(l);
+}
 
+static void
+lane_step_create_go(struct lane *l)
+{
+	char path[PATH_MAX], err[512];
+	int code;
+
+	if ((code = lanenet_lima_refusal(l->d, l->net_policy, l->sudo, err,
+	    sizeof err)) != 0) {
+		lane_fail_creation(l, code, "%s", err);
+		return;
+	}
+	if (l->net_policy && l->net_mode == NETPOLICY_ALLOW &&
+	    l->proxy == NULL) {
+		if (lanenet_proxy_open(l, 0, err, sizeof err) == -1) {
+			lane_fail_creation(l,
+			    AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "the lane's proxy: %s", err);
+			return;
+		}
+		/* The rules name this port: the row keeps it for restarts. */
+		if (registry_lane_set_proxy_port(l->d->reg, l->name,
+		    l->proxy_port) != REG_OK) {
+			lane_fail_creation(l,
+			    AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "registry error: cannot record the proxy port");
+			return;
+		}
+		snprintf(err, sizeof err, "127.0.0.1:%u", (unsigned)l->proxy_port);
+		lane_event(l, "proxy", err);
+	}
 	if (l->image[0] != '\0') {
 		lane_waiters_progress(l, "cloning", l->image);
 		l->proc = lane_spawn(l, lima_argv_clone(l->d->lima,

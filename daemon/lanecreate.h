@@ -27,6 +27,10 @@ struct lane_create_plan {
 	size_t nlabels;
 	bool detach;		/* survives its client's disconnect */
 	char image[IMAGE_NAME_SIZE];	/* "" or the image to clone */
+	/* The network policy: mode, allow list ('\n'-separated), guest root. */
+	uint32_t net_mode;		/* enum netpolicy_mode */
+	char allow[LANE_ALLOW_TEXT_MAX + 1];
+	bool sudo;
 };
 
 /*
@@ -52,6 +56,15 @@ void lane_create_start(struct laned *, struct conn *,
  */
 int lane_create_pooled(struct laned *, uint32_t cpus, uint32_t memory_mib,
     uint32_t disk_gib, uint64_t max_age_ms, char *name, size_t namelen);
+
+/*
+ * The network policy of a request, defaults from cfg applied (also the
+ * warm pool's: a NULL request is the configured default). 0, or the
+ * agentlane.v1.ErrorCode with why. Pure, like lane_create_check.
+ */
+int lane_create_net_plan(const struct config *,
+    const Agentlane__V1__CreateLane *, struct lane_create_plan *, char *err,
+    size_t errlen);
 
 /* Stops the guest setup step without a callback (destroy, daemon exit). */
 void lane_setup_abort(struct lane *);

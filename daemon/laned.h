@@ -24,6 +24,8 @@ struct conn;
 struct lane;
 struct pool;
 struct images;
+struct lanenet;
+struct proxy;
 
 TAILQ_HEAD(conn_list, conn);
 TAILQ_HEAD(lane_list, lane);
@@ -62,6 +64,13 @@ struct laned {
 	void (*pool_changed)(struct laned *);
 
 	struct pool *pool;	/* warm pool; NULL when not configured */
+	struct lanenet *net;	/* limactl facts, lane proxies (lanenet.c) */
+	/*
+	 * Called with every new lane proxy. NULL in agent-laned; the test
+	 * build of the daemon (tests/proxy/testhooks.c) sets it to install
+	 * a test resolver. No configuration reaches it.
+	 */
+	void (*proxy_hook)(struct proxy *);
 
 	struct event *deadline_timer;
 	struct event *tick_timer;

@@ -26,6 +26,15 @@ struct lima_lane_spec {
 	uint32_t cpus;
 	uint32_t memory_mib;
 	uint32_t disk_gib;
+	/*
+	 * The network policy (netpolicy.h): its provision script and, unless
+	 * sudo is kept, user.passwordlessSudo: false with the Lima version
+	 * that honours it. has_policy false renders neither.
+	 */
+	bool has_policy;
+	int net_mode;			/* enum netpolicy_mode */
+	uint16_t proxy_port;		/* allow */
+	bool sudo;
 };
 
 struct lima_instance {
@@ -112,6 +121,17 @@ char **lima_argv_stop(const struct lima *, const char *name);
 char **lima_argv_clone(const struct lima *, const char *image,
     const char *to);
 char **lima_argv_list(const struct lima *);
+char **lima_argv_version(const struct lima *);
+char **lima_argv_info(const struct lima *);
+/*
+ * From `limactl info` JSON: whether the driver says its guests have no
+ * network ("guestNetwork": "none", which only the test simulator prints).
+ * 0, or -1 with err when the output is not a JSON object.
+ */
+int lima_info_guest_network_none(struct lima *, const char *buf, size_t len,
+    bool *none, char *err, size_t errlen);
+/* The host port of the instance's ssh forward, from its ssh.config. */
+int lima_ssh_port(const struct lima *, const char *name, uint16_t *port);
 char **lima_argv_shell(const struct lima *, const char *name,
     const char *const *cmd);
 void lima_argv_free(char **);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "netpolicy.h"
+#include "proxyreq.h"
 #include "util.h"
 
 static const char *const mode_names[] = {
@@ -243,4 +244,62 @@ netpolicy_proxy_env(enum netpolicy_mode m, uint16_t port, char env[8][64])
 	snprintf(env[n++], 64, "NO_PROXY=localhost,127.0.0.1,::1");
 	snprintf(env[n++], 64, "no_proxy=localhost,127.0.0.1,::1");
 	return n;
+}
+
+size_t
+netpolicy_allow_count(const char *text)
+{
+	size_t n = 0;
+
+	for (const char *p = text; *p != '\0'; p++)
+		if (p == text || p[-1] == '\n')
+			n++;
+	return n;
+}
+
+bool
+netpolicy_allow_add(char *text, size_t cap, const char *pattern, char *why,
+    size_t whylen)
+{
+	char pat[PROXYREQ_HOST_MAX + 3];
+	size_t len = strlen(text), pl = strlen(pattern);
+	const char *p;
+
+	if (pl == 0 || pl >= sizeof pat) {
+		snprintf(why, whylen, "allow: a pattern is 1-%d characters",
+		    PROXYREQ_HOST_MAX + 2);
+		return false;
+	}
+	memcpy(pat, pattern, pl + 1);
+	if (!proxyreq_pattern_valid(pat)) {
+		snprintf(why, whylen, "allow: \"%.80s\" is not a host name or "
+		    "a \"*.example.org\" pattern", pattern);
+		str_sanitize(why);
+		return false;
+	}
+	pl = strlen(pat);
+	/* A duplicate adds nothing. */
+	for (p = text; *p != '\0';) {
+		size_t n = strcspn(p, "\n");
+
+		if (n == pl && memcmp(p, pat, pl) == 0)
+			return true;
+		p += n;
+		if (*p == '\n')
+			p++;
+	}
+	if (netpolicy_allow_count(text) >= NETPOLICY_ALLOW_MAX) {
+		snprintf(why, whylen, "allow: at most %d patterns",
+		    NETPOLICY_ALLOW_MAX);
+		return false;
+	}
+	if (len + (len > 0) + pl + 1 > cap) {
+		snprintf(why, whylen, "allow: the list is longer than %zu bytes",
+		    cap - 1);
+		return false;
+	}
+	if (len > 0)
+		text[len++] = '\n';
+	memcpy(text + len, pat, pl + 1);
+	return true;
 }

@@ -32,6 +32,13 @@ enum netpolicy_mode {
 /* Written by the provision script once the rules are in; read by the check. */
 #define NETPOLICY_STAMP "/run/agent-lane/netpolicy"
 
+/*
+ * Allow lists travel and are stored as normalised patterns (proxyreq.h:
+ * a host name or "*." and a name of two labels or more), one per line.
+ */
+#define NETPOLICY_ALLOW_MAX 32		/* patterns per lane */
+#define NETPOLICY_ALLOW_TEXT_MAX 2048	/* the list's text, separators in */
+
 bool netpolicy_mode_parse(const char *, enum netpolicy_mode *);
 const char *netpolicy_mode_name(enum netpolicy_mode);
 
@@ -75,5 +82,15 @@ bool netpolicy_lima_version_ok(const char *out, char *why, size_t whylen);
  */
 size_t netpolicy_proxy_env(enum netpolicy_mode, uint16_t proxy_port,
     char env[8][64]);
+
+/*
+ * Appends one pattern to the '\n'-separated list text (cap bytes with
+ * its NUL), normalised; a duplicate is dropped. False with why set for an
+ * invalid pattern, more than NETPOLICY_ALLOW_MAX, or a list over cap.
+ */
+bool netpolicy_allow_add(char *text, size_t cap, const char *pattern,
+    char *why, size_t whylen);
+/* Patterns in a list text. */
+size_t netpolicy_allow_count(const char *text);
 
 #endif

@@ -10,6 +10,7 @@
 #include "lane.h"
 #include "lanecreate.h"
 #include "log.h"
+#include "netpolicy.h"
 #include "pool.h"
 #include "registry.h"
 #include "util.h"
@@ -34,6 +35,26 @@ struct pool {
 	bool started;
 	bool refilling;			/* no re-entry from lane_changed */
 };
+
+/*
+ * Pool lanes boot with the configured network policy (lane_create_pooled):
+ * mode, allow list, no sudo. A lane of another policy (booted before the
+ * configuration changed) is not the pool's, and a create asking for
+ * another policy never gets a pool lane.
+ */
+static bool
+policy_eq(const struct lane *l, uint32_t mode, const char *allow, bool sudo)
+{
+	return l->net_policy && l->net_mode == mode && l->sudo == sudo &&
+	    strcmp(l->allow, allow) == 0;
+}
+
+static bool
+pool_policy(const struct laned *d, const struct lane *l)
+{
+	return policy_eq(l, d->cfg.network, d->cfg.network == NETPOLICY_ALLOW ?
+	    d->cfg.allow : "", false);
+}
 
 static bool
 shape_eq(const struct pool_shape *a, uint32_t cpus, uint32_t memory_mib,
@@ -130,12 +151,12 @@ pool_trim(struct laned *d)
 		next = TAILQ_NEXT(l, entry);
 		if (l->state != LANE_POOLED)
 			continue;
-		if (p != NULL)
+		if (p != NULL && pool_policy(d, l))
 			for (i = 0; i < p->nshapes; i++)
 				if (shape_eq(&p->shapes[i], l->cpus,
 				    l->memory_mib, l->disk_gib))
 					break;
-		if (p != NULL && i < p->nshapes &&
+		if (p != NULL && pool_policy(d, l) && i < p->nshapes &&
 		    have[i] < p->shapes[i].count) {
 			int64_t age_end = l->created_at_ms +
 			    (int64_t)d->cfg.pool_max_age_ms;
@@ -223,7 +244,7 @@ pool_refill(struct laned *d)
 			continue;
 		if (l->step != LANE_STEP_NONE)
 			booting++;
-		for (size_t i = 0; i < p->nshapes; i++)
+		for (size_t i = 0; pool_policy(d, l) && i < p->nshapes; i++)
 			if (shape_eq(&p->shapes[i], l->cpus, l->memory_mib,
 			    l->disk_gib)) {
 				have[i]++;
@@ -277,7 +298,8 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 		if (l->state == LANE_POOLED && l->step == LANE_STEP_NONE &&
 		    !l->destroy_pending && l->cpus == plan->cpus &&
 		    l->memory_mib == plan->memory_mib &&
-		    l->disk_gib == plan->disk_gib) {
+		    l->disk_gib == plan->disk_gib &&
+		    policy_eq(l, plan->net_mode, plan->allow, plan->sudo)) {
 			pick = l;
 			break;
 		}

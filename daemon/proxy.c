@@ -686,7 +686,13 @@ proxy_new(struct event_base *base, struct evdns_base *dns,
 		snprintf(err, errlen, "proxy socket: %s", strerror(errno));
 		return NULL;
 	}
+	/*
+	 * SO_REUSEADDR: a restarted daemon binds the lane's persisted port
+	 * again while connections of the last run sit in TIME_WAIT.
+	 */
 	if (compat_set_nonblock(fd) == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 },
+	    sizeof(int)) == -1 ||
 	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
 	    listen(fd, 64) == -1 ||
 	    getsockname(fd, (struct sockaddr *)&sin, &slen) == -1) {

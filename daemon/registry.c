@@ -94,6 +94,16 @@ static const char *const migrations[] = {
 	");",
 	/* 3: warm-pool lanes (daemon/pool.c) */
 	"ALTER TABLE lanes ADD COLUMN pooled INTEGER NOT NULL DEFAULT 0;",
+	/*
+	 * The lane network policy (daemon/netpolicy.h). Rows from before it
+	 * keep network '': those lanes were made without one.
+	 */
+	"ALTER TABLE lanes ADD COLUMN network TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE lanes ADD COLUMN allow TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE lanes ADD COLUMN sudo INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE lanes ADD COLUMN proxy_port INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE lanes ADD COLUMN net_policy TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE lanes ADD COLUMN net_note TEXT NOT NULL DEFAULT '';",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -187,7 +197,8 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 
 #define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
 	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
-	"ended_at_ms, owner_uid, workspace, error, create_failed, pooled"
+	"ended_at_ms, owner_uid, workspace, error, create_failed, pooled, " \
+	"network, allow, sudo, proxy_port, net_policy, net_note"
 
 /* The tables and columns this build reads and writes. */
 #define IMAGE_COLUMNS "name, id, instance, state, from_image, docker, cpus, " \
@@ -599,8 +610,9 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		return REG_ERROR;
 	st = prepare(r, "INSERT INTO lanes (name, state, cpus, memory_mib, "
 	    "disk_gib, created_at_ms, deadline_ms, idle_timeout_ms, "
-	    "last_activity_ms, owner_uid, pooled) VALUES (?1, 'creating', ?2, "
-	    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
+	    "last_activity_ms, owner_uid, pooled, network, allow, sudo, "
+	    "proxy_port) VALUES (?1, 'creating', ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
+	    "?9, ?10, ?11, ?12, ?13, ?14)");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, rec->name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, rec->cpus);
@@ -612,6 +624,10 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		sqlite3_bind_int64(st, 8, rec->created_at_ms);
 		sqlite3_bind_int64(st, 9, rec->owner_uid);
 		sqlite3_bind_int(st, 10, rec->pooled);
+		sqlite3_bind_text(st, 11, rec->network, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 12, rec->allow, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 13, rec->sudo);
+		sqlite3_bind_int(st, 14, rec->proxy_port);
 	}
 	rc = step_done(r, st);
 	for (size_t i = 0; rc == REG_OK && i < nlabels; i++) {
@@ -627,11 +643,12 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 	}
 	if (rc == REG_OK) {
 		snprintf(detail, sizeof detail,
-		    "cpus=%u memory=%uMiB disk=%uGiB lifetime=%llds idle=%llus uid=%u",
+		    "cpus=%u memory=%uMiB disk=%uGiB lifetime=%llds idle=%llus "
+		    "uid=%u network=%s%s",
 		    rec->cpus, rec->memory_mib, rec->disk_gib,
 		    (long long)((rec->deadline_ms - rec->created_at_ms) / 1000),
 		    (unsigned long long)(rec->idle_timeout_ms / 1000),
-		    rec->owner_uid);
+		    rec->owner_uid, rec->network, rec->sudo ? " sudo" : "");
 		rc = event_insert(r, rec->created_at_ms, rec->name,
 		    "registered", detail);
 	}
@@ -663,6 +680,16 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 		str_copy(rec->error, s, sizeof rec->error);
 	rec->create_failed = sqlite3_column_int(st, 13) != 0;
 	rec->pooled = sqlite3_column_int(st, 14) != 0;
+	if ((s = (const char *)sqlite3_column_text(st, 15)) != NULL)
+		str_copy(rec->network, s, sizeof rec->network);
+	if ((s = (const char *)sqlite3_column_text(st, 16)) != NULL)
+		str_copy(rec->allow, s, sizeof rec->allow);
+	rec->sudo = sqlite3_column_int(st, 17) != 0;
+	rec->proxy_port = (uint16_t)sqlite3_column_int(st, 18);
+	if ((s = (const char *)sqlite3_column_text(st, 19)) != NULL)
+		str_copy(rec->net_policy, s, sizeof rec->net_policy);
+	if ((s = (const char *)sqlite3_column_text(st, 20)) != NULL)
+		str_copy(rec->net_note, s, sizeof rec->net_note);
 	if (rec->pooled && (rec->state == LANE_CREATING ||
 	    rec->state == LANE_READY))
 		rec->state = LANE_POOLED;
@@ -723,7 +750,9 @@ registry_lane_apply(struct registry *r, const char *name,
 		    "workspace = coalesce(?5, workspace), "
 		    "error = coalesce(?6, error), "
 		    "create_failed = CASE WHEN ?7 THEN 1 ELSE create_failed END, "
-		    "last_activity_ms = max(last_activity_ms, ?8) "
+		    "last_activity_ms = max(last_activity_ms, ?8), "
+		    "net_policy = coalesce(?9, net_policy), "
+		    "net_note = coalesce(?10, net_note) "
 		    "WHERE name = ?1");
 		if (st != NULL) {
 			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -740,6 +769,12 @@ registry_lane_apply(struct registry *r, const char *name,
 			sqlite3_bind_int(st, 7, ch->error != NULL &&
 			    ch->create_failed);
 			sqlite3_bind_int64(st, 8, ch->last_activity_ms);
+			if (ch->net_policy != NULL)
+				sqlite3_bind_text(st, 9, ch->net_policy, -1,
+				    SQLITE_STATIC);
+			if (ch->net_note != NULL)
+				sqlite3_bind_text(st, 10, ch->net_note, -1,
+				    SQLITE_STATIC);
 		}
 		rc = step_done(r, st);
 	}
@@ -776,6 +811,26 @@ registry_lane_set_error(struct registry *r, const char *name, const char *error)
 {
 	return update_text(r, "UPDATE lanes SET error = ?2 WHERE name = ?1",
 	    name, error);
+}
+
+int
+registry_lane_set_proxy_port(struct registry *r, const char *name,
+    uint16_t port)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (tx_begin(r) != REG_OK)
+		return REG_ERROR;
+	st = prepare(r, "UPDATE lanes SET proxy_port = ?2 WHERE name = ?1");
+	if (st != NULL) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 2, port);
+	}
+	rc = step_done(r, st);
+	if (rc == REG_OK && sqlite3_changes(r->db) != 1)
+		rc = REG_NOT_FOUND;
+	return tx_end(r, rc);
 }
 
 int
@@ -1183,9 +1238,10 @@ registry_audit_trim(struct registry *r, const char *lane, uint32_t keep)
 {
 	/* Only the audit events: a lane's lifecycle stays whole. */
 	sqlite3_stmt *st = prepare(r, "DELETE FROM events WHERE lane = ?1 AND "
-	    "event IN ('exec', 'copy-in', 'copy-out') AND id <= (SELECT id "
-	    "FROM events WHERE lane = ?1 AND event IN ('exec', 'copy-in', "
-	    "'copy-out') ORDER BY id DESC LIMIT 1 OFFSET ?2)");
+	    "(event IN ('exec', 'copy-in', 'copy-out') OR event GLOB 'proxy-*') "
+	    "AND id <= (SELECT id FROM events WHERE lane = ?1 AND (event IN "
+	    "('exec', 'copy-in', 'copy-out') OR event GLOB 'proxy-*') "
+	    "ORDER BY id DESC LIMIT 1 OFFSET ?2)");
 
 	if (st == NULL)
 		return REG_ERROR;

@@ -18,6 +18,10 @@
 #define LANE_LABELS_MAX 16
 #define LANE_LABEL_KEY_MAX 63
 #define LANE_LABEL_VALUE_MAX 255
+/* Network policy: the allow list is '\n'-separated patterns. */
+#define LANE_NETWORK_SIZE 16
+#define LANE_ALLOW_TEXT_MAX 2048	/* NETPOLICY_ALLOW_TEXT_MAX */
+#define LANE_NET_NOTE_MAX 256
 /* How long a write waits for another process's lock before failing. */
 #define REGISTRY_BUSY_MS 1000
 
@@ -57,6 +61,14 @@ struct lane_record {
 	 * as creating/ready (booting/booted) and read as LANE_POOLED.
 	 */
 	bool pooled;
+	/* The network policy; network "" on rows made before policies. */
+	char network[LANE_NETWORK_SIZE];
+	char allow[LANE_ALLOW_TEXT_MAX + 1];
+	bool sudo;
+	uint16_t proxy_port;		/* allow: its proxy's port */
+	/* "enforced", "advisory", "unenforced"; "" until ready. */
+	char net_policy[16];
+	char net_note[LANE_NET_NOTE_MAX];
 };
 
 struct lane_label {
@@ -105,6 +117,8 @@ struct registry_change {
 	const char *error;		/* NULL: unchanged */
 	bool create_failed;		/* with error: the lane ends "failed" */
 	int64_t last_activity_ms;	/* 0: unchanged */
+	const char *net_policy;		/* NULL: unchanged */
+	const char *net_note;		/* NULL: unchanged */
 };
 
 /*
@@ -119,6 +133,9 @@ int registry_lane_set_workspace(struct registry *, const char *name,
 /* Why a lane is stuck (e.g. a delete being retried); shown to users. */
 int registry_lane_set_error(struct registry *, const char *name,
     const char *error);
+/* The port of an allow lane's proxy, bound again after a restart. */
+int registry_lane_set_proxy_port(struct registry *, const char *name,
+    uint16_t port);
 /* Creation failed: the lane will end "failed" even across a restart. */
 int registry_lane_set_create_failed(struct registry *, const char *name,
     const char *error);

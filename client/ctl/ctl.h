@@ -122,7 +122,8 @@ void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 void ctl_json_string(FILE *, const char *);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);
-void ctl_lane_json(FILE *, const struct al_lane *);
+/* net NULL: the lane's network policy is not printed. */
+void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *);
 
 /*
  * cp with "-": a tar stream from standard input into a lane directory, or a

@@ -34,6 +34,12 @@ static const struct ctl_option create_options[] = {
 	{ 0, "image", "IMAGE", "clone the lane from a built image" },
 	{ 0, "provision", "FILE", "build (or reuse, by content) the image of "
 	    "these scripts first; repeatable" },
+	{ 0, "network", "none|internet|allow", "the lane's egress policy "
+	    "(default: the daemon's)" },
+	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the "
+	    "lane reaches through its proxy; repeatable" },
+	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy "
+	    "is then advisory)" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -120,7 +126,12 @@ const struct ctl_command ctl_commands[] = {
 	    "--json prints the lane as `show --json` does.\n"
 	    "--image clones a built image (see image); --provision FILE builds\n"
 	    "the image of those scripts, or reuses the one with the same\n"
-	    "content, then clones it.\n",
+	    "content, then clones it.\n"
+	    "--network internet reaches the internet but nothing on the host\n"
+	    "or a private range; none reaches nothing; allow reaches only the\n"
+	    "--allow hosts, over HTTP(S) through a proxy of the daemon (execs\n"
+	    "get HTTP_PROXY and HTTPS_PROXY). Without --sudo the lane has no\n"
+	    "guest root, so the rules hold (Lima 2.2 or later).\n",
 	    create_options, 0, true, CTL_COMPLETE_NONE, NULL },
 	{ "ls", "list", "", "list live lanes",
 	    "The table shows NAME, STATE, CPUS, MEMORY, DISK, CREATED (UTC),\n"

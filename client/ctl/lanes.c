@@ -58,6 +58,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	struct al_create_opts o = AL_CREATE_OPTS_INIT;
 	struct al_label labels[AL_LABELS_MAX];
 	const char *paths[AL_IMAGE_SCRIPTS_MAX];
+	const char *allow[AL_ALLOW_MAX];
 	size_t npaths = 0;
 	struct al_image im;
 	struct ctl_parsed p;
@@ -114,8 +115,24 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 				return ctl_usage("at most %d provision scripts",
 				    AL_IMAGE_SCRIPTS_MAX);
 			paths[npaths++] = v;
-		}
+		} else if (ctl_is(&p.opts[i], "network")) {
+			if (strcmp(v, "none") != 0 && strcmp(v, "internet") != 0 &&
+			    strcmp(v, "allow") != 0)
+				return ctl_usage("--network is none, internet or "
+				    "allow");
+			o.network = v;
+		} else if (ctl_is(&p.opts[i], "allow")) {
+			if (o.nallow == AL_ALLOW_MAX)
+				return ctl_usage("at most %d --allow hosts",
+				    AL_ALLOW_MAX);
+			allow[o.nallow++] = v;
+		} else if (ctl_is(&p.opts[i], "sudo"))
+			o.sudo = true;
 	}
+	/* The daemon's default may be allow: only it can tell. */
+	if (o.nallow > 0 && o.network != NULL && strcmp(o.network, "allow") != 0)
+		return ctl_usage("create: --allow needs --network allow");
+	o.allow = allow;
 	if (npaths > 0 && o.image != NULL)
 		return ctl_usage("create: --image and --provision exclude each "
 		    "other");
@@ -145,7 +162,13 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
 	if (ctl->json) {
-		ctl_lane_json(stdout, &lane);
+		struct al_lane_net net;
+
+		/* As show --json prints it: with its network policy. */
+		if (al_get_net(ctl->client, lane.name, &lane, &net, &err) !=
+		    AL_OK)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+		ctl_lane_json(stdout, &lane, &net);
 		fputc('\n', stdout);
 	} else
 		printf("%s\n", lane.name);
@@ -255,6 +278,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_parsed p;
 	struct al_lane *lanes;
+	struct al_lane_net *nets;
 	struct al_error err;
 	struct filter *filters;
 	bool all = false, quiet = false, first = true;
@@ -297,7 +321,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_usage("ls: -q and --json are alternatives");
 	}
-	if (al_list(ctl->client, all, &lanes, &n, &err) != AL_OK) {
+	if (al_list_net(ctl->client, all, &lanes, &nets, &n, &err) != AL_OK) {
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
@@ -318,7 +342,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		if (ctl->json) {
 			if (!first)
 				fputc(',', stdout);
-			ctl_lane_json(stdout, &lanes[i]);
+			ctl_lane_json(stdout, &lanes[i], &nets[i]);
 		} else if (quiet)
 			printf("%s\n", lanes[i].name);
 		else {
@@ -341,8 +365,35 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	if (ctl->json)
 		fputs("]\n", stdout);
 	al_lanes_free(lanes);
+	al_lane_nets_free(nets);
 	free(filters);
 	return 0;
+}
+
+/* The network policy lines of show. */
+static void
+show_net(const struct al_lane_net *net)
+{
+	if (net->network[0] == '\0') {
+		printf("network:      - (made before network policies)\n");
+		return;
+	}
+	printf("network:      %s%s\n", net->network, net->sudo ?
+	    " (--sudo: guest root kept)" : "");
+	if (strcmp(net->network, "allow") == 0) {
+		printf("allow:        ");
+		for (const char *p = net->allow; *p != '\0'; p++)
+			putchar(*p == '\n' ? ' ' : *p);
+		printf("%s\n", net->nallow == 0 ? "- (nothing)" : "");
+		if (net->proxy_port != 0)
+			printf("proxy:        127.0.0.1:%u (guest: "
+			    "192.168.5.2:%u)\n", (unsigned)net->proxy_port,
+			    (unsigned)net->proxy_port);
+	}
+	printf("policy:       %s\n", net->policy[0] != '\0' ? net->policy :
+	    "- (decided before ready)");
+	if (net->note[0] != '\0')
+		printf("policy note:  %s\n", net->note);
 }
 
 int
@@ -350,6 +401,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_parsed p;
 	struct al_lane l;
+	struct al_lane_net net;
 	struct al_error err;
 	char t[32], rel[48];
 	int rc;
@@ -358,10 +410,10 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	if (p.noperands != 1)
 		return ctl_usage("usage: agent-lanectl show [--json] LANE");
-	if (al_get(ctl->client, p.operands[0], &l, &err) != AL_OK)
+	if (al_get_net(ctl->client, p.operands[0], &l, &net, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
-		ctl_lane_json(stdout, &l);
+		ctl_lane_json(stdout, &l, &net);
 		fputc('\n', stdout);
 		return 0;
 	}
@@ -386,6 +438,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 		printf("error:        %s\n", l.error);
 	for (size_t i = 0; i < l.nlabels; i++)
 		printf("label:        %s=%s\n", l.labels[i].key, l.labels[i].value);
+	show_net(&net);
 	return 0;
 }
 
@@ -482,7 +535,7 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
 		fputs("{\"lane\":", stdout);
-		ctl_lane_json(stdout, &l);
+		ctl_lane_json(stdout, &l, NULL);
 		printf(",\"capped\":%s}\n", capped ? "true" : "false");
 		return 0;
 	}

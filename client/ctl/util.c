@@ -185,7 +185,7 @@ ctl_time(int64_t ms, char *buf, size_t len)
 }
 
 void
-ctl_lane_json(FILE *f, const struct al_lane *l)
+ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net)
 {
 	char t[32];
 
@@ -219,5 +219,30 @@ ctl_lane_json(FILE *f, const struct al_lane *l)
 		fputc(':', f);
 		ctl_json_string(f, l->labels[i].value);
 	}
-	fputs("}}", f);
+	fputc('}', f);
+	if (net != NULL) {
+		const char *p = net->allow;
+
+		fputs(",\"network\":", f);
+		ctl_json_string(f, net->network);
+		fputs(",\"allow\":[", f);
+		for (size_t i = 0; i < net->nallow && *p != '\0'; i++) {
+			char pat[AL_ALLOW_TEXT_MAX + 1];
+			size_t len = strcspn(p, "\n");
+
+			memcpy(pat, p, len);
+			pat[len] = '\0';
+			if (i > 0)
+				fputc(',', f);
+			ctl_json_string(f, pat);
+			p += len + (p[len] == '\n');
+		}
+		fprintf(f, "],\"sudo\":%s,\"network_policy\":",
+		    net->sudo ? "true" : "false");
+		ctl_json_string(f, net->policy);
+		fputs(",\"network_note\":", f);
+		ctl_json_string(f, net->note);
+		fprintf(f, ",\"proxy_port\":%u", (unsigned)net->proxy_port);
+	}
+	fputc('}', f);
 }

@@ -674,6 +674,37 @@ al_lane_from_proto(struct al_lane *l, const Agentlane__V1__Lane *p)
 	}
 }
 
+void
+al_lane_net_from_proto(struct al_lane_net *n, const Agentlane__V1__Lane *p)
+{
+	size_t off = 0;
+
+	memset(n, 0, sizeof *n);
+	snprintf(n->name, sizeof n->name, "%s", p->name != NULL ? p->name : "");
+	snprintf(n->network, sizeof n->network, "%s",
+	    p->network != NULL ? p->network : "");
+	snprintf(n->policy, sizeof n->policy, "%s",
+	    p->network_policy != NULL ? p->network_policy : "");
+	snprintf(n->note, sizeof n->note, "%s",
+	    p->network_note != NULL ? p->network_note : "");
+	n->sudo = p->sudo;
+	n->proxy_port = p->proxy_port <= 65535 ? (uint16_t)p->proxy_port : 0;
+	/* Whole patterns only: one that does not fit is left out. */
+	for (size_t i = 0; i < p->n_allow && n->nallow < AL_ALLOW_MAX; i++) {
+		size_t len = p->allow[i] != NULL ? strlen(p->allow[i]) : 0;
+
+		if (len == 0 || strchr(p->allow[i], '\n') != NULL ||
+		    off + (off > 0) + len > AL_ALLOW_TEXT_MAX)
+			continue;
+		if (off > 0)
+			n->allow[off++] = '\n';
+		memcpy(n->allow + off, p->allow[i], len);
+		off += len;
+		n->nallow++;
+	}
+	n->allow[off] = '\0';
+}
+
 AL_API enum al_code
 al_hello(struct al_client *c, struct al_daemon_info *info, struct al_error *err)
 {

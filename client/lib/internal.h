@@ -67,6 +67,7 @@ bool al_conn_want_write(const struct al_conn *);
 
 /* Lane/label conversion from the protocol. */
 void al_lane_from_proto(struct al_lane *, const Agentlane__V1__Lane *);
+void al_lane_net_from_proto(struct al_lane_net *, const Agentlane__V1__Lane *);
 
 /*
  * For EINTR handling: true once al_interrupt() was called. A loop that sees

@@ -33,8 +33,9 @@ call(struct al_client *c, const AlRequest *req, const struct al_create_opts *co,
 
 /* Expects a Lane answer. */
 static int
-lane_call(struct al_client *c, const AlRequest *req,
-    const struct al_create_opts *co, struct al_lane *out, struct al_error *err)
+lane_call_net(struct al_client *c, const AlRequest *req,
+    const struct al_create_opts *co, struct al_lane *out,
+    struct al_lane_net *net, struct al_error *err)
 {
 	AlResponse *resp = call(c, req, co, err);
 
@@ -47,8 +48,17 @@ lane_call(struct al_client *c, const AlRequest *req,
 	}
 	if (out != NULL)
 		al_lane_from_proto(out, resp->lane);
+	if (net != NULL)
+		al_lane_net_from_proto(net, resp->lane);
 	al_response_free(resp);
 	return 0;
+}
+
+static int
+lane_call(struct al_client *c, const AlRequest *req,
+    const struct al_create_opts *co, struct al_lane *out, struct al_error *err)
+{
+	return lane_call_net(c, req, co, out, NULL, err);
 }
 
 static int
@@ -80,6 +90,20 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 		cl.n_labels = o->nlabels;
 		cl.labels = labelv;
 		cl.image = (char *)(o->image != NULL ? o->image : "");
+		if (o->nallow > AL_ALLOW_MAX) {
+			al_set_error(err, AL_INVALID_ARGUMENT,
+			    "at most %d allow patterns", AL_ALLOW_MAX);
+			return -1;
+		}
+		if (o->nallow > 0 && o->allow == NULL) {
+			al_set_error(err, AL_INVALID_ARGUMENT,
+			    "nallow without allow");
+			return -1;
+		}
+		cl.network = (char *)(o->network != NULL ? o->network : "");
+		cl.allow = (char **)o->allow;
+		cl.n_allow = o->nallow;
+		cl.sudo = o->sudo;
 	}
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_CREATE_LANE;
 	req.create_lane = &cl;
@@ -88,7 +112,7 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 
 static int
 do_get(struct al_client *c, const char *name, struct al_lane *out,
-    struct al_error *err)
+    struct al_lane_net *net, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__GetLane g = AGENTLANE__V1__GET_LANE__INIT;
@@ -96,7 +120,7 @@ do_get(struct al_client *c, const char *name, struct al_lane *out,
 	g.name = (char *)name;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_GET_LANE;
 	req.get_lane = &g;
-	return lane_call(c, &req, NULL, out, err);
+	return lane_call_net(c, &req, NULL, out, net, err);
 }
 
 static int
@@ -176,11 +200,13 @@ pages_next(struct pages *pg, const char *token, size_t got,
 }
 
 static int
-do_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
-    struct al_error *err)
+do_list(struct al_client *c, bool all, struct al_lane **lanes,
+    struct al_lane_net **nets, size_t *n, struct al_error *err)
 {
 	struct pages pg = { .elem = sizeof(struct al_lane), .max = AL_LIST_MAX,
 	    .what = "lanes" };
+	struct al_lane_net *nv = NULL;
+	size_t ncap = 0;
 	int rc = -1;
 
 	do {
@@ -208,16 +234,36 @@ do_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
 			al_response_free(resp);
 			goto out;
 		}
-		for (size_t i = 0; i < list->n_lanes; i++)
+		/* pages_grow bounded pg.n + n_lanes by AL_LIST_MAX. */
+		if (nets != NULL && pg.n + list->n_lanes > ncap) {
+			struct al_lane_net *g;
+
+			ncap = pg.n + list->n_lanes;
+			if ((g = realloc(nv, ncap * sizeof *nv)) == NULL) {
+				al_set_error(err, AL_IO, "out of memory");
+				al_response_free(resp);
+				goto out;
+			}
+			nv = g;
+		}
+		for (size_t i = 0; i < list->n_lanes; i++) {
+			if (nets != NULL)
+				al_lane_net_from_proto(&nv[pg.n],
+				    list->lanes[i]);
 			al_lane_from_proto(&((struct al_lane *)pg.v)[pg.n++],
 			    list->lanes[i]);
+		}
 		al_response_free(resp);
 	} while (pg.token != NULL);
 	*lanes = pg.v;
 	*n = pg.n;
+	if (nets != NULL)
+		*nets = nv;
+	nv = NULL;
 	pg.v = NULL;
 	rc = 0;
 out:
+	free(nv);
 	free(pg.token);
 	free(pg.v);
 	return rc;
@@ -232,7 +278,26 @@ al_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
 	err = al_error_begin(err, &local);
 	*lanes = NULL;
 	*n = 0;
-	return al_result(do_list(c, all, lanes, n, err), err);
+	return al_result(do_list(c, all, lanes, NULL, n, err), err);
+}
+
+AL_API enum al_code
+al_list_net(struct al_client *c, bool all, struct al_lane **lanes,
+    struct al_lane_net **nets, size_t *n, struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	*lanes = NULL;
+	*nets = NULL;
+	*n = 0;
+	return al_result(do_list(c, all, lanes, nets, n, err), err);
+}
+
+AL_API void
+al_lane_nets_free(struct al_lane_net *nets)
+{
+	free(nets);
 }
 
 AL_API void
@@ -426,7 +491,17 @@ al_get(struct al_client *c, const char *name, struct al_lane *out,
 	struct al_error local;
 
 	err = al_error_begin(err, &local);
-	return al_result(do_get(c, name, out, err), err);
+	return al_result(do_get(c, name, out, NULL, err), err);
+}
+
+AL_API enum al_code
+al_get_net(struct al_client *c, const char *name, struct al_lane *out,
+    struct al_lane_net *net, struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	return al_result(do_get(c, name, out, net, err), err);
 }
 
 AL_API enum al_code

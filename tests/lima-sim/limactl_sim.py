@@ -15,6 +15,10 @@ import _signal as signal          # the C module: `signal` would pull in enum
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'limactl')
 LIMA_VERSION = os.environ.get('LIMA_SIM_VERSION') or '2.2.0'
 VM_TYPE = 'qemu'
+# The guest's network, as `info` reports it: the simulator's guests have
+# only `lo`, so no egress rule can be loaded or tested in them. Real Lima
+# prints no such key; tests/lima-vm (real guests) sets it to None.
+GUEST_NETWORK = 'none'
 UNIX_PATH_MAX = 108
 LONGEST_SOCK = 'ssh.sock.1234567890123456'
 DEFAULT_START_TIMEOUT = 600.0
@@ -2838,6 +2842,8 @@ def cmd_info(o, args):
             'limaHome': lima_home(), 'vmTypes': [VM_TYPE],
             'hostOS': 'linux', 'hostArch': host_arch(),
             'identityFile': os.path.join(lima_home(), '_config', 'user')}
+    if GUEST_NETWORK is not None:
+        info['guestNetwork'] = GUEST_NETWORK
     write_all(1, (json.dumps(info, indent=4) + '\n').encode())
     return 0
 

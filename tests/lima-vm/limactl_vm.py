@@ -926,6 +926,8 @@ def install():
     S.sweep_guest_procs = vm_sweep_guest_procs
     S.hostagent_main = hostagent_main
     S.USAGE = USAGE
+    # Real guests have Lima's network: no simulator guestNetwork key.
+    S.GUEST_NETWORK = None
     c = S.COMMANDS
     c['shell'] = c['shell'][:4] + (cmd_shell,)
     c['copy'] = c['copy'][:4] + (cmd_copy,)

@@ -3,12 +3,16 @@
  * daemon/netpolicy.c generates, for tests/regress/netpolicy.sh. PORT is
  * the proxy port (rules, yaml) or the probe port (check). A test program,
  * built under build/tests and never installed.
+ *
+ * al-netpolicy-print schema: the registry schema version this build
+ * writes (registry_schema_version), so that suites never hard-code it.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "netpolicy.h"
+#include "registry.h"
 
 int
 main(int argc, char **argv)
@@ -19,6 +23,10 @@ main(int argc, char **argv)
 	bool sudo = argc > 4 && strcmp(argv[4], "sudo") == 0;
 	int n;
 
+	if (argc == 2 && strcmp(argv[1], "schema") == 0) {
+		printf("%d\n", registry_schema_version());
+		return 0;
+	}
 	if (argc < 3 || !netpolicy_mode_parse(argv[1], &m) || port > 65535) {
 		fprintf(stderr, "usage: al-netpolicy-print MODE rules|yaml|check [PORT] [sudo]\n");
 		return 2;

@@ -5,7 +5,8 @@
 # waits for clones; create --provision is addressed by content.
 . "$(dirname "$0")/lib.sh"
 
-REPO_GOLDEN=$REPO/tests/unit/golden/lane.yaml
+# A lane's template, with the default network policy (internet).
+REPO_GOLDEN=$REPO/tests/unit/golden/lane-internet.yaml
 SIMLOG=$T/sim.log
 export LIMA_SIM_LOG=$SIMLOG
 start_daemon || exit 1
@@ -144,7 +145,7 @@ hostResolver:
 EOF
 L2=$(ctl create --image tools --cpus 2 --memory 4 --disk 30 2>/dev/null)
 check_eq "a lane from a tampered image is ready" ready "$(lane_state "$L2")"
-check "its lima.yaml is the golden lane template (tests/unit/golden/lane.yaml)" \
+check "its lima.yaml is the golden lane template (tests/unit/golden/lane-internet.yaml)" \
     cmp -s "$REPO_GOLDEN" "$(instance_dir "$L2")/lima.yaml"
 check "... with no mount, forward or agent forwarding from the image" \
     sh -c "! grep -Eq 'location:|forwardAgent: true|hostPort|loadDotSSHPubKeys: true' '$(instance_dir "$L2")/lima.yaml'"

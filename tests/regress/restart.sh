@@ -20,7 +20,9 @@ check "registry passes integrity_check" test "$(sqlite3 "$STATE/registry.db" \
     'PRAGMA integrity_check')" = ok
 # 2: the images table (tests/regress/images.sh).
 # 3: the warm pool's pooled column (tests/regress/pool.sh).
-check_eq "registry schema version" 3 \
+# Then: the lane network policy columns (tests/regress/lane-network.sh).
+check_eq "registry schema version" \
+    "$("$(dirname "$LANED")/tests/al-netpolicy-print" schema)" \
     "$(sqlite3 "$STATE/registry.db" 'PRAGMA user_version')"
 check_eq "registry is in WAL mode" wal \
     "$(sqlite3 "$STATE/registry.db" 'PRAGMA journal_mode')"

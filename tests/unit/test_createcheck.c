@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "lanecreate.h"
+#include "netpolicy.h"
 #include "units.h"
 
 #define OK 0
@@ -214,6 +215,95 @@ test_labels(void **state)
 	assert_string_equal(plan.labels[1].value, "");
 }
 
+/* The network policy of a request: mode, allow list, sudo, defaults. */
+static void
+test_network(void **state)
+{
+	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
+	struct lane_create_plan plan;
+	char *allow[40], err[256];
+	char names[40][32];
+
+	caps();
+	/* Defaults: the network key, no allow list, guest root dropped. */
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_int_equal(plan.net_mode, NETPOLICY_INTERNET);
+	assert_string_equal(plan.allow, "");
+	assert_false(plan.sudo);
+	cfg.network = NETPOLICY_NONE;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_int_equal(plan.net_mode, NETPOLICY_NONE);
+
+	req.network = "bogus";
+	assert_int_equal(check(&req, 0, &plan, "is not internet, none or allow"),
+	    INVALID);
+	req.network = "allow";
+	req.sudo = true;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_int_equal(plan.net_mode, NETPOLICY_ALLOW);
+	assert_true(plan.sudo);
+
+	/* The configured allow list applies when the request names none. */
+	config_free(&cfg);
+	caps();
+	assert_int_equal(config_set(&cfg, "allow", "a.example.org, *.npmjs.org",
+	    err, sizeof err), 0);
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_string_equal(plan.allow, "a.example.org\n*.npmjs.org");
+
+	/* The request's own, normalised, duplicates dropped. */
+	allow[0] = "Registry.NPMJS.org.";
+	allow[1] = "*.PyPI.org";
+	allow[2] = "registry.npmjs.org";
+	req.allow = allow;
+	req.n_allow = 3;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_string_equal(plan.allow, "registry.npmjs.org\n*.pypi.org");
+
+	allow[1] = "*.org";
+	assert_int_equal(check(&req, 0, &plan, "is not a host name"), INVALID);
+	allow[1] = "a b";
+	assert_int_equal(check(&req, 0, &plan, "is not a host name"), INVALID);
+	allow[1] = "";
+	assert_int_equal(check(&req, 0, &plan, "1-255 characters"), INVALID);
+	allow[1] = NULL;
+	assert_int_equal(check(&req, 0, &plan, "1-255 characters"), INVALID);
+
+	/* Bounded: 32 patterns, and only for allow lanes. */
+	for (size_t i = 0; i < 40; i++) {
+		snprintf(names[i], sizeof names[i], "h%zu.example.org", i);
+		allow[i] = names[i];
+	}
+	req.n_allow = 32;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_int_equal(netpolicy_allow_count(plan.allow), 32);
+	req.n_allow = 33;
+	assert_int_equal(check(&req, 0, &plan, "at most 32 allow patterns"),
+	    INVALID);
+	req.n_allow = 1;
+	req.network = "internet";
+	assert_int_equal(check(&req, 0, &plan, "need network allow"), INVALID);
+	/* The configured default counts as allow too. */
+	req.network = "";
+	cfg.network = NETPOLICY_ALLOW;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_string_equal(plan.allow, "h0.example.org");
+}
+
+/* The list text is bounded as a whole too (the registry's column). */
+static void
+test_allow_text_bound(void **state)
+{
+	char text[64] = "", why[256];
+
+	assert_true(netpolicy_allow_add(text, sizeof text,
+	    "aaaaaaaaaaaaaaaaaaaa.example.org", why, sizeof why));
+	assert_false(netpolicy_allow_add(text, sizeof text,
+	    "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbb.example.org", why, sizeof why));
+	assert_non_null(strstr(why, "longer than 63 bytes"));
+	assert_string_equal(text, "aaaaaaaaaaaaaaaaaaaa.example.org");
+}
+
 int
 main(void)
 {
@@ -224,6 +314,8 @@ main(void)
 		T(test_caps),
 		T(test_live_count),
 		T(test_labels),
+		T(test_network),
+		T(test_allow_text_bound),
 	};
 #undef T
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

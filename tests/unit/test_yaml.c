@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lima.h"
+#include "netpolicy.h"
 
 #define BASE "template:_images/ubuntu-lts"
 
@@ -37,7 +38,8 @@ teardown_lima(void **state)
 static char *
 render(struct lima *l, uint32_t cpus, uint32_t memory_mib, uint32_t disk_gib)
 {
-	struct lima_lane_spec spec = { cpus, memory_mib, disk_gib };
+	struct lima_lane_spec spec = { .cpus = cpus, .memory_mib = memory_mib,
+	    .disk_gib = disk_gib };
 	char *buf = calloc(1, 8192);
 	int n;
 
@@ -85,6 +87,67 @@ test_golden(void **state)
 		    "rendered:\n%s", yaml);
 	free(golden);
 	free(yaml);
+}
+
+/*
+ * What agent-laned writes for each network policy: the lane YAML with the
+ * policy's provision script, and user.passwordlessSudo: false with
+ * minimumLimaVersion 2.2.0 unless sudo is kept (tests/unit/golden/lane-*).
+ */
+static void
+check_policy_golden(struct lima *l, int mode, uint16_t port, bool sudo,
+    const char *file)
+{
+	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
+	    .disk_gib = 30, .has_policy = true, .net_mode = mode,
+	    .proxy_port = port, .sudo = sudo };
+	char *yaml = calloc(1, 16384), *golden;
+	size_t glen;
+	int n;
+
+	assert_non_null(yaml);
+	n = lima_yaml_render(l, &spec, yaml, 16384);
+	assert_true(n > 0);
+	golden = read_golden(file, &glen);
+	if ((size_t)n != glen || memcmp(yaml, golden, glen) != 0)
+		fail_msg("lane YAML differs from tests/unit/golden/%s; "
+		    "rendered:\n%s", file, yaml);
+	/* The policy always fits the buffer the daemon renders into. */
+	assert_true(n < 8192);
+	free(golden);
+	free(yaml);
+}
+
+static void
+test_golden_policies(void **state)
+{
+	check_policy_golden(*state, NETPOLICY_INTERNET, 0, false,
+	    "lane-internet.yaml");
+	check_policy_golden(*state, NETPOLICY_NONE, 0, false,
+	    "lane-none.yaml");
+	check_policy_golden(*state, NETPOLICY_ALLOW, 41234, false,
+	    "lane-allow.yaml");
+	check_policy_golden(*state, NETPOLICY_INTERNET, 0, true,
+	    "lane-internet-sudo.yaml");
+}
+
+static void
+test_policy_keys(void **state)
+{
+	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
+	    .disk_gib = 30, .has_policy = true, .net_mode = NETPOLICY_ALLOW,
+	    .proxy_port = 0 };
+	char buf[8192];
+	char *y;
+
+	/* allow without a proxy port has no rule set to render. */
+	assert_int_equal(lima_yaml_render(*state, &spec, buf, sizeof buf), -1);
+	y = render(*state, 2, 4096, 30);
+	/* No policy: neither key (image builds). */
+	assert_null(strstr(y, "passwordlessSudo"));
+	assert_null(strstr(y, "provision:"));
+	assert_non_null(strstr(y, "minimumLimaVersion: 2.0.0\n"));
+	free(y);
 }
 
 /*
@@ -258,7 +321,8 @@ test_base_path(void **state)
 static void
 test_small_buffer(void **state)
 {
-	struct lima_lane_spec spec = { 2, 4096, 30 };
+	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
+	    .disk_gib = 30 };
 	char buf[4096];
 	int n;
 
@@ -347,6 +411,10 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_golden, setup_lima,
 		    teardown_lima),
 		cmocka_unit_test_setup_teardown(test_isolation_keys, setup_lima,
+		    teardown_lima),
+		cmocka_unit_test_setup_teardown(test_golden_policies,
+		    setup_lima, teardown_lima),
+		cmocka_unit_test_setup_teardown(test_policy_keys, setup_lima,
 		    teardown_lima),
 		cmocka_unit_test_setup_teardown(test_resources, setup_lima,
 		    teardown_lima),

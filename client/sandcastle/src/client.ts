@@ -87,7 +87,21 @@ export interface Lane {
   error: string;
   endedAtMs: number;
   labels: Label[];
+  /** Network policy: "internet", "none" or "allow"; "" for a lane made before policies. */
+  network: string;
+  /** allow lanes: the hosts (or "*.domain" patterns) its proxy reaches. */
+  allow: string[];
+  /** The lane kept passwordless guest root (its policy is advisory). */
+  sudo: boolean;
+  /** "enforced", "advisory" (sudo), "unenforced" (see networkNote), "" while booting. */
+  networkPolicy: string;
+  networkNote: string;
+  /** allow lanes: the port of its proxy on host 127.0.0.1 (192.168.5.2 in the guest). */
+  proxyPort: number;
 }
+
+/** A lane's egress policy (agent-lanectl(1), "create --network"). */
+export type NetworkMode = "internet" | "none" | "allow";
 
 export interface Limits {
   maxFrameBytes: number;
@@ -121,6 +135,12 @@ export interface CreateLaneRequest {
   labels?: Label[];
   /** Clone this image (see buildImage) instead of creating a fresh VM. */
   image?: string;
+  /** Network policy; absent: the daemon's default (`network` key). */
+  network?: NetworkMode;
+  /** With network "allow": the hosts it reaches (absent: the daemon's `allow` key). */
+  allow?: string[];
+  /** Keep passwordless guest root; the policy is then advisory. */
+  sudo?: boolean;
 }
 
 /** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
@@ -315,6 +335,12 @@ function toLane(o: any): Lane {
     error: o.error,
     endedAtMs: o.endedAtMs,
     labels: (o.labels ?? []).map((l: any) => ({ key: l.key, value: l.value })),
+    network: o.network ?? "",
+    allow: [...(o.allow ?? [])],
+    sudo: Boolean(o.sudo),
+    networkPolicy: o.networkPolicy ?? "",
+    networkNote: o.networkNote ?? "",
+    proxyPort: o.proxyPort ?? 0,
   };
 }
 
@@ -658,6 +684,9 @@ export class AgentLaneClient {
           idleTimeoutS: req.idleTimeoutS ?? 0,
           labels: req.labels ?? [],
           image: req.image ?? "",
+          network: req.network ?? "",
+          allow: req.allow ?? [],
+          sudo: req.sudo ?? false,
         },
       });
       for (;;) {

@@ -26,6 +26,7 @@ import {
   type ExecCall,
   type Label,
   type Lane,
+  type NetworkMode,
   type ProvisionScript,
 } from "./client.js";
 
@@ -46,6 +47,7 @@ export {
   type LaneState,
   type Label,
   type Limits,
+  type NetworkMode,
 } from "./client.js";
 
 /** Provider name reported to Sandcastle. */
@@ -101,6 +103,18 @@ export interface LimaOptions {
    * Containers run in the lane's own daemon; no host socket is forwarded.
    */
   readonly docker?: boolean;
+  /**
+   * The lane's egress policy (default: the daemon's `network` key, itself
+   * "internet"): "internet" reaches the internet but nothing on the host or
+   * a private range; "none" nothing at all; "allow" only the `allow` hosts,
+   * over HTTP(S) through the lane's own proxy (commands get HTTP_PROXY and
+   * HTTPS_PROXY). Enforced in the guest, which has no root unless `sudo`.
+   */
+  readonly network?: NetworkMode;
+  /** With network "allow": host names or "*.example.org" patterns (at most 32). */
+  readonly allow?: ReadonlyArray<string>;
+  /** Keep passwordless root in the guest; the network policy is then advisory. */
+  readonly sudo?: boolean;
 }
 
 /** The handle returned by create(): Sandcastle's IsolatedSandboxHandle plus the lane's identity. */
@@ -185,6 +199,9 @@ export async function createLaneHandle(
         idleTimeoutS: options.idleTimeoutMinutes !== undefined ? Math.round(options.idleTimeoutMinutes * 60) : undefined,
         labels,
         image,
+        network: options.network,
+        allow: options.allow !== undefined ? [...options.allow] : undefined,
+        sudo: options.sudo,
       },
       {
         signal: abort.signal,
@@ -342,6 +359,20 @@ function validateOptions(o: LimaOptions): void {
   }
   if (o.image !== undefined && (o.provision !== undefined || o.docker)) {
     throw new AgentLaneError("INVALID_ARGUMENT", "lima(): give either image or provision/docker, not both");
+  }
+  if (o.network !== undefined && !["internet", "none", "allow"].includes(o.network as string)) {
+    throw new AgentLaneError("INVALID_ARGUMENT", 'lima(): network must be "internet", "none" or "allow"');
+  }
+  if (o.allow !== undefined) {
+    if (!Array.isArray(o.allow) || o.allow.length > 32 || o.allow.some((h) => typeof h !== "string" || h.length === 0 || h.length > 255)) {
+      throw new AgentLaneError("INVALID_ARGUMENT", "lima(): allow must be at most 32 host names or *.domain patterns");
+    }
+    if (o.allow.length > 0 && o.network !== "allow") {
+      throw new AgentLaneError("INVALID_ARGUMENT", 'lima(): allow needs network: "allow"');
+    }
+  }
+  if (o.sudo !== undefined && typeof o.sudo !== "boolean") {
+    throw new AgentLaneError("INVALID_ARGUMENT", "lima(): sudo must be a boolean");
   }
   const forbidden = ["mounts", "mount", "hostMounts", "volumes"];
   for (const key of forbidden) {

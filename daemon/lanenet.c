@@ -1,0 +1,374 @@
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <event2/dns.h>
+#include <event2/event.h>
+
+#include "audit.h"
+#include "laned.h"
+#include "lane.h"
+#include "lanenet.h"
+#include "lima.h"
+#include "log.h"
+#include "netpolicy.h"
+#include "proc.h"
+#include "proxy.h"
+#include "proxyreq.h"
+#include "registry.h"
+#include "util.h"
+#include "wire.h"
+
+/* `limactl info` prints a few KiB; anything past this is not limactl. */
+#define INFO_OUTPUT_MAX (1u << 20)
+#define VERSION_OUTPUT_MAX 4096
+
+enum probe_state { PROBE_IDLE, PROBE_VERSION, PROBE_INFO, PROBE_KNOWN };
+
+/* A lane (found again by name) or a call waiting for the facts. */
+struct net_waiter {
+	char name[LANE_NAME_SIZE];
+	void (*go)(struct lane *);
+	void (*fn)(struct laned *, void *);
+	void *arg;
+};
+
+struct lanenet {
+	enum probe_state state;
+	/* What the last probe learned (valid once KNOWN). */
+	bool version_ok;
+	char version[64];
+	char version_why[512];
+	bool guest_net_none;
+	/* Why the last probe failed, for lanes that waited on it. */
+	char probe_error[256];
+	struct net_waiter *waiters;
+	size_t nwaiters;
+	struct evdns_base *dns;		/* made with the first proxy */
+	bool dns_tried;
+};
+
+void
+lanenet_init(struct laned *d)
+{
+	d->net = xcalloc(1, sizeof *d->net);
+}
+
+void
+lanenet_free(struct laned *d)
+{
+	if (d->net == NULL)
+		return;
+	if (d->net->dns != NULL)
+		evdns_base_free(d->net->dns, 1);
+	/* Calls still waiting learn of the shutdown (and free themselves). */
+	for (size_t i = 0; i < d->net->nwaiters; i++)
+		if (d->net->waiters[i].fn != NULL)
+			d->net->waiters[i].fn(d, d->net->waiters[i].arg);
+	free(d->net->waiters);
+	free(d->net);
+	d->net = NULL;
+}
+
+bool
+lanenet_known(const struct laned *d)
+{
+	return d->net != NULL && d->net->state == PROBE_KNOWN;
+}
+
+/* The probe ended (known, or failed): every waiting lane carries on. */
+static void
+probe_finish(struct laned *d)
+{
+	struct lanenet *n = d->net;
+	struct net_waiter *w = n->waiters;
+	size_t nw = n->nwaiters;
+
+	n->waiters = NULL;
+	n->nwaiters = 0;
+	for (size_t i = 0; i < nw; i++) {
+		struct lane *l;
+
+		if (w[i].fn != NULL) {
+			w[i].fn(d, w[i].arg);
+			continue;
+		}
+		l = lane_find(d, w[i].name);
+		if (l == NULL || !l->net_wait)
+			continue;
+		l->net_wait = false;
+		if ((l->state == LANE_CREATING || l->state == LANE_POOLED) &&
+		    !l->destroy_pending && l->step == LANE_STEP_NONE)
+			w[i].go(l);
+	}
+	free(w);
+}
+
+static void
+probe_failed(struct laned *d, const char *why)
+{
+	struct lanenet *n = d->net;
+
+	str_copy(n->probe_error, why, sizeof n->probe_error);
+	str_sanitize(n->probe_error);
+	log_warnx("limactl probe: %s", n->probe_error);
+	n->state = PROBE_IDLE;
+	probe_finish(d);
+}
+
+static struct proc *
+probe_spawn(struct laned *d, char **argv, size_t cap, const char *what,
+    proc_done_cb done)
+{
+	struct proc_spec ps;
+	struct proc *p;
+	char err[256];
+
+	memset(&ps, 0, sizeof ps);
+	ps.argv = argv;
+	ps.envp = lima_envp(d->lima);
+	ps.out = PROC_OUT_CAPTURE;
+	ps.out_cap = cap;
+	ps.timeout_ms = d->cfg.command_timeout_ms;
+	ps.what = what;
+	p = proc_spawn(d->base, &d->procs, &ps, done, d, err, sizeof err);
+	lima_argv_free(argv);
+	if (p == NULL)
+		probe_failed(d, err);
+	return p;
+}
+
+static void
+info_done(struct proc *p, int status, void *arg)
+{
+	struct laned *d = arg;
+	struct lanenet *n = d->net;
+	const char *out;
+	size_t len;
+	char err[256];
+
+	if (d->shutting_down)
+		return;
+	/*
+	 * Lima's own `info` has no guestNetwork key: its guests have a
+	 * network and the rules are loaded and checked. A limactl whose info
+	 * cannot be read is treated the same way (the check then decides).
+	 */
+	n->guest_net_none = false;
+	out = proc_stdout(p, &len);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && out != NULL) {
+		if (lima_info_guest_network_none(d->lima, out, len,
+		    &n->guest_net_none, err, sizeof err) == -1)
+			log_warnx("limactl info: %s", err);
+	} else
+		log_warnx("limactl info failed; guests are taken to have a "
+		    "network");
+	n->state = PROBE_KNOWN;
+	n->probe_error[0] = '\0';
+	log_info("limactl %s: %s%s", n->version, n->version_ok ?
+	    "lanes can drop guest root" : n->version_why, n->guest_net_none ?
+	    "; the driver reports guests without a network (simulator): "
+	    "network policies cannot be enforced or checked" : "");
+	probe_finish(d);
+}
+
+static void
+version_done(struct proc *p, int status, void *arg)
+{
+	struct laned *d = arg;
+	struct lanenet *n = d->net;
+	const char *out;
+	char line[128], st[32];
+	size_t len;
+
+	if (d->shutting_down)
+		return;
+	out = proc_stdout(p, &len);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out == NULL) {
+		char why[256], msg[160];
+
+		/* limactl's own words (e.g. "must not run as the root user"). */
+		lima_error_message(d->lima, proc_stderr(p), msg, sizeof msg);
+		proc_status_string(status, st, sizeof st);
+		snprintf(why, sizeof why, "limactl --version failed (%s%s%s)",
+		    st, msg[0] != '\0' ? ": " : "", msg);
+		probe_failed(d, why);
+		return;
+	}
+	str_copy(line, out, sizeof line);
+	line[strcspn(line, "\r\n")] = '\0';
+	str_sanitize_ascii(line);
+	n->version_ok = netpolicy_lima_version_ok(line, n->version_why,
+	    sizeof n->version_why);
+	str_copy(n->version, strncmp(line, "limactl version ", 16) == 0 ?
+	    line + 16 : line, sizeof n->version);
+	n->state = PROBE_INFO;
+	(void)probe_spawn(d, lima_argv_info(d->lima), INFO_OUTPUT_MAX,
+	    "limactl info", info_done);
+}
+
+void
+lanenet_probe(struct laned *d)
+{
+	struct lanenet *n = d->net;
+
+	if (n->state != PROBE_IDLE)
+		return;
+	n->state = PROBE_VERSION;
+	(void)probe_spawn(d, lima_argv_version(d->lima), VERSION_OUTPUT_MAX,
+	    "limactl --version", version_done);
+}
+
+void
+lanenet_when_known(struct lane *l, void (*go)(struct lane *))
+{
+	struct lanenet *n = l->d->net;
+
+	if (n->state == PROBE_KNOWN) {
+		go(l);
+		return;
+	}
+	n->waiters = xreallocarray(n->waiters, n->nwaiters + 1,
+	    sizeof *n->waiters);
+	memset(&n->waiters[n->nwaiters], 0, sizeof *n->waiters);
+	str_copy(n->waiters[n->nwaiters].name, l->name, LANE_NAME_SIZE);
+	n->waiters[n->nwaiters++].go = go;
+	l->net_wait = true;
+	lanenet_probe(l->d);
+}
+
+void
+lanenet_when_known_call(struct laned *d, void (*fn)(struct laned *, void *),
+    void *arg)
+{
+	struct lanenet *n = d->net;
+
+	if (n->state == PROBE_KNOWN) {
+		fn(d, arg);
+		return;
+	}
+	n->waiters = xreallocarray(n->waiters, n->nwaiters + 1,
+	    sizeof *n->waiters);
+	memset(&n->waiters[n->nwaiters], 0, sizeof *n->waiters);
+	n->waiters[n->nwaiters].fn = fn;
+	n->waiters[n->nwaiters++].arg = arg;
+	lanenet_probe(d);
+}
+
+int
+lanenet_lima_refusal(const struct laned *d, bool has_policy, bool sudo,
+    char *why, size_t whylen)
+{
+	const struct lanenet *n = d->net;
+
+	if (!has_policy || sudo)
+		return 0;
+	if (n->state != PROBE_KNOWN) {
+		/* Only after a failed probe: lanes never pass unchecked. */
+		if (n->probe_error[0] == '\0')
+			return 0;
+		snprintf(why, whylen, "cannot learn the Lima version (%s); a "
+		    "lane without guest root needs Lima " NETPOLICY_LIMA_MIN
+		    " or later", n->probe_error);
+		return AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION;
+	}
+	if (n->version_ok)
+		return 0;
+	str_copy(why, n->version_why, whylen);
+	return AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION;
+}
+
+bool
+lanenet_guest_unenforceable(const struct laned *d, char *note, size_t notelen)
+{
+	if (d->net->state != PROBE_KNOWN || !d->net->guest_net_none)
+		return false;
+	snprintf(note, notelen, "not enforced: limactl %s reports guests "
+	    "without a network (the test simulator), so no rule was loaded "
+	    "or checked", d->net->version);
+	return true;
+}
+
+/* ---- The proxy of an allow lane ---- */
+
+static void
+proxy_record(void *arg, const char *event, const char *detail)
+{
+	audit_proxy(arg, event, detail);
+}
+
+int
+lanenet_proxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
+{
+	struct laned *d = l->d;
+	struct lanenet *n = d->net;
+	struct proxy_policy pol;
+	struct proxy_limits lim = {
+		.max_conns = d->cfg.proxy_max_connections,
+		.max_header_bytes = 16384,
+		.max_conn_bytes = d->cfg.proxy_max_conn_bytes,
+		.max_lane_bytes = d->cfg.proxy_max_lane_bytes,
+		.idle_ms = d->cfg.proxy_idle_timeout_ms,
+		.connect_ms = d->cfg.command_timeout_ms < 30000 ?
+		    d->cfg.command_timeout_ms : 30000,
+		.max_events_per_min = d->cfg.proxy_events_per_min,
+	};
+	char *pats[NETPOLICY_ALLOW_MAX], list[LANE_ALLOW_TEXT_MAX + 1], *save;
+	char *tok;
+
+	memset(&pol, 0, sizeof pol);
+	str_copy(list, l->allow, sizeof list);
+	for (tok = strtok_r(list, "\n", &save); tok != NULL &&
+	    pol.nallow < NETPOLICY_ALLOW_MAX; tok = strtok_r(NULL, "\n", &save))
+		pats[pol.nallow++] = tok;
+	pol.allow = pats;
+	/* HTTPS through CONNECT, plain HTTP as absolute URIs (checked keys). */
+	if (!proxy_parse_ports(d->cfg.proxy_connect_ports, pol.connect_ports,
+	    &pol.nconnect_ports) || !proxy_parse_ports(d->cfg.proxy_http_ports,
+	    pol.http_ports, &pol.nhttp_ports)) {
+		snprintf(err, errlen, "bad proxy port keys");
+		return -1;
+	}
+	if (!n->dns_tried) {
+		n->dns_tried = true;
+		n->dns = evdns_base_new(d->base,
+		    EVDNS_BASE_INITIALIZE_NAMESERVERS |
+		    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
+		if (n->dns == NULL)
+			log_warnx("lane proxies: no resolver (/etc/resolv.conf): "
+			    "every name will be refused");
+	}
+	l->proxy = proxy_new(d->base, n->dns, &pol, &lim, port, proxy_record,
+	    l, err, errlen);
+	if (l->proxy == NULL)
+		return -1;
+	l->proxy_port = proxy_port(l->proxy);
+	if (d->proxy_hook != NULL)
+		d->proxy_hook(l->proxy);
+	log_info("lane %s: proxy on 127.0.0.1:%u (%zu allowed patterns)",
+	    l->name, (unsigned)l->proxy_port, pol.nallow);
+	return 0;
+}
+
+void
+lanenet_proxy_close(struct lane *l)
+{
+	if (l->proxy == NULL)
+		return;
+	proxy_free(l->proxy);
+	l->proxy = NULL;
+	log_info("lane %s: proxy on 127.0.0.1:%u closed", l->name,
+	    (unsigned)l->proxy_port);
+}
+
+size_t
+lanenet_exec_env(struct laned *d, const char *name, char env[8][64])
+{
+	struct lane *l = name != NULL ? lane_find(d, name) : NULL;
+
+	if (l == NULL || !l->net_policy)
+		return 0;
+	return netpolicy_proxy_env((enum netpolicy_mode)l->net_mode,
+	    l->proxy_port, env);
+}

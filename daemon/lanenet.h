@@ -1,0 +1,81 @@
+/*
+ * A lane's network policy at run time; the rules themselves are
+ * netpolicy.c. Three jobs, all about the same lane facts:
+ *
+ *  - what the installed limactl can do, learned once per daemon: its
+ *    version (`limactl --version`: a lane without guest root needs Lima
+ *    2.2) and whether its guests have a network at all (`limactl info`;
+ *    only the test simulator says they do not);
+ *  - the per-lane proxy of `allow` lanes (proxy.c) on 127.0.0.1, its port
+ *    persisted in the registry and bound again after a restart, its
+ *    records in the lane's events;
+ *  - the exec environment those lanes get (HTTP_PROXY and friends).
+ *
+ * The pre-ready check that the rules hold is a step of the create
+ * pipeline (lanecreate.c); this module says whether it can run.
+ */
+#ifndef LANED_LANENET_H
+#define LANED_LANENET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct laned;
+struct lane;
+struct proxy;
+
+/* Sets up the module (d->net); nothing runs until lanenet_probe. */
+void lanenet_init(struct laned *);
+/* Closes the resolver; every lane proxy must be closed already. */
+void lanenet_free(struct laned *);
+
+/*
+ * Learns the limactl facts if they are not known yet (a failed probe is
+ * not cached: the next call tries again). go runs once they are known or
+ * the probe failed, at once if they are known; the lane is found again by
+ * name then, and go is skipped if it is no longer creating.
+ */
+void lanenet_when_known(struct lane *, void (*go)(struct lane *));
+/*
+ * The same for a call (a create that must not register a lane limactl
+ * cannot make): fn(d, arg) runs once the probe ended, or at daemon exit
+ * with d->shutting_down set; it must free arg.
+ */
+void lanenet_when_known_call(struct laned *, void (*fn)(struct laned *,
+    void *), void *arg);
+/* Starts the probe without a waiter (daemon start-up). */
+void lanenet_probe(struct laned *);
+/* Whether the facts are known (a probe succeeded). */
+bool lanenet_known(const struct laned *);
+
+/*
+ * Whether a lane with this policy may be made with the installed limactl:
+ * 0, or the agentlane.v1.ErrorCode (FAILED_PRECONDITION) with why. Lanes
+ * that keep guest root (sudo) need no particular Lima. Facts unknown: 0.
+ */
+int lanenet_lima_refusal(const struct laned *, bool has_policy, bool sudo,
+    char *why, size_t whylen);
+/*
+ * True when the limactl driver reports guests without a network (the
+ * simulator): no rule can be loaded or checked; note says so.
+ */
+bool lanenet_guest_unenforceable(const struct laned *, char *note,
+    size_t notelen);
+
+/*
+ * Opens the lane's proxy (allow lanes) on 127.0.0.1:port, port 0 for any;
+ * l->proxy_port is set. -1 with err when it cannot listen.
+ */
+int lanenet_proxy_open(struct lane *, uint16_t port, char *err,
+    size_t errlen);
+void lanenet_proxy_close(struct lane *);
+
+/*
+ * The NAME=VALUE strings a lane's execs get from its policy (allow: the
+ * proxy variables), into env[8]; returns the count. 0 for other lanes and
+ * for a name that is not a live lane.
+ */
+size_t lanenet_exec_env(struct laned *, const char *lane, char env[8][64]);
+
+#endif

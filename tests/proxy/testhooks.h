@@ -1,0 +1,19 @@
+/*
+ * Test hooks of the test build of the daemon (build/tests/agent-laned-test,
+ * agent-laned.c compiled with -DLANED_TEST_HOOKS). Never in agent-laned.
+ */
+#ifndef LANED_TESTHOOKS_H
+#define LANED_TESTHOOKS_H
+
+struct laned;
+
+/*
+ * AGENT_LANED_TEST_RESOLVE="NAME=ADDR[,NAME=ADDR...]": every lane proxy
+ * resolves with this table instead of DNS, and trusts its answers (skips
+ * the rebinding vetting), which is how a test reaches its own loopback
+ * server by name. NAME=!ADDR is an answer that is vetted like DNS (a test
+ * of the rebinding refusal). Names not in the table have no address.
+ */
+void testhooks_init(struct laned *);
+
+#endif
