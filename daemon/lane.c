@@ -9,6 +9,7 @@
 #include "conn.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanelog.h"
 #include "lanecreate.h"
 #include "lima.h"
 #include "log.h"
@@ -430,6 +431,11 @@ lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 	str_sanitize(l->fail_msg);
 	l->fail_code = code;
 	log_warnx("lane %s: %s", l->name, l->fail_msg);
+	/* The evidence, before the VM and its logs are deleted. */
+	if (!l->destroy_pending && l->state == LANE_CREATING && !l->logs_kept) {
+		lanelog_keep(l->d, l->name, NULL);
+		l->logs_kept = true;
+	}
 	memset(&ch, 0, sizeof ch);
 	ch.to = LANE_DESTROYING;
 	str_copy(ch.event, l->destroy_pending ? "cancelled" : "create-failed",

@@ -102,6 +102,7 @@ struct lane {
 	bool destroy_pending;
 	/* create --detach: its client may go before ready (else: destroyed). */
 	bool create_detached;
+	bool logs_kept;		/* lanelog_keep ran for its failed start */
 	int destroy_code;		/* error creators get: CANCELLED, ... */
 	char destroy_reason[64];
 	unsigned destroy_attempts;

@@ -16,6 +16,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
+#include "lanelog.h"
 #include "lima.h"
 #include "log.h"
 #include "proc.h"
@@ -453,6 +454,11 @@ create_step_ok(struct lane *l, struct proc *p, int status, const char *verb)
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		lane_limactl_failure(l->d, p, status, msg, sizeof msg);
+		/* With what limactl said: lane_fail_creation keeps no more. */
+		if (l->state == LANE_CREATING) {
+			lanelog_keep(l->d, l->name, proc_stderr(p));
+			l->logs_kept = true;
+		}
 		lane_fail_creation(l, proc_timed_out(p) ?
 		    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED :
 		    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,

@@ -86,6 +86,7 @@ static const struct {
 	{ "rm", cmd_rm },
 	{ "extend", cmd_extend },
 	{ "events", cmd_events },
+	{ "logs", cmd_logs },
 	{ "reap", cmd_reap },
 	{ "exec", cmd_exec },
 	{ "shell", cmd_shell },

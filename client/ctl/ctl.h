@@ -149,6 +149,7 @@ int cmd_show(struct ctl *, int, char **);
 int cmd_rm(struct ctl *, int, char **);
 int cmd_extend(struct ctl *, int, char **);
 int cmd_events(struct ctl *, int, char **);
+int cmd_logs(struct ctl *, int, char **);
 int cmd_reap(struct ctl *, int, char **);
 int cmd_exec(struct ctl *, int, char **);
 int cmd_shell(struct ctl *, int, char **);

@@ -99,6 +99,12 @@ static const struct ctl_option events_options[] = {
 	{ 0, NULL, NULL, NULL },
 };
 
+static const struct ctl_option logs_options[] = {
+	{ 'f', "follow", NULL, "keep printing what is appended (a lane's: "
+	    "until it is gone)" },
+	{ 0, NULL, NULL, NULL },
+};
+
 static const struct ctl_option reap_options[] = {
 	{ 0, "orphans", NULL, "delete orphaned VMs instead of listing them" },
 	{ 0, NULL, NULL, NULL },
@@ -173,6 +179,16 @@ const struct ctl_command ctl_commands[] = {
 	    "path, bytes). -f prints new events as they come until the lane\n"
 	    "has ended; --json then prints one object a line.\n",
 	    events_options, 0, true, CTL_COMPLETE_LANE, NULL },
+	{ "logs", NULL, "[LANE]", "show the daemon's log, or a lane's boot "
+	    "and hostagent logs",
+	    "Without LANE: the daemon's log (its last 4 MiB at most), kept in\n"
+	    "STATE_DIR/log/agent-laned.log on every host (~/.agent-lane/log/).\n"
+	    "With LANE: its Lima logs, each file's last MiB under a header:\n"
+	    "serial.log (the boot console), ha.stderr.log and ha.stdout.log\n"
+	    "(the hostagent). A lane whose start failed keeps them, with what\n"
+	    "limactl said (limactl.log), until `rm`; other lanes' logs go with\n"
+	    "their VM. Control characters are shown as ? on a terminal.\n",
+	    logs_options, 0, false, CTL_COMPLETE_LANE, NULL },
 	{ "reap", NULL, "", "reconcile now: destroy lanes whose VM is gone",
 	    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
 	    "deletes them.\n",
