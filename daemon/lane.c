@@ -388,6 +388,14 @@ struct proc *
 lane_spawn(struct lane *l, char **argv, uint64_t timeout_ms, const char *verb,
     void (*done)(struct proc *, int, void *))
 {
+	return lane_spawn_watch(l, argv, timeout_ms, verb, done, NULL);
+}
+
+struct proc *
+lane_spawn_watch(struct lane *l, char **argv, uint64_t timeout_ms,
+    const char *verb, void (*done)(struct proc *, int, void *),
+    void (*err_line)(const char *, size_t, void *))
+{
 	struct proc_spec ps;
 	struct proc *p;
 	char what[64], err[256];
@@ -406,6 +414,7 @@ lane_spawn(struct lane *l, char **argv, uint64_t timeout_ms, const char *verb,
 	ps.out = PROC_OUT_NULL;
 	ps.timeout_ms = timeout_ms;
 	ps.what = what;
+	ps.err_line = err_line;
 	p = proc_spawn(l->d->base, &l->d->procs, &ps, done, l, err, sizeof err);
 	lima_argv_free(argv);
 	if (p == NULL)

@@ -31,6 +31,8 @@ static const struct ctl_option create_options[] = {
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
 	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
 	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
+	{ 'q', "quiet", NULL, "no progress line (there is none without a "
+	    "terminal)" },
 	{ 0, "image", "IMAGE", "clone the lane from a built image" },
 	{ 0, "provision", "FILE", "build (or reuse, by content) the image of "
 	    "these scripts first; repeatable" },
@@ -91,6 +93,8 @@ static const struct ctl_option shell_options[] = {
 static const struct ctl_option cp_options[] = {
 	{ 0, "max-bytes", "SIZE", "copies out: refuse more than SIZE bytes" },
 	{ 0, "max-entries", "N", "copies out: most archive members (100000)" },
+	{ 'q', "quiet", NULL, "no progress line (there is none without a "
+	    "terminal)" },
 	{ 0, NULL, NULL, NULL },
 };
 
