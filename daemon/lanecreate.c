@@ -453,7 +453,8 @@ limactl_line(const char *line, size_t len, void *arg)
 	    sizeof msg))
 		return;
 	if (strncmp(msg, "Attempting to download ", 23) == 0) {
-		log_info("lane %s: limactl: %s", l->name, msg);
+		/* Said even for a cached image: only a download is news. */
+		log_debug("lane %s: limactl: %s", l->name, msg);
 		lane_waiters_progress(l, "downloading", msg + 23);
 	} else if (strncmp(msg, "Downloaded ", 11) == 0) {
 		log_info("lane %s: limactl: %s", l->name, msg);

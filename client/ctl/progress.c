@@ -187,13 +187,18 @@ ctl_progress_start(const char *what, bool quiet)
 void
 ctl_progress_phase(const char *phase, const char *message)
 {
+	bool changed;
+
 	if (!pr.active)
 		return;
 	pthread_mutex_lock(&pr.mu);
-	if (strcmp(phase, pr.phase) != 0)
+	if ((changed = strcmp(phase, pr.phase) != 0))
 		clock_gettime(CLOCK_MONOTONIC, &pr.phase_start);
 	copy_safe(pr.phase, sizeof pr.phase, phase);
 	copy_safe(pr.message, sizeof pr.message, message);
+	/* Drawn now: a phase shorter than a tick is still seen. */
+	if (changed)
+		draw(NULL);
 	pthread_mutex_unlock(&pr.mu);
 }
 
