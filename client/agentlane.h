@@ -343,6 +343,12 @@ struct al_copy_out_opts {
 	uint64_t max_entries;	/* directories; 0: 100000 */
 	al_progress_fn progress;
 	void *arg;
+	/*
+	 * Called once the daemon has said what comes (with arg): the kind,
+	 * and for a file its size as the guest saw it (0: not known), for a
+	 * percentage; the guest's word, not a bound.
+	 */
+	void (*begin)(int kind, uint64_t size, void *arg);
 };
 #define AL_COPY_OUT_OPTS_INIT { .size = sizeof(struct al_copy_out_opts) }
 

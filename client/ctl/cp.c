@@ -26,6 +26,15 @@ progress_cb(uint64_t bytes, void *arg)
 	ctl_progress_bytes(bytes, p->total);
 }
 
+/* A copy out: a file's size, as the guest gives it, makes a percentage. */
+static void
+begin_cb(int kind, uint64_t size, void *arg)
+{
+	struct cp_progress *p = arg;
+
+	p->total = kind == AL_COPY_FILE ? size : 0;
+}
+
 /*
  * The tar stream a host path makes, estimated for a percentage: a 512-byte
  * header per entry and its data in 512-byte blocks, and the end blocks
@@ -190,6 +199,7 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		if ((rc = check_destination(args[1])) != 0)
 			return rc;
 		oo.progress = progress_cb;
+		oo.begin = begin_cb;
 		oo.arg = &pr;
 		ctl_progress_start("cp", quiet);
 		if (al_copy_out(ctl->client, lane, gpath, args[1], &oo, &bytes,

@@ -28,9 +28,12 @@ check_eq "cp in, a file: a percentage, 100% when done, a newline" "0 True" \
     "$(term cp "$T/blob" "$L:blob")"
 check_eq "cp in, a directory: the same (estimated from the tree)" "0 True" \
     "$(term cp "$T/dir" "$L:dir")"
-check_eq "cp out: bytes and rate (its size is not known beforehand)" "0 True" \
-    "$(term cp-out "$L:blob" "$T/back")"
+check_eq "cp out, a file: a percentage of the size the guest gives" "0 True" \
+    "$(term cp "$L:blob" "$T/back")"
 check "and the copy is whole" cmp -s "$T/blob" "$T/back"
+check_eq "cp out, a directory: bytes and rate (no size known beforehand)" "0 True" \
+    "$(term cp-out "$L:dir" "$T/backdir")"
+check "and the copy is whole" cmp -s "$T/blob" "$T/backdir/sub/a"
 OUT=$(term raw cp -q "$T/blob" "$L:blob2")
 check_eq "cp -q: nothing" "0 b''" "$OUT"
 ctl cp "$T/blob" "$L:blob3" 2>"$T/err"
