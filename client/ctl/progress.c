@@ -7,6 +7,7 @@
  * main's way out, whatever ended the command: a failure, SIGINT, SIGTERM.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,9 @@ progress_thread(void *arg)
 bool
 ctl_progress_start(const char *what, bool quiet)
 {
+	sigset_t all, old;
+	int rc;
+
 	if (pr.active || quiet || !isatty(STDERR_FILENO))
 		return false;
 	pthread_mutex_lock(&pr.mu);
@@ -177,8 +181,18 @@ ctl_progress_start(const char *what, bool quiet)
 	clock_gettime(CLOCK_MONOTONIC, &pr.start);
 	pr.phase_start = pr.start;
 	pthread_mutex_unlock(&pr.mu);
+	/*
+	 * The thread blocks every signal (it inherits the mask): SIGINT and
+	 * SIGTERM must interrupt the main thread's blocking call, which is
+	 * how a call stops (al_interrupt), not land in the spinner.
+	 */
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+		return false;
+	rc = pthread_create(&pr.thread, NULL, progress_thread, NULL);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* Without a thread there is no spinner, and no line to finish. */
-	if (pthread_create(&pr.thread, NULL, progress_thread, NULL) != 0)
+	if (rc != 0)
 		return false;
 	pr.active = true;
 	return true;
