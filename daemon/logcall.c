@@ -31,6 +31,8 @@ struct logsrc {
 	dev_t dev;
 	ino_t ino;
 	bool skip_line;		/* opened mid-file: drop the partial line */
+	off_t pos;		/* the next byte to read */
+	off_t end;		/* without follow: its size when opened */
 	bool eof;		/* read to its end in this pass */
 };
 
@@ -111,6 +113,10 @@ src_open(struct logcall *lc, struct logsrc *s, bool from_start)
 	s->dev = sb.st_dev;
 	s->ino = sb.st_ino;
 	s->skip_line = off > 0;
+	s->pos = off;
+	/* A snapshot unless following: lines logged meanwhile (this call's
+	 * own, with --debug) must not stretch it past the cap. */
+	s->end = lc->follow ? -1 : sb.st_size;
 }
 
 /*
@@ -136,8 +142,9 @@ src_recheck(struct logcall *lc, struct logsrc *s)
 		src_open(lc, s, true);
 		return;
 	}
-	if ((pos = lseek(s->fd, 0, SEEK_CUR)) != -1 && sb.st_size < pos)
-		(void)lseek(s->fd, 0, SEEK_SET);
+	if ((pos = lseek(s->fd, 0, SEEK_CUR)) != -1 && sb.st_size < pos &&
+	    lseek(s->fd, 0, SEEK_SET) == 0)
+		s->pos = 0;
 }
 
 /* The last line end in p[0..len), or NULL (memrchr is not portable). */
@@ -187,11 +194,15 @@ src_read(struct logcall *lc, struct logsrc *s)
 {
 	char buf[WIRE_CHUNK];
 	char *p = buf, *nl;
-	size_t len;
+	size_t len, want = lc->chunk;
 	ssize_t n;
 
+	if (s->end >= 0 && s->pos >= s->end)
+		return 0;
+	if (s->end >= 0 && (uint64_t)(s->end - s->pos) < want)
+		want = (size_t)(s->end - s->pos);
 	for (;;) {
-		n = read(s->fd, buf, lc->chunk);
+		n = read(s->fd, buf, want);
 		if (n == -1 && errno == EINTR)
 			continue;
 		break;
@@ -201,6 +212,7 @@ src_read(struct logcall *lc, struct logsrc *s)
 	if (n <= 0)
 		return 0;
 	len = (size_t)n;
+	s->pos += n;
 	if (s->skip_line) {
 		if ((nl = memchr(buf, '\n', len)) == NULL)
 			return 1;	/* still in the cut line */
@@ -212,8 +224,10 @@ src_read(struct logcall *lc, struct logsrc *s)
 	    nl + 1 < p + len) {
 		size_t back = (size_t)(p + len - (nl + 1));
 
-		if (lseek(s->fd, -(off_t)back, SEEK_CUR) != -1)
+		if (lseek(s->fd, -(off_t)back, SEEK_CUR) != -1) {
 			len -= back;
+			s->pos -= (off_t)back;
+		}
 	}
 	if (len == 0)
 		return 1;

@@ -82,12 +82,68 @@ stop_daemon
 
 # ---- Retention: kept logs leave with the row -------------------------------------------
 export LIMA_SIM_FAIL=start:1
-start_daemon --retention 1s || exit 1
+start_daemon --retention 1s --max-log-bytes 64KiB --debug || exit 1
 unset LIMA_SIM_FAIL
 ctl create >/dev/null 2>&1
 L=$(grep -Eo "lane al-[0-9a-f]{16}: kept" "$LOG" | tail -1 | cut -d' ' -f2 | tr -d :)
 check_match "a second failed start" '^al-' "$L"
 check "its logs go when its row is pruned" wait_for 10 test ! -e "$STATE/log/lanes/$L"
+
+# ---- The daemon's log is bounded -----------------------------------------------------------
+# --debug logs every connection: enough calls pass half of max_log_bytes.
+for _ in $(seq 1 200); do ctl version >/dev/null; done
+D=$STATE/log/agent-laned.log
+check "past half of max_log_bytes the log is rotated to .1" test -s "$D.1"
+check "each of the two within half of it" \
+    test "$(stat -c %s "$D")" -le 32768 -a "$(stat -c %s "$D.1")" -le 32768
+check_eq "the rotated copy is private too" 600 "$(stat -c %a "$D.1")"
+OUT=$(ctl logs)
+check "logs sends at most half of max_log_bytes" test "${#OUT}" -gt 0 -a "${#OUT}" -le 32768
+# GetLogs{max_bytes: 2000} by hand: at most that, from a line's start, then eof.
+OUT=$(PYTHONPATH=$(dirname "$0") python3 - "$SOCK" <<'PY'
+import socket, sys
+from wire import HELLO, frame, split_frames, field, varint
+
+def fields(b):
+    i, out = 0, {}
+    while i < len(b):
+        key, shift = 0, 0
+        while True:
+            c = b[i]; i += 1; key |= (c & 0x7F) << shift; shift += 7
+            if c < 0x80: break
+        num, wt = key >> 3, key & 7
+        v, shift = 0, 0
+        while True:
+            c = b[i]; i += 1; v |= (c & 0x7F) << shift; shift += 7
+            if c < 0x80: break
+        if wt == 2:
+            out[num] = b[i:i + v]; i += v
+        else:
+            out[num] = v
+    return out
+
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(20)
+s.connect(sys.argv[1])
+s.sendall(HELLO + frame(field(40, 2, field(3, 0, varint(2000)))))
+data = b""
+while True:
+    c = s.recv(65536)
+    if not c:
+        break
+    data += c
+got, eof, sources = b"", False, set()
+for f in split_frames(data)[1:]:
+    ch = fields(fields(f)[40])
+    got += ch.get(2, b"")
+    sources.add(ch.get(1, b"").decode())
+    eof = eof or ch.get(3, 0) == 1
+print(0 < len(got) <= 2000, got[:2] == b"20", got.endswith(b"\n"), eof,
+      sorted(sources - {""}))
+PY
+)
+check_eq "GetLogs max_bytes: at most that, whole lines, then eof" \
+    "True True True True ['agent-laned.log']" "$OUT"
 stop_daemon
 
 # ---- No daemon: where to look ------------------------------------------------------------
