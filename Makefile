@@ -212,7 +212,7 @@ $(LANED): $(call obj,$(DAEMON_MAIN)) $(LIBLANED_A)
 
 $(LANECTL): $(CTL_OBJS) $(LIBAGENTLANE_A)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
+	$(Q)$(CC) $(LDFLAGS) -pthread -o $@ $^ $(CLIENT_LIBS)
 
 $(BUILD)/agentlane.pc: client/agentlane.pc.in Makefile
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@

@@ -273,6 +273,31 @@ AL_API enum al_code al_events(struct al_client *, const char *name,
     struct al_event **events, size_t *n, struct al_error *);
 AL_API void al_events_free(struct al_event *events);
 
+/*
+ * Logs: the daemon's own (lane NULL or ""), or one lane's Lima logs (boot
+ * console and hostagent: serial.log, ha.stderr.log, ...). A lane's logs
+ * exist while it lives, and after a failed start until it is removed.
+ * Give the exact name (al_get resolves what a user typed).
+ */
+struct al_logs_opts {
+	size_t size;		/* sizeof(struct al_logs_opts) */
+	const char *lane;
+	bool follow;		/* keep going as lines are appended; ends
+				   when the lane is gone, or al_interrupt() */
+	uint64_t max_bytes;	/* per file, its end; 0: the daemon's cap */
+	/*
+	 * Called with each piece, in order; source is the file's name.
+	 * Return false to stop (the call fails with AL_IO).
+	 */
+	bool (*chunk)(const char *source, const void *data, size_t len,
+	    void *arg);
+	void *arg;
+};
+#define AL_LOGS_OPTS_INIT { .size = sizeof(struct al_logs_opts) }
+
+AL_API enum al_code al_logs(struct al_client *, const struct al_logs_opts *,
+    struct al_error *);
+
 struct al_reap_report {
 	char (*orphans)[AL_NAME_MAX];
 	size_t norphans;
@@ -361,6 +386,12 @@ struct al_copy_out_opts {
 	uint64_t max_entries;	/* directories; 0: 100000 */
 	al_progress_fn progress;
 	void *arg;
+	/*
+	 * Called once the daemon has said what comes (with arg): the kind,
+	 * and for a file its size as the guest saw it (0: not known), for a
+	 * percentage; the guest's word, not a bound.
+	 */
+	void (*begin)(int kind, uint64_t size, void *arg);
 };
 #define AL_COPY_OUT_OPTS_INIT { .size = sizeof(struct al_copy_out_opts) }
 

@@ -278,6 +278,20 @@ main(int argc, char **argv)
 		log_warnx("%s", err);
 		return 1;
 	}
+	/*
+	 * Our own log file, bounded, where `agent-lanectl logs` reads it on
+	 * every host (the journal and launchd's files differ). After the
+	 * lock: a second daemon must not rotate the first one's log.
+	 */
+	snprintf(path, sizeof path, "%s/log", d.cfg.state_dir);
+	make_dir(path, d.uid);
+	snprintf(path, sizeof path, "%s/log/agent-laned.log", d.cfg.state_dir);
+	if (log_open_file(path, d.cfg.max_log_bytes, err, sizeof err) == -1)
+		log_warnx("log file: %s; logging to stderr only", err);
+	else
+		log_file_only(d.cfg.log_file_only);
+	snprintf(path, sizeof path, "%s/log/lanes", d.cfg.state_dir);
+	make_dir(path, d.uid);
 	make_dir(d.cfg.lima_home, d.uid);
 	snprintf(path, sizeof path, "%s/lanes", d.cfg.state_dir);
 	make_dir(path, d.uid);
@@ -368,5 +382,6 @@ main(int argc, char **argv)
 	event_base_free(d.base);
 	config_free(&d.cfg);
 	log_info("stopped");
+	log_close_file();
 	return 0;
 }

@@ -64,6 +64,9 @@ static const struct config_key config_keys[] = {
 	K(max_execs_per_lane, CT_U32, 1, 1024, "concurrent execs and copies per lane"),
 	K(max_env_bytes, CT_BYTES, 0, 1u << 19, "total size of one exec's environment"),
 	K(max_audit_events, CT_U32, 1, 1000000, "exec and copy events kept per lane (the oldest go)"),
+	K(max_log_bytes, CT_BYTES, 65536, 1ull << 32, "the daemon's log file and its one rotated copy together"),
+	K(max_lane_log_bytes, CT_BYTES, 4096, 1ull << 30, "per Lima log file of a lane: kept after a failed start, sent by logs"),
+	K(log_file_only, CT_BOOL, 0, 1, "log to <state_dir>/log/agent-laned.log alone once it is open, not to stderr too"),
 	K(request_timeout_ms, CT_SECONDS, 100, 3600000, "time for a client to send hello and its request"),
 	K(start_timeout_ms, CT_SECONDS, 1000, 86400000, "limactl start timeout"),
 	K(command_timeout_ms, CT_SECONDS, 1000, 86400000, "timeout of other limactl calls"),
@@ -156,6 +159,8 @@ config_defaults(struct config *c)
 	c->max_execs_per_lane = 32;
 	c->max_env_bytes = 256u * 1024;
 	c->max_audit_events = 10000;
+	c->max_log_bytes = 8ull << 20;
+	c->max_lane_log_bytes = 1ull << 20;
 	c->request_timeout_ms = 30 * UNITS_MS_PER_S;
 	c->start_timeout_ms = 10 * UNITS_MS_PER_MIN;
 	c->command_timeout_ms = 3 * UNITS_MS_PER_MIN;

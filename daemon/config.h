@@ -41,6 +41,9 @@ struct config {
 	uint32_t max_execs_per_lane;
 	uint32_t max_env_bytes;
 	uint32_t max_audit_events;	/* per lane: exec and copy events kept */
+	uint64_t max_log_bytes;		/* agent-laned.log and .log.1 together */
+	uint64_t max_lane_log_bytes;	/* per Lima log file kept or sent */
+	bool log_file_only;		/* no stderr copy once the file is open */
 	uint64_t request_timeout_ms;	/* hello + request must arrive within */
 	uint64_t start_timeout_ms;	/* limactl start */
 	uint64_t command_timeout_ms;	/* every other limactl call */

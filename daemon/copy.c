@@ -50,7 +50,9 @@ static const char copy_in_script[] =
 static const char copy_out_script[] =
     "if [ -d \"$1\" ] && [ -r \"$1\" ] && [ -x \"$1\" ]; then "
     "printf D && exec tar -c -f - -C \"$1\" .; fi; "
-    "if [ -f \"$1\" ] && [ -r \"$1\" ]; then printf F && exec cat -- \"$1\"; fi; "
+    "if [ -f \"$1\" ] && [ -r \"$1\" ]; then "
+    "printf 'F%s\\n' \"$(stat -L -c %s -- \"$1\" 2>/dev/null)\" && "
+    "exec cat -- \"$1\"; fi; "
     "if [ -e \"$1\" ] && [ ! -d \"$1\" ] && [ ! -f \"$1\" ]; then "
     "echo \"not a regular file or directory\" >&2; exit 65; fi; "
     "exec perl -e '"
@@ -224,22 +226,46 @@ copy_out_output(struct session *s, int stream, const uint8_t *data, size_t len)
 		return;
 	}
 	if (s->kind == 0) {
-		if (data[0] == 'F')
-			s->kind = AGENTLANE__V1__COPY_KIND__FILE;
-		else if (data[0] == 'D')
-			s->kind = AGENTLANE__V1__COPY_KIND__DIRECTORY;
-		else {
+		/*
+		 * "D" then the tar stream, or "F<size>\n" then the file. The
+		 * size is the guest's word, for progress alone: digits or 0.
+		 */
+		if (s->head_len == 0 && data[0] == 'D') {
+			begin.kind = AGENTLANE__V1__COPY_KIND__DIRECTORY;
+			data++;
+			len--;
+		} else if (s->head_len > 0 || data[0] == 'F') {
+			const uint8_t *nl = memchr(data, '\n', len);
+			size_t take = nl != NULL ? (size_t)(nl - data) + 1 : len;
+
+			if (s->head_len + take > sizeof s->head - 1) {
+				session_fail(s,
+				    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+				    "unexpected output from the guest copy "
+				    "command");
+				return;
+			}
+			memcpy(s->head + s->head_len, data, take);
+			s->head_len += take;
+			s->head[s->head_len] = '\0';
+			data += take;
+			len -= take;
+			if (nl == NULL)
+				return;		/* the rest of the line comes */
+			begin.kind = AGENTLANE__V1__COPY_KIND__FILE;
+			if (s->head_len > 2 && s->head_len <= 22 &&
+			    strspn(s->head + 1, "0123456789") == s->head_len - 2)
+				begin.size = strtoull(s->head + 1, NULL, 10);
+		} else {
 			session_fail(s, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 			    "unexpected output from the guest copy command");
 			return;
 		}
-		begin.kind = s->kind;
+		s->kind = begin.kind;
 		begin.max_bytes = s->max_bytes;
 		resp.body_case = AGENTLANE__V1__RESPONSE__BODY_COPY_OUT_BEGIN;
 		resp.copy_out_begin = &begin;
 		session_send(s, &resp);
-		data++;
-		len--;
 		if (len == 0)
 			return;
 	}

@@ -6,6 +6,7 @@
 #include "laned.h"
 #include "lanecall.h"
 #include "log.h"
+#include "logcall.h"
 #include "reaper.h"
 
 void
@@ -58,6 +59,9 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_REMOVE_IMAGE:
 		image_handle_remove(d, c, req->remove_image->name);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_LOGS:
+		logcall_handle(d, c, req->get_logs);
 		break;
 	default:
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,

@@ -10,6 +10,7 @@
 #include "image.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanelog.h"
 #include "lanecreate.h"
 #include "lanenet.h"
 #include "lima.h"
@@ -407,6 +408,14 @@ struct proc *
 lane_spawn(struct lane *l, char **argv, uint64_t timeout_ms, const char *verb,
     void (*done)(struct proc *, int, void *))
 {
+	return lane_spawn_watch(l, argv, timeout_ms, verb, done, NULL);
+}
+
+struct proc *
+lane_spawn_watch(struct lane *l, char **argv, uint64_t timeout_ms,
+    const char *verb, void (*done)(struct proc *, int, void *),
+    void (*err_line)(const char *, size_t, void *))
+{
 	struct proc_spec ps;
 	struct proc *p;
 	char what[64], err[256];
@@ -425,6 +434,7 @@ lane_spawn(struct lane *l, char **argv, uint64_t timeout_ms, const char *verb,
 	ps.out = PROC_OUT_NULL;
 	ps.timeout_ms = timeout_ms;
 	ps.what = what;
+	ps.err_line = err_line;
 	p = proc_spawn(l->d->base, &l->d->procs, &ps, done, l, err, sizeof err);
 	lima_argv_free(argv);
 	if (p == NULL)
@@ -450,6 +460,11 @@ lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 	str_sanitize(l->fail_msg);
 	l->fail_code = code;
 	log_warnx("lane %s: %s", l->name, l->fail_msg);
+	/* The evidence, before the VM and its logs are deleted. */
+	if (!l->destroy_pending && l->state == LANE_CREATING && !l->logs_kept) {
+		lanelog_keep(l->d, l->name, NULL);
+		l->logs_kept = true;
+	}
 	memset(&ch, 0, sizeof ch);
 	ch.to = LANE_DESTROYING;
 	str_copy(ch.event, l->destroy_pending ? "cancelled" : "create-failed",

@@ -119,6 +119,7 @@ struct lane {
 	bool destroy_pending;
 	/* create --detach: its client may go before ready (else: destroyed). */
 	bool create_detached;
+	bool logs_kept;		/* lanelog_keep ran for its failed start */
 	int destroy_code;		/* error creators get: CANCELLED, ... */
 	char destroy_reason[64];
 	unsigned destroy_attempts;
@@ -206,6 +207,10 @@ void lane_changed(struct laned *);
  */
 struct proc *lane_spawn(struct lane *, char **argv, uint64_t timeout_ms,
     const char *verb, void (*done)(struct proc *, int, void *));
+/* The same, with each line limactl writes to stderr handed to err_line. */
+struct proc *lane_spawn_watch(struct lane *, char **argv, uint64_t timeout_ms,
+    const char *verb, void (*done)(struct proc *, int, void *),
+    void (*err_line)(const char *, size_t, void *));
 /* The message of a failed limactl call: its error line, or its status. */
 void lane_limactl_failure(struct laned *, struct proc *, int status,
     char *buf, size_t len);

@@ -7,6 +7,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecall.h"
+#include "lanelog.h"
 #include "lanecreate.h"
 #include "lanenet.h"
 #include "lima.h"
@@ -386,8 +387,12 @@ lane_handle_destroy(struct laned *d, struct conn *c, const char *name)
 	if (!lane_check_name(c, name))
 		return;
 	if ((l = lane_find(d, name)) == NULL) {
-		/* Not live: report the row (destroy is idempotent). */
-		(void)lane_send(d, c, name);
+		/*
+		 * Not live: report the row (destroy is idempotent), and
+		 * removing a failed lane removes the logs its start left.
+		 */
+		if (lane_send(d, c, name))
+			lanelog_discard(d, name);
 		return;
 	}
 	lane_waiter_add(l, c, LANE_WAIT_DESTROY);

@@ -16,6 +16,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
+#include "lanelog.h"
 #include "lanenet.h"
 #include "lima.h"
 #include "log.h"
@@ -645,6 +646,36 @@ lane_step_netcheck(struct lane *l)
 /* ---- limactl create and start ---- */
 
 /*
+ * limactl's own progress, from its stderr (--log-format=json), for the
+ * creator: Lima downloads the image during create when its cache lacks it
+ * (minutes on a first run: lima-cli.md §6.1), and the hostagent's
+ * requirement waits say what a slow boot is doing.
+ */
+static void
+limactl_line(const char *line, size_t len, void *arg)
+{
+	struct lane *l = arg;
+	const char *phase = l->step == LANE_STEP_START ? "starting" :
+	    "creating";
+	char level[16], msg[512];
+
+	if (!lima_log_line(l->d->lima, line, len, level, sizeof level, msg,
+	    sizeof msg))
+		return;
+	if (strncmp(msg, "Attempting to download ", 23) == 0) {
+		/* Said even for a cached image: only a download is news. */
+		log_debug("lane %s: limactl: %s", l->name, msg);
+		lane_waiters_progress(l, "downloading", msg + 23);
+	} else if (strncmp(msg, "Downloaded ", 11) == 0) {
+		log_info("lane %s: limactl: %s", l->name, msg);
+		lane_waiters_progress(l, phase, "downloaded; preparing the disk");
+	} else if (strncmp(msg, "Using cache ", 12) == 0)
+		lane_waiters_progress(l, phase, "the image is in Lima's cache");
+	else if (strncmp(msg, "[hostagent] Waiting for ", 24) == 0)
+		lane_waiters_progress(l, phase, msg + 12);
+}
+
+/*
  * A creation step's limactl call returned. False when creation stops here:
  * the lane was destroyed meanwhile, or limactl failed (timeouts are
  * DEADLINE_EXCEEDED, other failures LIMA_FAILED with limactl's message).
@@ -663,6 +694,11 @@ create_step_ok(struct lane *l, struct proc *p, int status, const char *verb)
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		lane_limactl_failure(l->d, p, status, msg, sizeof msg);
+		/* With what limactl said: lane_fail_creation keeps no more. */
+		if (l->state == LANE_CREATING) {
+			lanelog_keep(l->d, l->name, proc_stderr(p));
+			l->logs_kept = true;
+		}
 		lane_fail_creation(l, proc_timed_out(p) ?
 		    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED :
 		    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
@@ -774,9 +810,9 @@ static void
 lane_step_start(struct lane *l)
 {
 	lane_waiters_progress(l, "starting", "booting the VM");
-	l->proc = lane_spawn(l, lima_argv_start(l->d->lima, l->name,
+	l->proc = lane_spawn_watch(l, lima_argv_start(l->d->lima, l->name,
 	    l->d->cfg.start_timeout_ms), l->d->cfg.start_timeout_ms +
-	    5 * UNITS_MS_PER_S, "start", start_done);
+	    5 * UNITS_MS_PER_S, "start", start_done, limactl_line);
 	if (l->proc == NULL) {
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "cannot run limactl start");
@@ -872,8 +908,9 @@ lane_step_create_go(struct lane *l)
 	}
 	yaml_path(l, path, sizeof path);
 	lane_waiters_progress(l, "creating", "limactl create");
-	l->proc = lane_spawn(l, lima_argv_create(l->d->lima, l->name, path),
-	    l->d->cfg.command_timeout_ms, "create", create_done);
+	l->proc = lane_spawn_watch(l, lima_argv_create(l->d->lima, l->name,
+	    path), l->d->cfg.command_timeout_ms, "create", create_done,
+	    limactl_line);
 	if (l->proc == NULL) {
 		(void)unlink(path);
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,

@@ -689,6 +689,34 @@ lima_list_parse(struct lima *l, const char *buf, size_t len,
 	return 0;
 }
 
+bool
+lima_log_line(struct lima *l, const char *line, size_t len, char *level,
+    size_t levellen, char *msg, size_t msglen)
+{
+	sqlite3_stmt *st = NULL;
+	bool ok = false;
+
+	if (len == 0 || line[0] != '{' || len > INT_MAX)
+		return false;
+	if (sqlite3_prepare_v2(l->json, "SELECT json_extract(?1, '$.level'), "
+	    "json_extract(?1, '$.msg') WHERE json_valid(?1)", -1, &st,
+	    NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, line, (int)len, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_type(st, 0) == SQLITE_TEXT &&
+	    sqlite3_column_type(st, 1) == SQLITE_TEXT) {
+		str_copy(level, (const char *)sqlite3_column_text(st, 0),
+		    levellen);
+		str_copy(msg, (const char *)sqlite3_column_text(st, 1), msglen);
+		str_sanitize(level);
+		str_sanitize(msg);
+		ok = true;
+	}
+	sqlite3_finalize(st);
+	return ok;
+}
+
 void
 lima_error_message(struct lima *l, const char *text, char *buf, size_t len)
 {

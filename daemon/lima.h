@@ -150,6 +150,12 @@ int lima_list_parse(struct lima *, const char *buf, size_t len,
  * JSON lines (--log-format=json) or text: the last fatal/error "msg", else
  * the last non-empty line. Sanitized to printable ASCII.
  */
+/*
+ * One line limactl wrote to stderr with --log-format=json: its level and
+ * msg (sanitized), true; false for any other line.
+ */
+bool lima_log_line(struct lima *, const char *line, size_t len, char *level,
+    size_t levellen, char *msg, size_t msglen);
 void lima_error_message(struct lima *, const char *stderr_text, char *buf,
     size_t len);
 

@@ -37,6 +37,10 @@ struct proc {
 	struct event *err_ev;
 	char err_tail[PROC_STDERR_TAIL + 1];
 	size_t err_len;
+	void (*err_line)(const char *, size_t, void *);
+	char line[PROC_LINE_MAX];	/* err_line: the line so far */
+	size_t line_len;
+	bool line_long;			/* past PROC_LINE_MAX: skipped */
 
 	struct event *timer;
 	bool timed_out;
@@ -87,6 +91,19 @@ static void
 err_append(struct proc *p, const char *data, size_t n)
 {
 	tail_append(p->err_tail, PROC_STDERR_TAIL, &p->err_len, data, n);
+	if (p->err_line == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (data[i] == '\n') {
+			if (!p->line_long)
+				p->err_line(p->line, p->line_len, p->arg);
+			p->line_len = 0;
+			p->line_long = false;
+		} else if (p->line_len < sizeof p->line)
+			p->line[p->line_len++] = data[i];
+		else
+			p->line_long = true;
+	}
 }
 
 /* Reads what is available; returns false at EOF or error. */
@@ -195,6 +212,7 @@ proc_spawn(struct event_base *base, struct proc_list *list,
 	p->what = xstrdup(spec->what != NULL ? spec->what : spec->argv[0]);
 	p->done = done;
 	p->arg = arg;
+	p->err_line = spec->err_line;
 
 	if ((spec->in == PROC_IN_PIPE && compat_pipe_cloexec(inp) == -1) ||
 	    (spec->out != PROC_OUT_NULL && compat_pipe_cloexec(outp) == -1) ||
@@ -335,6 +353,7 @@ void
 proc_abandon(struct proc *p)
 {
 	p->done = NULL;
+	p->err_line = NULL;	/* its arg is going away with the owner */
 	proc_kill(p);
 }
 

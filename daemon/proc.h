@@ -33,7 +33,15 @@ struct proc_spec {
 	size_t out_cap;		/* PROC_OUT_CAPTURE: beyond this the child is killed */
 	uint64_t timeout_ms;	/* 0: none */
 	const char *what;	/* for logs: "limactl start al-..." */
+	/*
+	 * Optional: each complete line of stderr (without its newline, at
+	 * most PROC_LINE_MAX bytes: longer lines are skipped), as it comes,
+	 * with the done callback's arg. The tail is kept all the same.
+	 */
+	void (*err_line)(const char *line, size_t len, void *arg);
 };
+
+#define PROC_LINE_MAX 2048
 
 /*
  * Called once, after the child has been reaped and its captured output

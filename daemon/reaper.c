@@ -13,6 +13,7 @@
 #include "log.h"
 #include "proc.h"
 #include "reaper.h"
+#include "lanelog.h"
 #include "registry.h"
 #include "units.h"
 #include "util.h"
@@ -445,6 +446,8 @@ tick_cb(evutil_socket_t fd, short what, void *arg)
 	    time_now_ms() - (int64_t)d->cfg.retention_ms, &pruned) == REG_OK &&
 	    pruned > 0)
 		log_info("registry: pruned %zu ended lanes", pruned);
+	/* Kept logs of failed lanes go with their rows. */
+	lanelog_prune(d);
 }
 
 void

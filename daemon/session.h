@@ -50,6 +50,8 @@ struct session {
 	uint64_t bytes;
 	uint64_t max_bytes;
 	int kind;
+	char head[24];		/* copy-out: "F<size>\n" as it arrives */
+	size_t head_len;
 	char stderr_tail[SESSION_STDERR_TAIL + 1];
 	size_t stderr_len;
 

@@ -86,6 +86,7 @@ static const struct {
 	{ "rm", cmd_rm },
 	{ "extend", cmd_extend },
 	{ "events", cmd_events },
+	{ "logs", cmd_logs },
 	{ "reap", cmd_reap },
 	{ "exec", cmd_exec },
 	{ "shell", cmd_shell },
@@ -201,6 +202,8 @@ main(int argc, char **argv)
 	if (rc == -1)
 		rc = ctl_usage("unknown command \"%s\" (see agent-lanectl "
 		    "--help)", argv[i]);
+	/* Whatever ended the command, a progress line ends with a newline. */
+	ctl_progress_abort();
 	al_client_free(ctl.client);
 	ctl_free_parsed(&ctl);
 	if (caught != 0) {

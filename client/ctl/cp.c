@@ -3,6 +3,7 @@
  * "-" for a tar stream on standard input or output (cpstream.c).
  */
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -12,44 +13,59 @@
 
 #include "ctl.h"
 
-struct progress {
-	bool tty;
-	struct timespec start;
-	struct timespec last;
+/* What a copy moved so far, for the progress line. */
+struct cp_progress {
+	uint64_t total;		/* estimated; 0: unknown */
 };
-
-static double
-seconds_since(const struct timespec *t)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) +
-	    (double)(now.tv_nsec - t->tv_nsec) / 1e9;
-}
 
 static void
 progress_cb(uint64_t bytes, void *arg)
 {
-	struct progress *p = arg;
-	double el;
+	struct cp_progress *p = arg;
 
-	if (!p->tty || seconds_since(&p->last) < 0.2)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &p->last);
-	el = seconds_since(&p->start);
-	fprintf(stderr, "\r%10.1f MiB  %8.1f MiB/s ", bytes / 1048576.0,
-	    el > 0 ? bytes / 1048576.0 / el : 0.0);
+	ctl_progress_bytes(bytes, p->total);
 }
 
+/* A copy out: a file's size, as the guest gives it, makes a percentage. */
 static void
-progress_end(struct progress *p, uint64_t bytes)
+begin_cb(int kind, uint64_t size, void *arg)
 {
-	double el = seconds_since(&p->start);
+	struct cp_progress *p = arg;
 
-	if (p->tty)
-		fprintf(stderr, "\r%10.1f MiB  %8.1f MiB/s  done\n",
-		    bytes / 1048576.0, el > 0 ? bytes / 1048576.0 / el : 0.0);
+	p->total = kind == AL_COPY_FILE ? size : 0;
+}
+
+/*
+ * The tar stream a host path makes, estimated for a percentage: a 512-byte
+ * header per entry and its data in 512-byte blocks, and the end blocks
+ * (pax headers of long names make it a little more: the line stays at 99%
+ * until the copy is done). A tree past CP_ESTIMATE_MAX entries is not
+ * walked twice: 0, no percentage.
+ */
+#define CP_ESTIMATE_MAX 100000
+static uint64_t est_bytes;
+static size_t est_entries;
+
+static int
+estimate_cb(const char *path, const struct stat *sb, int type,
+    struct FTW *ftw)
+{
+	if (++est_entries > CP_ESTIMATE_MAX)
+		return 1;
+	est_bytes += 512;
+	if (type == FTW_F && S_ISREG(sb->st_mode))
+		est_bytes += ((uint64_t)sb->st_size + 511) / 512 * 512;
+	return 0;
+}
+
+static uint64_t
+estimate_tar(const char *path)
+{
+	est_bytes = 1024;
+	est_entries = 0;
+	if (nftw(path, estimate_cb, 32, FTW_PHYS) != 0)
+		return 0;
+	return est_bytes;
 }
 
 /*
@@ -133,13 +149,13 @@ int
 cmd_cp(struct ctl *ctl, int argc, char **argv)
 {
 	struct al_copy_out_opts oo = AL_COPY_OUT_OPTS_INIT;
-	struct progress pr = { .tty = isatty(STDERR_FILENO) };
+	struct cp_progress pr = { 0 };
 	struct ctl_parsed p;
 	struct al_error err;
 	char *args[2];
 	const char *lane, *gpath, *v;
 	uint64_t bytes = 0;
-	bool bad0, bad1, max_bytes_set = false;
+	bool bad0, bad1, max_bytes_set = false, quiet = false;
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -157,15 +173,14 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 			    oo.max_entries == 0 ||
 			    strspn(v, "0123456789") != strlen(v))
 				return ctl_usage("--max-entries needs a number");
-		}
+		} else if (ctl_is(&p.opts[i], "quiet"))
+			quiet = true;
 	}
 	if (p.noperands != 2)
 		return ctl_usage("usage: agent-lanectl cp [OPTIONS] SRC DST (see "
 		    "agent-lanectl help cp)");
 	args[0] = p.operands[0];
 	args[1] = p.operands[1];
-	clock_gettime(CLOCK_MONOTONIC, &pr.start);
-	pr.last = pr.start;
 	if (split_remote(args[0], &lane, &gpath, &bad0)) {
 		const char *l2, *g2;
 
@@ -175,7 +190,7 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 			return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
 			    "hexadecimal digits)", args[1]);
 		if (strcmp(args[1], "-") == 0) {
-			pr.tty = false;	/* stderr is the user's; keep it quiet */
+			/* No progress line: the stream is the output. */
 			rc = cp_out_stream(ctl, lane, gpath, &oo, &err);
 			if (rc == -1)
 				return cp_fail(ctl, lane, gpath, &err);
@@ -184,7 +199,9 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		if ((rc = check_destination(args[1])) != 0)
 			return rc;
 		oo.progress = progress_cb;
+		oo.begin = begin_cb;
 		oo.arg = &pr;
+		ctl_progress_start("cp", quiet);
 		if (al_copy_out(ctl->client, lane, gpath, args[1], &oo, &bytes,
 		    NULL, &err) != AL_OK)
 			return cp_fail(ctl, lane, gpath, &err);
@@ -205,6 +222,8 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 			ctl_errx("cp: %s: %s", args[0], strerror(errno));
 			return CTL_EXIT_FAILURE;
 		}
+		if (ctl_progress_start("cp", quiet))
+			pr.total = estimate_tar(args[0]);
 		if (al_copy_in(ctl->client, lane, args[0], gpath, progress_cb,
 		    &pr, &bytes, &err) != AL_OK)
 			return cp_fail(ctl, lane, gpath, &err);
@@ -214,6 +233,7 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 	else
 		return ctl_usage("cp: one side must be LANE:PATH (see "
 		    "agent-lanectl help cp)");
-	progress_end(&pr, bytes);
+	ctl_progress_bytes(bytes, pr.total != 0 ? bytes : 0);
+	ctl_progress_end("done");
 	return 0;
 }

@@ -144,12 +144,28 @@ int ctl_tty_raw(int fd);
 void ctl_tty_restore(void);
 int ctl_tty_winch_fd(void);
 
+/*
+ * The progress line on standard error (progress.c): a spinner, the phase
+ * and the elapsed time, redrawn by a thread; only on a terminal and unless
+ * quiet (false then: nothing is drawn, and the other calls do nothing).
+ * ctl_progress_end() finishes it with the result and a newline;
+ * ctl_progress_abort() ("interrupted" or "failed") is called before any
+ * message and on main's way out, so no line is ever left unfinished.
+ */
+bool ctl_progress_start(const char *what, bool quiet);
+void ctl_progress_phase(const char *phase, const char *message);
+/* Copies: bytes so far of total (0: unknown); shows a percentage. */
+void ctl_progress_bytes(uint64_t bytes, uint64_t total);
+void ctl_progress_end(const char *result);
+void ctl_progress_abort(void);
+
 int cmd_create(struct ctl *, int, char **);
 int cmd_ls(struct ctl *, int, char **);
 int cmd_show(struct ctl *, int, char **);
 int cmd_rm(struct ctl *, int, char **);
 int cmd_extend(struct ctl *, int, char **);
 int cmd_events(struct ctl *, int, char **);
+int cmd_logs(struct ctl *, int, char **);
 int cmd_reap(struct ctl *, int, char **);
 int cmd_exec(struct ctl *, int, char **);
 int cmd_shell(struct ctl *, int, char **);

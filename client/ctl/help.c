@@ -31,6 +31,8 @@ static const struct ctl_option create_options[] = {
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
 	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
 	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
+	{ 'q', "quiet", NULL, "no progress line (there is none without a "
+	    "terminal)" },
 	{ 0, "image", "IMAGE", "clone the lane from a built image" },
 	{ 0, "provision", "FILE", "build (or reuse, by content) the image of "
 	    "these scripts first; repeatable" },
@@ -97,11 +99,19 @@ static const struct ctl_option shell_options[] = {
 static const struct ctl_option cp_options[] = {
 	{ 0, "max-bytes", "SIZE", "copies out: refuse more than SIZE bytes" },
 	{ 0, "max-entries", "N", "copies out: most archive members (100000)" },
+	{ 'q', "quiet", NULL, "no progress line (there is none without a "
+	    "terminal)" },
 	{ 0, NULL, NULL, NULL },
 };
 
 static const struct ctl_option events_options[] = {
 	{ 'f', "follow", NULL, "keep printing new events until the lane ends" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option logs_options[] = {
+	{ 'f', "follow", NULL, "keep printing what is appended (a lane's: "
+	    "until it is gone)" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -184,6 +194,16 @@ const struct ctl_command ctl_commands[] = {
 	    "path, bytes). -f prints new events as they come until the lane\n"
 	    "has ended; --json then prints one object a line.\n",
 	    events_options, 0, true, CTL_COMPLETE_LANE, NULL },
+	{ "logs", NULL, "[LANE]", "show the daemon's log, or a lane's boot "
+	    "and hostagent logs",
+	    "Without LANE: the daemon's log (its last 4 MiB at most), kept in\n"
+	    "STATE_DIR/log/agent-laned.log on every host (~/.agent-lane/log/).\n"
+	    "With LANE: its Lima logs, each file's last MiB under a header:\n"
+	    "serial.log (the boot console), ha.stderr.log and ha.stdout.log\n"
+	    "(the hostagent). A lane whose start failed keeps them, with what\n"
+	    "limactl said (limactl.log), until `rm`; other lanes' logs go with\n"
+	    "their VM. Control characters are shown as ? on a terminal.\n",
+	    logs_options, 0, false, CTL_COMPLETE_LANE, NULL },
 	{ "reap", NULL, "", "reconcile now: destroy lanes whose VM is gone",
 	    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
 	    "deletes them.\n",

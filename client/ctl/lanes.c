@@ -13,6 +13,7 @@ struct create_state {
 	char name[AL_NAME_MAX];
 };
 
+/* The daemon's phases onto the progress line (silent without one). */
 static void
 progress_cb(const char *phase, const char *message, void *arg)
 {
@@ -20,9 +21,7 @@ progress_cb(const char *phase, const char *message, void *arg)
 
 	if (strcmp(phase, "registered") == 0)
 		snprintf(cs->name, sizeof cs->name, "%s", message);
-	if (isatty(STDERR_FILENO))
-		fprintf(stderr, "agent-lanectl: %s%s%s\n", phase,
-		    message[0] ? ": " : "", message);
+	ctl_progress_phase(phase, message);
 }
 
 /* --label KEY=VALUE into labels[*n]. */
@@ -66,6 +65,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	struct al_error err;
 	const char *v;
 	uint64_t n;
+	bool quiet = false;
 	int rc;
 
 	o.progress = progress_cb;
@@ -110,6 +110,8 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 				return rc;
 		} else if (ctl_is(&p.opts[i], "image"))
 			o.image = v;
+		else if (ctl_is(&p.opts[i], "quiet"))
+			quiet = true;
 		else if (ctl_is(&p.opts[i], "provision")) {
 			if (npaths == AL_IMAGE_SCRIPTS_MAX)
 				return ctl_usage("at most %d provision scripts",
@@ -145,7 +147,11 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		o.image = im.name;
 	}
 	o.labels = labels;
+	ctl_progress_start("create", quiet);
+	ctl_progress_phase("connecting", "");
 	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
+		/* Ended with a newline before anything else is said. */
+		ctl_progress_end(ctl_interrupted() ? "interrupted" : "failed");
 		/*
 		 * Our connection is closed: the daemon destroys a lane whose
 		 * creator left before ready. Say which, since main dies of
@@ -161,6 +167,7 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 			    "any lane it began is being destroyed");
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
+	ctl_progress_end("ready");
 	if (ctl->json) {
 		struct al_lane_net net;
 

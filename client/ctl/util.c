@@ -11,6 +11,7 @@
 int
 ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
 {
+	ctl_progress_abort();	/* the message starts a line of its own */
 	if (ctl_interrupted())
 		return status;
 	fprintf(stderr, "agent-lanectl: %s: %s\n", al_code_name(err->code),
@@ -47,6 +48,7 @@ ctl_hint(const struct ctl *ctl, const struct al_error *err)
 static void __attribute__((format(printf, 1, 0)))
 ctl_vwarn(const char *fmt, va_list ap)
 {
+	ctl_progress_abort();
 	fputs("agent-lanectl: ", stderr);
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);

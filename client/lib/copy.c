@@ -504,6 +504,8 @@ do_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 	}
 	k = (int)resp->copy_out_begin->kind;
 	ctx.max_bytes = resp->copy_out_begin->max_bytes;
+	if (o != NULL && o->begin != NULL)
+		o->begin(k, resp->copy_out_begin->size, o->arg);
 	al_response_free(resp);
 	if (o != NULL && o->max_bytes > 0 &&
 	    (ctx.max_bytes == 0 || o->max_bytes < ctx.max_bytes))

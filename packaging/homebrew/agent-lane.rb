@@ -25,13 +25,15 @@ class AgentLane < Formula
   service do
     run [opt_bin/"agent-laned",
          "--socket", "#{Dir.home}/.agent-lane/run/agent-laned.sock",
-         "--state-dir", "#{Dir.home}/.agent-lane"]
+         "--state-dir", "#{Dir.home}/.agent-lane", "--log-file-only"]
     run_type :immediate
     # limactl is in Homebrew's bin, which a launchd job's PATH lacks.
     environment_variables PATH: std_service_path_env
     keep_alive true
     # Standard, not Background: copies stream through the daemon.
     process_type :standard
+    # Start-up failures only: the daemon's log is ~/.agent-lane/log/agent-laned.log
+    # (`agent-lanectl logs`), and --log-file-only keeps stderr quiet after that.
     log_path var/"log/agent-laned.log"
     error_log_path var/"log/agent-laned.log"
   end

@@ -774,7 +774,36 @@ def _build_guestfs(root, name):
         os.mkdir(alt)
 
 
+def download_image():
+    """Lima's fileutils.DownloadFile of the image (pkg/fileutils/download.go):
+    "Attempting to download the image" with its location, arch and digest,
+    then "Using cache ..." (the default here: a cached image), or after
+    LIMA_SIM_DOWNLOAD_MS of a first, uncached download "Downloaded the image
+    from ...". No byte is fetched; only the messages and the time."""
+    arch = host_arch()
+    loc = ('https://cloud-images.ubuntu.com/releases/noble/release/'
+           'ubuntu-24.04-server-cloudimg-%s.img'
+           % ('arm64' if arch == 'aarch64' else 'amd64'))
+    log(INFO, 'Attempting to download the image',
+        {'arch': arch, 'digest': '', 'location': loc})
+    try:
+        ms = max(0, int(os.environ.get('LIMA_SIM_DOWNLOAD_MS') or 0))
+    except ValueError:
+        ms = 0
+    if ms > 0:
+        time.sleep(ms / 1000.0)
+        log(INFO, 'Downloaded the image from %s' % go_quote(loc))
+    else:
+        import hashlib
+        cache = os.path.join(os.environ.get('XDG_CACHE_HOME') or
+                             os.path.join(os.path.expanduser('~'), '.cache'),
+                             'lima', 'download', 'by-url-sha256',
+                             hashlib.sha256(loc.encode()).hexdigest(), 'data')
+        log(INFO, 'Using cache %s' % go_quote(cache))
+
+
 def prepare_disk(d, name):
+    download_image()
     build_guestfs(os.path.join(d, 'guestfs'), name)
     write_file(os.path.join(d, 'disk'),
                'limactl-simulator disk placeholder; the guest filesystem is %s/guestfs\n' % d)

@@ -25,8 +25,9 @@ check_eq "a missing registry starts fresh (schema $SCHEMA)" "$SCHEMA" \
 L=$(ctl create)
 check_eq "and works" ready "$(lane_state "$L")"
 stop_daemon
+# log/ is the daemon's own log (and kept logs of failed starts).
 check "no initialisation file is left behind" \
-    test -z "$(ls "$STATE" | grep -v -e '^registry\.db' -e '^agent-laned\.lock$' -e '^lima$' -e '^lanes$')"
+    test -z "$(ls "$STATE" | grep -v -e '^registry\.db' -e '^agent-laned\.lock$' -e '^lima$' -e '^lanes$' -e '^log$')"
 
 # ---- Empty: refused, not mistaken for a fresh one ----
 cp "$DB" "$T/good.db"

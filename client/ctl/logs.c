@@ -1,0 +1,100 @@
+/*
+ * agent-lanectl logs [LANE] [-f]: the daemon's log, or a lane's Lima logs,
+ * as the daemon streams them (the socket may be forwarded from another
+ * host, and a failed lane's kept logs are in the daemon's state directory).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+struct logs_out {
+	bool headers;		/* a lane's: "==> FILE <==" before each file */
+	bool safe;		/* a terminal: no control characters */
+	char source[64];	/* the file last written */
+	bool line_open;		/* its last byte was not a line end */
+};
+
+/*
+ * A guest writes the boot console: on a terminal its bytes must not drive
+ * it. Line ends and tabs stay, carriage returns go, the rest becomes '?'.
+ */
+static bool
+put_safe(FILE *f, const unsigned char *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = p[i];
+
+		if (ch == '\r')
+			continue;
+		if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f)
+			ch = '?';
+		if (putc(ch, f) == EOF)
+			return false;
+	}
+	return true;
+}
+
+static bool
+chunk_cb(const char *source, const void *data, size_t len, void *arg)
+{
+	struct logs_out *o = arg;
+
+	if (o->headers && strcmp(source, o->source) != 0) {
+		/* tail(1)'s look: a blank line between files. */
+		printf("%s==> ", o->source[0] != '\0' ?
+		    (o->line_open ? "\n\n" : "\n") : "");
+		ctl_put_safe(stdout, source);
+		printf(" <==\n");
+		snprintf(o->source, sizeof o->source, "%s", source);
+	}
+	if (o->safe ? !put_safe(stdout, data, len) :
+	    fwrite(data, 1, len, stdout) != len)
+		return false;
+	o->line_open = ((const char *)data)[len - 1] != '\n';
+	return fflush(stdout) != EOF;
+}
+
+int
+cmd_logs(struct ctl *ctl, int argc, char **argv)
+{
+	struct al_logs_opts lo = AL_LOGS_OPTS_INIT;
+	struct logs_out out = { .safe = isatty(STDOUT_FILENO) };
+	struct ctl_parsed p;
+	struct al_lane lane;
+	struct al_error err;
+	int rc;
+
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	if (p.noperands > 1)
+		return ctl_usage("logs: at most one lane (see agent-lanectl "
+		    "help logs)");
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "follow"))
+			lo.follow = true;
+	if (p.noperands == 1) {
+		/* The daemon's lookup: whatever names a lane elsewhere. */
+		if (al_get(ctl->client, p.operands[0], &lane, &err) != AL_OK)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+		lo.lane = lane.name;
+		out.headers = true;
+	}
+	lo.chunk = chunk_cb;
+	lo.arg = &out;
+	rc = al_logs(ctl->client, &lo, &err) == AL_OK ? 0 : -1;
+	if (out.line_open && !ctl_interrupted())
+		putchar('\n');
+	if (rc == -1) {
+		if (err.code == AL_CONNECT && lo.lane == NULL &&
+		    !ctl_interrupted())
+			fprintf(stderr, "agent-lanectl: the daemon's log is "
+			    "STATE_DIR/log/agent-laned.log (default "
+			    "~/.agent-lane/log/agent-laned.log); under systemd "
+			    "also `journalctl --user -u agent-laned`\n");
+		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	}
+	return 0;
+}

@@ -1,0 +1,250 @@
+/*
+ * The progress line on standard error: a spinner, what is going on and
+ * the time it has taken, redrawn in place by a thread ten times a second
+ * while the main thread blocks in a call. Only on a terminal, never with
+ * -q. One line at a time per process; it is always finished with a
+ * newline, by ctl_progress_end(), or by the next message (util.c) or by
+ * main's way out, whatever ended the command: a failure, SIGINT, SIGTERM.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* A phase that lasts this long gets its hint (a first image download). */
+#define PROGRESS_HINT_MS 5000
+#define PROGRESS_TICK_MS 100
+
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t thread;
+	bool active;		/* a line is being drawn */
+	bool stop;
+	char what[64];
+	char phase[64];
+	char message[256];
+	uint64_t bytes, total;	/* copies; total 0: unknown */
+	bool have_bytes;
+	bool hint_said;		/* the slow-download line was printed */
+	struct timespec start, phase_start;
+	unsigned spin;
+} pr = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.cv = PTHREAD_COND_INITIALIZER,
+};
+
+static int64_t
+ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - t->tv_sec) * 1000 +
+	    (now.tv_nsec - t->tv_nsec) / 1000000;
+}
+
+/* Daemon and limactl text on our terminal: no control characters. */
+static void
+copy_safe(char *dst, size_t len, const char *src)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len && src[i] != '\0'; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ?
+		    '?' : src[i];
+	dst[i] = '\0';
+}
+
+static void
+elapsed(int64_t ms, char *buf, size_t len)
+{
+	if (ms < 60000)
+		snprintf(buf, len, "%lld.%llds", (long long)(ms / 1000),
+		    (long long)(ms % 1000 / 100));
+	else
+		snprintf(buf, len, "%lldm%02llds", (long long)(ms / 60000),
+		    (long long)(ms % 60000 / 1000));
+}
+
+static int
+columns(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 10)
+		return ws.ws_col;
+	return 80;
+}
+
+/* The line as it is now (pr.mu held); final: no spinner. */
+static void
+render(char *buf, size_t len, const char *final)
+{
+	static const char spinner[] = "|/-\\";
+	char el[32], detail[160] = "";
+	int64_t ms = ms_since(&pr.start);
+	int n, width = columns() - 1;
+
+	elapsed(ms, el, sizeof el);
+	if (pr.have_bytes) {
+		double mib = pr.bytes / 1048576.0, s = ms / 1000.0;
+
+		if (pr.total > 0)
+			snprintf(detail, sizeof detail, "%3u%% %.1f of %.1f MiB, "
+			    "%.1f MiB/s", (unsigned)(pr.bytes >= pr.total ?
+			    (final != NULL ? 100 : 99) :
+			    pr.bytes * 100 / pr.total), mib,
+			    pr.total / 1048576.0, s > 0 ? mib / s : 0.0);
+		else
+			snprintf(detail, sizeof detail, "%.1f MiB, %.1f MiB/s",
+			    mib, s > 0 ? mib / s : 0.0);
+	}
+	/* "| create: starting - booting the VM [2.3s]" */
+	n = snprintf(buf, len, "%c %s: %s%s%s%s%s [%s]",
+	    final != NULL ? ' ' : spinner[pr.spin++ % 4], pr.what,
+	    final != NULL ? final : pr.phase,
+	    final == NULL && pr.message[0] != '\0' ? " - " : "",
+	    final == NULL ? pr.message : "",
+	    detail[0] != '\0' && (final != NULL || pr.phase[0] != '\0') ?
+	    ", " : "", detail, el);
+	/* Wider than the terminal would wrap, and \r redraws one row. */
+	if (n > 0 && n > width && width > 4 && (size_t)width < len) {
+		buf[width - 3] = '\0';
+		strcat(buf, "...");
+	}
+}
+
+static void
+draw(const char *final)
+{
+	char line[512];
+
+	/*
+	 * A slow download is a first run's: say so once, on a line of its
+	 * own above the spinner, whole whatever the terminal's width.
+	 */
+	if (final == NULL && !pr.hint_said &&
+	    strcmp(pr.phase, "downloading") == 0 &&
+	    ms_since(&pr.phase_start) >= PROGRESS_HINT_MS) {
+		pr.hint_said = true;
+		fprintf(stderr, "\r\033[Kagent-lanectl: Lima is downloading "
+		    "%s (a first run: several hundred MB, this can take "
+		    "minutes; later lanes use Lima's cache)\n",
+		    pr.message[0] != '\0' ? pr.message : "the VM image");
+	}
+	render(line, sizeof line, final);
+	fprintf(stderr, "\r\033[K%s%s", line, final != NULL ? "\n" : "");
+	fflush(stderr);
+}
+
+static void *
+progress_thread(void *arg)
+{
+	struct timespec until;
+
+	pthread_mutex_lock(&pr.mu);
+	while (!pr.stop) {
+		draw(NULL);
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += PROGRESS_TICK_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&pr.cv, &pr.mu, &until);
+	}
+	pthread_mutex_unlock(&pr.mu);
+	return NULL;
+}
+
+bool
+ctl_progress_start(const char *what, bool quiet)
+{
+	sigset_t all, old;
+	int rc;
+
+	if (pr.active || quiet || !isatty(STDERR_FILENO))
+		return false;
+	pthread_mutex_lock(&pr.mu);
+	copy_safe(pr.what, sizeof pr.what, what);
+	pr.phase[0] = pr.message[0] = '\0';
+	pr.have_bytes = pr.hint_said = false;
+	pr.bytes = pr.total = 0;
+	pr.stop = false;
+	clock_gettime(CLOCK_MONOTONIC, &pr.start);
+	pr.phase_start = pr.start;
+	pthread_mutex_unlock(&pr.mu);
+	/*
+	 * The thread blocks every signal (it inherits the mask): SIGINT and
+	 * SIGTERM must interrupt the main thread's blocking call, which is
+	 * how a call stops (al_interrupt), not land in the spinner.
+	 */
+	sigfillset(&all);
+	if (pthread_sigmask(SIG_SETMASK, &all, &old) != 0)
+		return false;
+	rc = pthread_create(&pr.thread, NULL, progress_thread, NULL);
+	(void)pthread_sigmask(SIG_SETMASK, &old, NULL);
+	/* Without a thread there is no spinner, and no line to finish. */
+	if (rc != 0)
+		return false;
+	pr.active = true;
+	return true;
+}
+
+void
+ctl_progress_phase(const char *phase, const char *message)
+{
+	bool changed;
+
+	if (!pr.active)
+		return;
+	pthread_mutex_lock(&pr.mu);
+	if ((changed = strcmp(phase, pr.phase) != 0))
+		clock_gettime(CLOCK_MONOTONIC, &pr.phase_start);
+	copy_safe(pr.phase, sizeof pr.phase, phase);
+	copy_safe(pr.message, sizeof pr.message, message);
+	/* Drawn now: a phase shorter than a tick is still seen. */
+	if (changed)
+		draw(NULL);
+	pthread_mutex_unlock(&pr.mu);
+}
+
+void
+ctl_progress_bytes(uint64_t bytes, uint64_t total)
+{
+	if (!pr.active)
+		return;
+	pthread_mutex_lock(&pr.mu);
+	pr.have_bytes = true;
+	pr.bytes = bytes;
+	pr.total = total;
+	pthread_mutex_unlock(&pr.mu);
+}
+
+void
+ctl_progress_end(const char *result)
+{
+	if (!pr.active)
+		return;
+	pthread_mutex_lock(&pr.mu);
+	pr.stop = true;
+	pthread_cond_signal(&pr.cv);
+	pthread_mutex_unlock(&pr.mu);
+	(void)pthread_join(pr.thread, NULL);
+	pr.active = false;
+	/* The final state on its own line, ended: nothing else draws now. */
+	draw(result != NULL ? result : "stopped");
+}
+
+void
+ctl_progress_abort(void)
+{
+	ctl_progress_end(ctl_interrupted() ? "interrupted" : "failed");
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Runs agent-lanectl create / cp in a pty this test opens, as at a user's
+terminal, and prints one result line for progress.sh to compare.
+Usage: progress.py LANECTL SOCK CASE [ARG...]"""
+import os
+import pty
+import re
+import select
+import signal
+import sys
+import time
+
+LANECTL, SOCK, CASE = sys.argv[1:4]
+ARGS = sys.argv[4:]
+
+
+class Term:
+    def __init__(self, args):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.environ["TERM"] = "vt100"
+            os.execv(LANECTL, [LANECTL, "--socket", SOCK] + args)
+        self.out = b""
+
+    def read_until(self, want, t=30):
+        end = time.time() + t
+        while want not in self.out and time.time() < end:
+            r, _, _ = select.select([self.fd], [], [], 0.1)
+            if r:
+                try:
+                    d = os.read(self.fd, 4096)
+                except OSError:
+                    break
+                if not d:
+                    break
+                self.out += d
+        return want in self.out
+
+    def wait(self, t=60):
+        end = time.time() + t
+        while time.time() < end:
+            self.read_until(b"\0never", 0.1)
+            p, st = os.waitpid(self.pid, os.WNOHANG)
+            if p == self.pid:
+                self.read_until(b"\0never", 0.3)
+                return os.waitstatus_to_exitcode(st)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        return "hung"
+
+
+def show(*parts):
+    print(" ".join(str(p) for p in parts))
+
+
+def last_draw(out):
+    """What the terminal shows last: the text after the last redraw."""
+    return out.rsplit(b"\x1b[K", 1)[-1]
+
+
+if CASE == "create":
+    t = Term(["create"])
+    rc = t.wait()
+    o = t.out
+    phases = [p for p in (b"registered", b"creating", b"starting", b"setup")
+              if re.search(rb"[|/\\-] create: " + p + rb"( - [^\r]*)? \[\d+\.\ds\]", o)]
+    ended = re.search(rb"  create: ready \[\d+\.\ds\]\r\nal-[0-9a-f]{16}\r\n$", o)
+    show(rc, b"|".join(phases).decode(), bool(ended))
+elif CASE in ("sigint", "sigterm"):
+    t = Term(["create"])
+    ok = t.read_until(b"create: starting")
+    if CASE == "sigint":
+        os.write(t.fd, b"\x03")       # ^C at the terminal: SIGINT to the job
+    else:
+        os.kill(t.pid, signal.SIGTERM)
+    rc = t.wait()
+    # The progress line ends with a newline before the next message.
+    ended = re.search(rb"  create: interrupted \[\d+\.\ds\]\r\n"
+                      rb"agent-lanectl: create interrupted; lane al-[0-9a-f]{16} "
+                      rb"is being destroyed\r\n$", t.out)
+    show(ok, rc, bool(ended))
+elif CASE == "quiet":
+    t = Term(["create", "-q"])
+    rc = t.wait()
+    show(rc, b"\x1b[K" not in t.out and b"create:" not in t.out,
+         bool(re.fullmatch(rb"al-[0-9a-f]{16}\r\n", t.out)))
+elif CASE == "download":
+    t = Term(["create"])
+    rc = t.wait()
+    o = t.out
+    said = re.search(rb"\r\x1b\[Kagent-lanectl: Lima is downloading the image "
+                     rb"\(a first run[^\r]*\)\r\n", o)
+    show(rc, b"create: downloading - the image [" in o, bool(said),
+         bool(re.search(rb"  create: ready \[\d+\.\ds\]\r\n", o)))
+elif CASE == "cp":
+    t = Term(["cp"] + ARGS)
+    rc = t.wait()
+    o = t.out
+    done = re.search(rb"  cp: done, 100% [\d.]+ of [\d.]+ MiB, [\d.]+ MiB/s "
+                     rb"\[\d+\.\ds\]\r\n$", o)
+    show(rc, bool(done))
+elif CASE == "cp-out":
+    t = Term(["cp"] + ARGS)
+    rc = t.wait()
+    done = re.search(rb"  cp: done, [\d.]+ MiB, [\d.]+ MiB/s \[\d+\.\ds\]\r\n$",
+                     t.out)
+    show(rc, bool(done))
+elif CASE == "raw":
+    t = Term(ARGS)
+    rc = t.wait()
+    show(rc, repr(t.out))
+else:
+    sys.exit("unknown case " + CASE)
