@@ -38,6 +38,8 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->workspace = (char *)rec->workspace;
 	pl->error = (char *)rec->error;
 	pl->ended_at_ms = rec->ended_at_ms;
+	pl->alias = (char *)rec->alias;
+	pl->owned = rec->owned;
 	for (size_t i = 0; i < nlabels; i++) {
 		agentlane__v1__label__init(&labels[i]);
 		labels[i].key = (char *)src[i].key;
@@ -50,6 +52,15 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 
 bool
 lane_send(struct laned *d, struct conn *c, const char *name)
+{
+	if (!lane_send_row(d, c, name))
+		return false;
+	conn_finish(c);
+	return true;
+}
+
+bool
+lane_send_row(struct laned *d, struct conn *c, const char *name)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__Lane pl;
@@ -72,9 +83,7 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 	lane_record_to_proto(&rec, &pl, labelv, labels, src, n);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE;
 	resp.lane = &pl;
-	(void)conn_send(c, &resp);
-	conn_finish(c);
-	return true;
+	return conn_send(c, &resp) == 0;
 }
 
 /* ---- Calls ---- */
@@ -110,9 +119,11 @@ lane_handle_create(struct laned *d, struct conn *c,
 }
 
 void
-lane_handle_get(struct laned *d, struct conn *c, const char *name)
+lane_handle_get(struct laned *d, struct conn *c, const char *ref)
 {
-	if (lane_check_name(c, name))
+	char name[LANE_NAME_SIZE];
+
+	if (lane_resolve(d, c, ref, name))
 		(void)lane_send(d, c, name);
 }
 
@@ -282,11 +293,12 @@ out:
 }
 
 void
-lane_handle_destroy(struct laned *d, struct conn *c, const char *name)
+lane_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 {
+	char name[LANE_NAME_SIZE];
 	struct lane *l;
 
-	if (!lane_check_name(c, name))
+	if (!lane_resolve(d, c, ref, name))
 		return;
 	if ((l = lane_find(d, name)) == NULL) {
 		/* Not live: report the row (destroy is idempotent). */
@@ -311,22 +323,22 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	struct lane_record rec;
 	struct lane *l;
 	int64_t ceiling, deadline;
-	char detail[128];
+	char detail[128], name[LANE_NAME_SIZE];
 	size_t nl = 0;
 	bool capped = false;
 
-	if (!lane_check_name(c, req->name))
+	if (!lane_resolve(d, c, req->name, name))
 		return;
-	if ((l = lane_find(d, req->name)) == NULL ||
+	if ((l = lane_find(d, name)) == NULL ||
 	    (l->state != LANE_READY && l->state != LANE_CREATING)) {
-		if (l == NULL && registry_lane_get(d->reg, req->name, &rec) ==
+		if (l == NULL && registry_lane_get(d->reg, name, &rec) ==
 		    REG_NOT_FOUND)
 			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-			    "no lane %s", req->name);
+			    "no lane %s", name);
 		else
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-			    "lane %s is not live", req->name);
+			    "lane %s is not live", name);
 		return;
 	}
 	if (req->by_s == 0) {
@@ -375,13 +387,13 @@ lane_handle_events(struct laned *d, struct conn *c,
 	Agentlane__V1__EventList list = AGENTLANE__V1__EVENT_LIST__INIT;
 	struct registry_event *ev;
 	Agentlane__V1__Event *pe, **pev;
-	char token[PAGE_TOKEN_MAX + 1];
+	char token[PAGE_TOKEN_MAX + 1], name[LANE_NAME_SIZE];
 	int64_t after = 0, *ids;
 	size_t n, limit, budget, used = 0, i;
 	bool paged = req->page_token != NULL && req->page_token[0] != '\0';
 	bool more;
 
-	if (!lane_check_name(c, req->lane))
+	if (!lane_resolve(d, c, req->lane, name))
 		return;
 	if (paged && !event_token_parse(req->page_token, &after)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
@@ -389,7 +401,7 @@ lane_handle_events(struct laned *d, struct conn *c,
 		return;
 	}
 	limit = page_limit(req->page_size, EVENT_PAGE_MAX);
-	if (registry_events_page(d->reg, req->lane, after, limit + 1, &ev, &ids,
+	if (registry_events_page(d->reg, name, after, limit + 1, &ev, &ids,
 	    &n) != REG_OK) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: %s", registry_errmsg(d->reg));
@@ -399,7 +411,7 @@ lane_handle_events(struct laned *d, struct conn *c,
 		free(ev);
 		free(ids);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no events for %s", req->lane);
+		    "no events for %s", name);
 		return;
 	}
 	more = n > limit;
@@ -429,7 +441,7 @@ lane_handle_events(struct laned *d, struct conn *c,
 		more = true;
 	if (i == 0 && more) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
-		    "an event of %s does not fit in one frame", req->lane);
+		    "an event of %s does not fit in one frame", name);
 		goto out;
 	}
 	list.n_events = i;
