@@ -83,7 +83,7 @@ lane_alias_valid(const char *s)
 	    strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) != NULL &&
 	    s[0] != '\0' &&
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
-	    strncmp(s, "al-", 3) != 0;
+	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
 }
 
 int
@@ -162,7 +162,7 @@ lane_create_check(const struct config *cfg,
 		if (!lane_alias_valid(req->alias)) {
 			snprintf(err, errlen, "a lane name (--name) is 1-%d of "
 			    "[a-z0-9._-], beginning with a letter or digit, and "
-			    "not \"al-\"", LANE_ALIAS_MAX);
+			    "not \"al-\" or \"ali-\" (the VMs' names)", LANE_ALIAS_MAX);
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 		}
 		str_copy(plan->alias, req->alias, sizeof plan->alias);

@@ -41,8 +41,8 @@ int lane_create_check(const struct config *, const Agentlane__V1__CreateLane *,
     size_t live, struct lane_create_plan *, char *err, size_t errlen);
 
 /*
- * A create --name alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." (a
- * VM name or its prefix would then mean two lanes).
+ * A create --name alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
+ * "ali-..." (a VM name, or its prefix, would then mean two things).
  */
 bool lane_alias_valid(const char *);
 

@@ -101,7 +101,7 @@ static const char *const migrations[] = {
 	 * destroys.
 	 */
 	"ALTER TABLE lanes ADD COLUMN alias TEXT CHECK (alias IS NULL OR "
-	"  (length(alias) BETWEEN 1 AND 63 AND alias NOT GLOB 'al-*'));"
+	"  (length(alias) BETWEEN 1 AND 63 AND alias NOT GLOB 'al-*' AND alias NOT GLOB 'ali-*'));"
 	"ALTER TABLE lanes ADD COLUMN owned INTEGER NOT NULL DEFAULT 0;"
 	"CREATE UNIQUE INDEX lanes_alias_live ON lanes(alias) WHERE "
 	"  alias IS NOT NULL AND state IN ('creating','ready','destroying');",
