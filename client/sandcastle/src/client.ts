@@ -45,7 +45,9 @@ export type ErrorCodeName =
   | "INTERNAL"
   | "VERSION_MISMATCH"
   | "LIMA_FAILED"
-  | "CANCELLED";
+  | "CANCELLED"
+  | "AMBIGUOUS"
+  | "ALREADY_EXISTS";
 
 /** A failure reported by the daemon, or a transport failure on the client side. */
 export class AgentLaneError extends Error {
@@ -87,6 +89,8 @@ export interface Lane {
   error: string;
   endedAtMs: number;
   labels: Label[];
+  /** The lane's alias (create --name); "" for none. */
+  alias: string;
 }
 
 export interface Limits {
@@ -121,6 +125,12 @@ export interface CreateLaneRequest {
   labels?: Label[];
   /** Clone this image (see buildImage) instead of creating a fresh VM. */
   image?: string;
+  /**
+   * A second name for the lane, unique among live lanes
+   * ([a-z0-9][a-z0-9._-]{0,62}, not "al-..."); every call that takes a lane
+   * name takes it while the lane lives. Taken: ALREADY_EXISTS.
+   */
+  alias?: string;
 }
 
 /** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
@@ -315,6 +325,7 @@ function toLane(o: any): Lane {
     error: o.error,
     endedAtMs: o.endedAtMs,
     labels: (o.labels ?? []).map((l: any) => ({ key: l.key, value: l.value })),
+    alias: o.alias ?? "",
   };
 }
 
@@ -658,6 +669,7 @@ export class AgentLaneClient {
           idleTimeoutS: req.idleTimeoutS ?? 0,
           labels: req.labels ?? [],
           image: req.image ?? "",
+          alias: req.alias ?? "",
         },
       });
       for (;;) {

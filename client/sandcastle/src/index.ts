@@ -76,6 +76,11 @@ export interface LimaOptions {
   readonly execTimeoutMs?: number;
   /** Largest file copyFileOut accepts, in bytes (default and ceiling: the daemon's max_copy_out_bytes). */
   readonly maxCopyOutBytes?: number;
+  /**
+   * An alias for the lane (`agent-lanectl create --name`), unique among live
+   * lanes: `agent-lanectl exec NAME ...` then reaches the sandbox by it.
+   */
+  readonly name?: string;
   /** Extra lane labels (keys: [A-Za-z0-9._/-], 1-63 characters). `sandcastle=1` is always set. */
   readonly labels?: Record<string, string>;
   /** Bound on create() in milliseconds, lane boot included (default 110000; Sandcastle gives up at 120 s). */
@@ -185,6 +190,7 @@ export async function createLaneHandle(
         idleTimeoutS: options.idleTimeoutMinutes !== undefined ? Math.round(options.idleTimeoutMinutes * 60) : undefined,
         labels,
         image,
+        alias: options.name,
       },
       {
         signal: abort.signal,
