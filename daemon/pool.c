@@ -291,9 +291,10 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 		char holder[LANE_NAME_SIZE];
 
 		if (registry_lane_by_alias(d->reg, plan->alias, holder) != REG_OK)
-			str_copy(holder, "another lane", sizeof holder);
+			holder[0] = '\0';
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
-		    "the name %s is taken by lane %s", plan->alias, holder);
+		    "the name %s is taken%s%s", plan->alias,
+		    holder[0] ? " by lane " : "", holder);
 		return true;
 	}
 	if (rc != REG_OK) {

@@ -136,4 +136,19 @@ wait $P 2>/dev/null
 start_daemon || exit 1
 check "an owned lane whose owner is gone is destroyed at start-up" wait_for 20 state_is "$L" destroyed
 check_match "the audit trail says why" "owner" "$(ctl events "$L" | grep -i destroy)"
+
+# ---- A lane from the warm pool is owned just the same ------------------------
+stop_daemon
+start_daemon --pool-size 1 --pool-max-boots 1 || exit 1
+pooled() { ctl ls -q --all --filter state=pooled 2>/dev/null; }
+booted() { [ -n "$(pooled)" ] && [ -n "$(ctl show --json "$(pooled)" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workspace"])')" ]; }
+wait_for 20 booted
+P0=$(pooled)
+"$LANECTL" --socket "$SOCK" run --name pooled-run -- sleep 60 2>/dev/null &
+P=$!
+check "run takes the booted pool lane" wait_for 20 state_is "$P0" ready
+check_eq "with its alias" "$P0" "$(ctl show --json pooled-run 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')"
+kill -KILL $P
+wait $P 2>/dev/null
+check "SIGKILL of run: the pool lane it took is destroyed" wait_for 20 state_is "$P0" destroyed
 finish
