@@ -181,7 +181,7 @@ lane_resolve(struct laned *d, struct conn *c, const char *ref,
 			return false;
 		}
 		/* Hex digits that are nobody's alias: the name's digits. */
-		if (all_hex(ref, LANE_NAME_SIZE - 5))
+		if (all_hex(ref, LANE_NAME_SIZE - 4))
 			snprintf(prefix, sizeof prefix, "al-%s", ref);
 	}
 	if (prefix[0] == '\0') {
