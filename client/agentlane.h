@@ -17,7 +17,7 @@
  *
  * ABI and soname. Only the functions declared here are exported (the
  * protobuf code inside the library is hidden). The shared library is
- * libagentlane.so.0 (on macOS libagentlane.dylib, compatibility version 1);
+ * libagentlane.so.1 (on macOS libagentlane.dylib, compatibility version 2);
  * the number after ".so." (and the dylib's compatibility version) is bumped
  * on any incompatible change: a
  * function removed or its signature changed, an enum value renumbered, or
@@ -76,6 +76,8 @@ enum al_code {
 	AL_VERSION_MISMATCH = 10,
 	AL_LIMA_FAILED = 11,
 	AL_CANCELLED = 12,
+	AL_AMBIGUOUS = 30,	/* a name prefix matched several lanes */
+	AL_ALREADY_EXISTS = 31,	/* create: a live lane has that alias */
 
 	AL_CONNECT = 100,	/* the daemon's socket could not be reached */
 	AL_PROTOCOL = 101,	/* the daemon's answer made no sense */
@@ -117,6 +119,7 @@ enum al_lane_state {
 AL_API const char *al_state_name(int state);
 
 #define AL_NAME_MAX 24
+#define AL_ALIAS_MAX 64		/* a lane's alias and its NUL */
 #define AL_LABELS_MAX 16
 
 struct al_label {
@@ -139,6 +142,8 @@ struct al_lane {
 	char error[512];
 	size_t nlabels;
 	struct al_label labels[AL_LABELS_MAX];
+	char alias[AL_ALIAS_MAX];	/* create --name; "" for none */
+	bool owned;		/* destroyed when its creator's call ends */
 };
 
 /* The daemon's version and caps, from its hello. */
@@ -204,12 +209,43 @@ struct al_create_opts {
 	const char *const *allow;
 	size_t nallow;
 	bool sudo;
+	/*
+	 * alias: NULL or "": none. A second name for the lane, unique among live
+	 * lanes: [a-z0-9][a-z0-9._-]{0,62}, not beginning "al-". Taken:
+	 * AL_ALREADY_EXISTS.
+	 */
+	const char *alias;
 };
 #define AL_CREATE_OPTS_INIT { .size = sizeof(struct al_create_opts) }
 
 /* opts may be NULL (the daemon's defaults). */
 AL_API enum al_code al_create(struct al_client *, const struct al_create_opts *,
     struct al_lane *, struct al_error *);
+
+/*
+ * The connection an owned lane lives as long as (al_create_owned). Its
+ * descriptor is close-on-exec, so a child process does not keep the lane.
+ */
+struct al_owner;
+
+/*
+ * As al_create, but the lane belongs to the returned owner: the daemon
+ * destroys it as soon as the owner is closed, by al_owner_close or because
+ * this process died. For run-and-discard jobs: nothing is left behind
+ * however the caller ends. opts->detach must be false.
+ */
+AL_API enum al_code al_create_owned(struct al_client *,
+    const struct al_create_opts *, struct al_lane *, struct al_owner **,
+    struct al_error *);
+/* Lets go of the lane: the daemon destroys it (NULL: nothing). */
+AL_API void al_owner_close(struct al_owner *);
+
+/*
+ * Wherever a lane is named (al_get, al_destroy, al_extend, al_events,
+ * al_exec, al_copy_in, al_copy_out), its al- name, its alias or a prefix
+ * of its name that only one lane has will do; the daemon resolves it. An
+ * ambiguous prefix fails with AL_AMBIGUOUS, listing the candidates.
+ */
 AL_API enum al_code al_get(struct al_client *, const char *name,
     struct al_lane *, struct al_error *);
 /*

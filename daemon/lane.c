@@ -58,6 +58,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	l->idle_timeout_ms = rec->idle_timeout_ms;
 	l->last_activity_ms = rec->last_activity_ms;
 	l->persisted_activity_ms = rec->last_activity_ms;
+	l->owned = rec->owned;
 	str_copy(l->workspace, rec->workspace, sizeof l->workspace);
 	if (rec->network[0] != '\0') {
 		enum netpolicy_mode m;
@@ -121,6 +122,12 @@ lane_free(struct lane *l)
 	/* A lane that ended before its clone (it waited, say) lets go. */
 	if (l->image_held)
 		image_release(l->d, l->image);
+	if (l->owner != NULL) {
+		/* Its owner hears the end as the connection closing. */
+		conn_set_handler(l->owner, NULL, NULL);
+		conn_finish(l->owner);
+		l->owner = NULL;
+	}
 	TAILQ_REMOVE(&l->d->lanes, l, entry);
 	free(l);
 }
@@ -149,15 +156,128 @@ lane_changed(struct laned *d)
 		d->pool_changed(d);
 }
 
-bool
-lane_check_name(struct conn *c, const char *name)
+/* ---- Lane references: name, alias or name prefix ---- */
+
+/* Candidates an ambiguous prefix lists at most. */
+#define LANE_REF_CANDIDATES 5
+
+static bool
+all_hex(const char *s, size_t max)
 {
-	if (!lima_name_valid(name)) {
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return s[n] == '\0' && n <= max;
+}
+
+bool
+lane_resolve(struct laned *d, struct conn *c, const char *ref,
+    char name[LANE_NAME_SIZE])
+{
+	char prefix[LANE_NAME_SIZE], cand[LANE_REF_CANDIDATES][LANE_NAME_SIZE];
+	char list[LANE_REF_CANDIDATES * (LANE_NAME_SIZE + 2) + 16];
+	size_t n = 0, len;
+	int rc;
+
+	if (ref == NULL || ref[0] == '\0') {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "\"%.40s\" is not a lane name (al- and 16 hex digits)",
-		    name != NULL ? name : "");
+		    "no lane given (a name, an alias or a name prefix)");
 		return false;
 	}
+	if (lima_name_valid(ref)) {
+		str_copy(name, ref, LANE_NAME_SIZE);
+		return true;
+	}
+	prefix[0] = '\0';
+	if (strncmp(ref, "al-", 3) == 0 && all_hex(ref + 3, LANE_NAME_SIZE - 5))
+		str_copy(prefix, ref, sizeof prefix);
+	else if (lane_alias_valid(ref)) {
+		rc = registry_lane_by_alias(d->reg, ref, name);
+		if (rc == REG_OK)
+			return true;
+		if (rc != REG_NOT_FOUND) {
+			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "registry error: %s", registry_errmsg(d->reg));
+			return false;
+		}
+		/* Hex digits that are nobody's alias: the name's digits. */
+		if (all_hex(ref, LANE_NAME_SIZE - 4))
+			snprintf(prefix, sizeof prefix, "al-%s", ref);
+	}
+	if (prefix[0] == '\0') {
+		/* Shown sanitized: it may be anything a client sent. */
+		str_copy(list, ref, 41);
+		str_sanitize(list);
+		conn_send_error(c, lane_alias_valid(ref) ?
+		    AGENTLANE__V1__ERROR_CODE__NOT_FOUND :
+		    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    lane_alias_valid(ref) ? "no lane %s" : "\"%s\" is not a lane "
+		    "name, alias or name prefix", list);
+		return false;
+	}
+	if (registry_lane_by_prefix(d->reg, prefix, cand, LANE_REF_CANDIDATES,
+	    &n) != REG_OK) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "registry error: %s", registry_errmsg(d->reg));
+		return false;
+	}
+	if (n == 1) {
+		str_copy(name, cand[0], LANE_NAME_SIZE);
+		return true;
+	}
+	if (n == 0) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
+		    "no lane %s (no alias, and no lane name begins so)", ref);
+		return false;
+	}
+	list[0] = '\0';
+	for (size_t i = 0; i < n && i < LANE_REF_CANDIDATES; i++) {
+		len = strlen(list);
+		snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
+		    cand[i]);
+	}
+	if (n > LANE_REF_CANDIDATES) {
+		len = strlen(list);
+		snprintf(list + len, sizeof list - len, ", ...");
+	}
+	conn_send_error(c, AGENTLANE__V1__ERROR_CODE__AMBIGUOUS,
+	    "%s matches more than one lane: %s (give more of the name)", ref,
+	    list);
+	return false;
+}
+
+/* ---- Owners: the connection an owned lane (run) lives as long as ---- */
+
+static void
+owner_closed(struct conn *c, void *ctx)
+{
+	struct lane *l = ctx;
+
+	l->owner = NULL;
+	/*
+	 * A daemon shutting down closes every connection: the row says
+	 * owned, and the next start destroys the lane (lane_recover).
+	 */
+	if (l->d->shutting_down)
+		return;
+	log_info("lane %s: its owning client disconnected", l->name);
+	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+	    "its owning client disconnected");
+}
+
+static const struct conn_handler owner_handler = {
+	.closed = owner_closed,
+};
+
+bool
+lane_deliver(struct lane *l, struct conn *c)
+{
+	if (!l->owned || l->owner != NULL)
+		return lane_send(l->d, c, l->name);
+	if (!lane_send_row(l->d, c, l->name))
+		return false;
+	/* The call stays open: its end is the lane's. */
+	l->owner = c;
+	conn_set_handler(c, &owner_handler, l);
 	return true;
 }
 
@@ -234,7 +354,7 @@ lane_waiters_finish(struct lane *l, enum lane_waiter_kind kind, int code,
 		TAILQ_REMOVE(&l->waiters, w, entry);
 		conn_set_handler(w->c, NULL, NULL);
 		if (code == 0)
-			(void)lane_send(l->d, w->c, l->name);
+			(void)lane_deliver(l, w->c);
 		else
 			conn_send_error(w->c, code, "%s", msg);
 		free(w);
@@ -694,7 +814,11 @@ lane_recover(struct lane *l)
 		lane_begin_delete(l);
 		break;
 	case LANE_READY:
-		if (l->deadline_ms <= time_now_ms())
+		if (l->owned)
+			/* Its owner's connection did not survive the restart. */
+			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+			    "its owner was lost to an agent-laned restart");
+		else if (l->deadline_ms <= time_now_ms())
 			lane_destroy(l,
 			    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 			    "deadline passed while agent-laned was down");
@@ -726,9 +850,11 @@ lane_activity_begin(struct laned *d, struct conn *c, const char *name,
 {
 	struct lane_record rec;
 	struct lane *l;
+	char ref[LANE_NAME_SIZE];
 
-	if (!lane_check_name(c, name))
+	if (!lane_resolve(d, c, name, ref))
 		return NULL;
+	name = ref;
 	if ((l = lane_find(d, name)) == NULL) {
 		if (registry_lane_get(d->reg, name, &rec) == REG_NOT_FOUND)
 			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,

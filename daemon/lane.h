@@ -120,6 +120,13 @@ struct lane {
 	/* create --detach: its client may go before ready (else: destroyed). */
 	bool create_detached;
 	bool logs_kept;		/* lanelog_keep ran for its failed start */
+	/*
+	 * run: the lane lives as long as its creating connection, `owner`
+	 * once ready (NULL before, and after it closed). Kept in the
+	 * registry: a restart destroys such a lane.
+	 */
+	bool owned;
+	struct conn *owner;
 	int destroy_code;		/* error creators get: CANCELLED, ... */
 	char destroy_reason[64];
 	unsigned destroy_attempts;
@@ -153,8 +160,26 @@ void lane_recover(struct lane *);
 void lane_destroy(struct lane *, int code, const char *reason);
 
 /*
- * Validates that a client-supplied lane name is a live, ready lane and
- * starts an activity in it. On failure sends the typed error on c and
+ * What a client calls a lane, made its al- name: the name itself, its
+ * alias (the live lane with it, else the last one that had it), or a
+ * prefix of its name, with or without "al-", that one lane has (live lanes
+ * first, then any). Every call that names a lane resolves it here. False:
+ * c was answered (INVALID_ARGUMENT, NOT_FOUND, or AMBIGUOUS listing the
+ * candidates).
+ */
+bool lane_resolve(struct laned *, struct conn *, const char *ref,
+    char name[LANE_NAME_SIZE]);
+
+/*
+ * Answers the creator of a lane that is ready with its row. An owned lane
+ * keeps the connection as its owner (lane_resolve, run); false if the
+ * answer could not be made (the owned lane is then being destroyed).
+ */
+bool lane_deliver(struct lane *, struct conn *);
+
+/*
+ * Validates that a client-supplied lane reference is a live, ready lane
+ * and starts an activity in it. On failure sends the typed error on c and
  * returns NULL.
  */
 struct lane *lane_activity_begin(struct laned *, struct conn *,
@@ -169,9 +194,6 @@ void lane_persist_activity(struct laned *);
 void lane_free_all(struct laned *);
 
 /* ---- Within the lane module ---- */
-
-/* Client-supplied names are checked for shape first; false: answered. */
-bool lane_check_name(struct conn *, const char *name);
 
 /* Clients blocked on a lane's create or destroy. */
 void lane_waiter_add(struct lane *, struct conn *, enum lane_waiter_kind);
@@ -224,5 +246,7 @@ void lane_fail_creation(struct lane *, int code, const char *fmt, ...)
 
 /* Sends the lane's row on c and finishes the call; false if it could not. */
 bool lane_send(struct laned *, struct conn *, const char *name);
+/* The same without finishing the call (false: an error was sent). */
+bool lane_send_row(struct laned *, struct conn *, const char *name);
 
 #endif

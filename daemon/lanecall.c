@@ -41,6 +41,8 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->workspace = (char *)rec->workspace;
 	pl->error = (char *)rec->error;
 	pl->ended_at_ms = rec->ended_at_ms;
+	pl->alias = (char *)rec->alias;
+	pl->owned = rec->owned;
 	for (size_t i = 0; i < nlabels; i++) {
 		agentlane__v1__label__init(&labels[i]);
 		labels[i].key = (char *)src[i].key;
@@ -79,6 +81,15 @@ lane_record_net_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl,
 bool
 lane_send(struct laned *d, struct conn *c, const char *name)
 {
+	if (!lane_send_row(d, c, name))
+		return false;
+	conn_finish(c);
+	return true;
+}
+
+bool
+lane_send_row(struct laned *d, struct conn *c, const char *name)
+{
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__Lane pl;
 	Agentlane__V1__Label *labelv[LANE_LABELS_MAX];
@@ -102,9 +113,7 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 	lane_record_net_to_proto(&rec, &pl, allowv);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE;
 	resp.lane = &pl;
-	(void)conn_send(c, &resp);
-	conn_finish(c);
-	return true;
+	return conn_send(c, &resp) == 0;
 }
 
 /* ---- Calls ---- */
@@ -203,9 +212,11 @@ lane_handle_create(struct laned *d, struct conn *c,
 }
 
 void
-lane_handle_get(struct laned *d, struct conn *c, const char *name)
+lane_handle_get(struct laned *d, struct conn *c, const char *ref)
 {
-	if (lane_check_name(c, name))
+	char name[LANE_NAME_SIZE];
+
+	if (lane_resolve(d, c, ref, name))
 		(void)lane_send(d, c, name);
 }
 
@@ -380,11 +391,12 @@ out:
 }
 
 void
-lane_handle_destroy(struct laned *d, struct conn *c, const char *name)
+lane_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 {
+	char name[LANE_NAME_SIZE];
 	struct lane *l;
 
-	if (!lane_check_name(c, name))
+	if (!lane_resolve(d, c, ref, name))
 		return;
 	if ((l = lane_find(d, name)) == NULL) {
 		/*
@@ -414,22 +426,22 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	char *allowv[NETPOLICY_ALLOW_MAX];
 	struct lane *l;
 	int64_t ceiling, deadline;
-	char detail[128];
+	char detail[128], name[LANE_NAME_SIZE];
 	size_t nl = 0;
 	bool capped = false;
 
-	if (!lane_check_name(c, req->name))
+	if (!lane_resolve(d, c, req->name, name))
 		return;
-	if ((l = lane_find(d, req->name)) == NULL ||
+	if ((l = lane_find(d, name)) == NULL ||
 	    (l->state != LANE_READY && l->state != LANE_CREATING)) {
-		if (l == NULL && registry_lane_get(d->reg, req->name, &rec) ==
+		if (l == NULL && registry_lane_get(d->reg, name, &rec) ==
 		    REG_NOT_FOUND)
 			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-			    "no lane %s", req->name);
+			    "no lane %s", name);
 		else
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-			    "lane %s is not live", req->name);
+			    "lane %s is not live", name);
 		return;
 	}
 	if (req->by_s == 0) {
@@ -479,13 +491,13 @@ lane_handle_events(struct laned *d, struct conn *c,
 	Agentlane__V1__EventList list = AGENTLANE__V1__EVENT_LIST__INIT;
 	struct registry_event *ev;
 	Agentlane__V1__Event *pe, **pev;
-	char token[PAGE_TOKEN_MAX + 1];
+	char token[PAGE_TOKEN_MAX + 1], name[LANE_NAME_SIZE];
 	int64_t after = 0, *ids;
 	size_t n, limit, budget, used = 0, i;
 	bool paged = req->page_token != NULL && req->page_token[0] != '\0';
 	bool more;
 
-	if (!lane_check_name(c, req->lane))
+	if (!lane_resolve(d, c, req->lane, name))
 		return;
 	if (paged && !event_token_parse(req->page_token, &after)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
@@ -493,7 +505,7 @@ lane_handle_events(struct laned *d, struct conn *c,
 		return;
 	}
 	limit = page_limit(req->page_size, EVENT_PAGE_MAX);
-	if (registry_events_page(d->reg, req->lane, after, limit + 1, &ev, &ids,
+	if (registry_events_page(d->reg, name, after, limit + 1, &ev, &ids,
 	    &n) != REG_OK) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: %s", registry_errmsg(d->reg));
@@ -503,7 +515,7 @@ lane_handle_events(struct laned *d, struct conn *c,
 		free(ev);
 		free(ids);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no events for %s", req->lane);
+		    "no events for %s", name);
 		return;
 	}
 	more = n > limit;
@@ -533,7 +545,7 @@ lane_handle_events(struct laned *d, struct conn *c,
 		more = true;
 	if (i == 0 && more) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
-		    "an event of %s does not fit in one frame", req->lane);
+		    "an event of %s does not fit in one frame", name);
 		goto out;
 	}
 	list.n_events = i;

@@ -88,6 +88,18 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 	return true;
 }
 
+bool
+lane_alias_valid(const char *s)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	return n >= 1 && n <= LANE_ALIAS_MAX &&
+	    strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) != NULL &&
+	    s[0] != '\0' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
+	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
+}
+
 int
 lane_create_net_plan(const struct config *cfg,
     const Agentlane__V1__CreateLane *req, struct lane_create_plan *plan,
@@ -199,6 +211,20 @@ lane_create_check(const struct config *cfg,
 	}
 	plan->nlabels = req->n_labels;
 	plan->detach = req->detach;
+	plan->owned = req->owned;
+	if (plan->owned && plan->detach) {
+		snprintf(err, errlen, "an owned lane cannot be created detached");
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (req->alias != NULL && req->alias[0] != '\0') {
+		if (!lane_alias_valid(req->alias)) {
+			snprintf(err, errlen, "a lane name (--name) is 1-%d of "
+			    "[a-z0-9._-], beginning with a letter or digit, and "
+			    "not \"al-\" or \"ali-\" (the VMs' names)", LANE_ALIAS_MAX);
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+		}
+		str_copy(plan->alias, req->alias, sizeof plan->alias);
+	}
 	if (req->image != NULL && req->image[0] != '\0') {
 		if (!image_name_valid(req->image)) {
 			snprintf(err, errlen, "invalid image name");
@@ -259,6 +285,8 @@ lane_create_start(struct laned *d, struct conn *c,
 	rec.owner_uid = (uint32_t)d->uid;
 	rec.state = LANE_CREATING;
 	record_net(&rec, plan);
+	str_copy(rec.alias, plan->alias, sizeof rec.alias);
+	rec.owned = plan->owned;
 	/* Invariant 1: the row is durable before limactl hears the name. */
 	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
 		if (lima_name_generate(rec.name, sizeof rec.name) == -1) {
@@ -272,10 +300,23 @@ lane_create_start(struct laned *d, struct conn *c,
 		    plan->nlabels);
 	}
 	if (rc != REG_OK) {
+		char holder[LANE_NAME_SIZE];
+
 		if (plan->image[0] != '\0')
 			image_release(d, plan->image);
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error: cannot register the lane");
+		if (rc == REG_TAKEN && registry_lane_by_alias(d->reg,
+		    plan->alias, holder) == REG_OK)
+			conn_send_error(c,
+			    AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
+			    "the name %s is taken by lane %s", plan->alias,
+			    holder);
+		else if (rc == REG_TAKEN)
+			conn_send_error(c,
+			    AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
+			    "the name %s is taken", plan->alias);
+		else
+			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "registry error: cannot register the lane");
 		return;
 	}
 	log_info("lane %s: registered (cpus %u, memory %u MiB, disk %u GiB, "
@@ -283,6 +324,8 @@ lane_create_start(struct laned *d, struct conn *c,
 	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
 	l = lane_new(d, &rec);
 	l->create_detached = plan->detach;
+	if (plan->alias[0] != '\0')
+		lane_event(l, "alias", plan->alias);
 	if (plan->image[0] != '\0') {
 		str_copy(l->image, plan->image, sizeof l->image);
 		str_copy(l->image_instance, inst, sizeof l->image_instance);
@@ -400,6 +443,16 @@ create_ready(struct lane *l)
 {
 	lane_waiters_progress(l, "ready", "");
 	lane_waiters_finish(l, LANE_WAIT_CREATE, 0, NULL);
+	/*
+	 * An owned lane whose creator left, or could not be answered, has
+	 * nobody to end it: it goes now rather than at its deadline.
+	 */
+	if (l->owned && l->owner == NULL) {
+		log_info("lane %s: ready, but its owner is gone", l->name);
+		lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+		    "its owning client disconnected");
+		return;
+	}
 	lane_changed(l->d);
 }
 

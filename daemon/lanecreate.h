@@ -26,6 +26,8 @@ struct lane_create_plan {
 	struct lane_label labels[LANE_LABELS_MAX];
 	size_t nlabels;
 	bool detach;		/* survives its client's disconnect */
+	bool owned;		/* destroyed when its client's call ends */
+	char alias[LANE_ALIAS_SIZE];	/* "" or create --name */
 	char image[IMAGE_NAME_SIZE];	/* "" or the image to clone */
 	/* The network policy: mode, allow list ('\n'-separated), guest root. */
 	uint32_t net_mode;		/* enum netpolicy_mode */
@@ -41,6 +43,12 @@ struct lane_create_plan {
  */
 int lane_create_check(const struct config *, const Agentlane__V1__CreateLane *,
     size_t live, struct lane_create_plan *, char *err, size_t errlen);
+
+/*
+ * A create --name alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
+ * "ali-..." (a VM name, or its prefix, would then mean two things).
+ */
+bool lane_alias_valid(const char *);
 
 /*
  * Registers the lane (a fresh name, committed in "creating") and starts

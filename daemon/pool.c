@@ -308,7 +308,17 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 	now = time_now_ms();
 	rc = registry_lane_take_pooled(d->reg, pick->name, now, now +
 	    (int64_t)plan->lifetime_ms, plan->idle_timeout_ms, plan->labels,
-	    plan->nlabels);
+	    plan->nlabels, plan->alias, plan->owned);
+	if (rc == REG_TAKEN) {
+		char holder[LANE_NAME_SIZE];
+
+		if (registry_lane_by_alias(d->reg, plan->alias, holder) != REG_OK)
+			holder[0] = '\0';
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
+		    "the name %s is taken%s%s", plan->alias,
+		    holder[0] ? " by lane " : "", holder);
+		return true;
+	}
 	if (rc != REG_OK) {
 		/* The row disagrees with memory: leave it to a cold create. */
 		log_warnx("lane %s: cannot take it from the warm pool (%d)",
@@ -320,9 +330,12 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 	pick->deadline_ms = now + (int64_t)plan->lifetime_ms;
 	pick->idle_timeout_ms = plan->idle_timeout_ms;
 	pick->last_activity_ms = pick->persisted_activity_ms = now;
+	pick->owned = plan->owned;
 	log_info("lane %s: taken from the warm pool (lifetime %llu s)",
 	    pick->name, (unsigned long long)(plan->lifetime_ms / 1000));
-	(void)lane_send(d, c, pick->name);
+	if (!lane_deliver(pick, c) && pick->owned)
+		lane_destroy(pick, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+		    "its owning client could not be answered");
 	lane_changed(d);	/* deadlines, and the pool refills */
 	return true;
 }

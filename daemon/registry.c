@@ -104,6 +104,17 @@ static const char *const migrations[] = {
 	"ALTER TABLE lanes ADD COLUMN proxy_port INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE lanes ADD COLUMN net_policy TEXT NOT NULL DEFAULT '';"
 	"ALTER TABLE lanes ADD COLUMN net_note TEXT NOT NULL DEFAULT '';",
+	/*
+	 * Lane aliases (create --name), unique among live lanes by a partial
+	 * index, so that of two racing creates only one can commit; and
+	 * lanes owned by their creating connection (run), which a restart
+	 * destroys.
+	 */
+	"ALTER TABLE lanes ADD COLUMN alias TEXT CHECK (alias IS NULL OR "
+	"  (length(alias) BETWEEN 1 AND 63 AND alias NOT GLOB 'al-*' AND alias NOT GLOB 'ali-*'));"
+	"ALTER TABLE lanes ADD COLUMN owned INTEGER NOT NULL DEFAULT 0;"
+	"CREATE UNIQUE INDEX lanes_alias_live ON lanes(alias) WHERE "
+	"  alias IS NOT NULL AND state IN ('creating','ready','destroying');",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -198,7 +209,7 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 #define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
 	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
 	"ended_at_ms, owner_uid, workspace, error, create_failed, pooled, " \
-	"network, allow, sudo, proxy_port, net_policy, net_note"
+	"network, allow, sudo, proxy_port, net_policy, net_note, alias, owned"
 
 /* The tables and columns this build reads and writes. */
 #define IMAGE_COLUMNS "name, id, instance, state, from_image, docker, cpus, " \
@@ -548,6 +559,9 @@ step_done(struct registry *r, sqlite3_stmt *st)
 		/* Only a taken name is "exists"; a failed CHECK is an error. */
 		if (rc == SQLITE_CONSTRAINT_PRIMARYKEY)
 			return REG_EXISTS;
+		/* The only UNIQUE index on a lane row is its live alias. */
+		if (rc == SQLITE_CONSTRAINT_UNIQUE)
+			return REG_TAKEN;
 		return REG_ERROR;
 	}
 	return REG_OK;
@@ -611,8 +625,8 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 	st = prepare(r, "INSERT INTO lanes (name, state, cpus, memory_mib, "
 	    "disk_gib, created_at_ms, deadline_ms, idle_timeout_ms, "
 	    "last_activity_ms, owner_uid, pooled, network, allow, sudo, "
-	    "proxy_port) VALUES (?1, 'creating', ?2, ?3, ?4, ?5, ?6, ?7, ?8, "
-	    "?9, ?10, ?11, ?12, ?13, ?14)");
+	    "proxy_port, alias, owned) VALUES (?1, 'creating', ?2, ?3, ?4, ?5, "
+	    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, NULLIF(?15, ''), ?16)");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, rec->name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, rec->cpus);
@@ -628,6 +642,8 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		sqlite3_bind_text(st, 12, rec->allow, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 13, rec->sudo);
 		sqlite3_bind_int(st, 14, rec->proxy_port);
+		sqlite3_bind_text(st, 15, rec->alias, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 16, rec->owned);
 	}
 	rc = step_done(r, st);
 	for (size_t i = 0; rc == REG_OK && i < nlabels; i++) {
@@ -644,11 +660,13 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 	if (rc == REG_OK) {
 		snprintf(detail, sizeof detail,
 		    "cpus=%u memory=%uMiB disk=%uGiB lifetime=%llds idle=%llus "
-		    "uid=%u network=%s%s",
+		    "uid=%u network=%s%s%s%s%s",
 		    rec->cpus, rec->memory_mib, rec->disk_gib,
 		    (long long)((rec->deadline_ms - rec->created_at_ms) / 1000),
 		    (unsigned long long)(rec->idle_timeout_ms / 1000),
-		    rec->owner_uid, rec->network, rec->sudo ? " sudo" : "");
+		    rec->owner_uid, rec->network, rec->sudo ? " sudo" : "",
+		    rec->alias[0] ? " alias=" : "", rec->alias,
+		    rec->owned ? " owned" : "");
 		rc = event_insert(r, rec->created_at_ms, rec->name,
 		    "registered", detail);
 	}
@@ -690,6 +708,9 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 		str_copy(rec->net_policy, s, sizeof rec->net_policy);
 	if ((s = (const char *)sqlite3_column_text(st, 20)) != NULL)
 		str_copy(rec->net_note, s, sizeof rec->net_note);
+	if ((s = (const char *)sqlite3_column_text(st, 21)) != NULL)
+		str_copy(rec->alias, s, sizeof rec->alias);
+	rec->owned = sqlite3_column_int(st, 22) != 0;
 	if (rec->pooled && (rec->state == LANE_CREATING ||
 	    rec->state == LANE_READY))
 		rec->state = LANE_POOLED;
@@ -1192,23 +1213,27 @@ registry_integrity_ok(struct registry *r)
 int
 registry_lane_take_pooled(struct registry *r, const char *name,
     int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
-    const struct lane_label *labels, size_t nlabels)
+    const struct lane_label *labels, size_t nlabels, const char *alias,
+    bool owned)
 {
 	sqlite3_stmt *st;
-	char detail[128];
+	char detail[256];
 	int rc;
 
 	if (tx_begin(r) != REG_OK)
 		return REG_ERROR;
 	/* Only a booted pool lane: one a create has not taken already. */
 	st = prepare(r, "UPDATE lanes SET pooled = 0, created_at_ms = ?2, "
-	    "deadline_ms = ?3, idle_timeout_ms = ?4, last_activity_ms = ?2 "
+	    "deadline_ms = ?3, idle_timeout_ms = ?4, last_activity_ms = ?2, "
+	    "alias = NULLIF(?5, ''), owned = ?6 "
 	    "WHERE name = ?1 AND pooled = 1 AND state = 'ready'");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, now_ms);
 		sqlite3_bind_int64(st, 3, deadline_ms);
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)idle_timeout_ms);
+		sqlite3_bind_text(st, 5, alias, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 6, owned);
 	}
 	rc = step_done(r, st);
 	if (rc == REG_OK && sqlite3_changes(r->db) != 1)
@@ -1225,12 +1250,81 @@ registry_lane_take_pooled(struct registry *r, const char *name,
 		rc = step_done(r, st);
 	}
 	if (rc == REG_OK) {
-		snprintf(detail, sizeof detail, "lifetime=%llds idle=%llus",
+		snprintf(detail, sizeof detail, "lifetime=%llds idle=%llus%s%s%s",
 		    (long long)((deadline_ms - now_ms) / 1000),
-		    (unsigned long long)(idle_timeout_ms / 1000));
+		    (unsigned long long)(idle_timeout_ms / 1000),
+		    alias[0] ? " alias=" : "", alias, owned ? " owned" : "");
 		rc = event_insert(r, now_ms, name, "taken-from-pool", detail);
 	}
 	return tx_end(r, rc);
+}
+
+int
+registry_lane_by_alias(struct registry *r, const char *alias,
+    char name[LANE_NAME_SIZE])
+{
+	/* The live one first (at most one: the index), then the newest. */
+	sqlite3_stmt *st = prepare(r, "SELECT name FROM lanes WHERE alias = ?1 "
+	    "ORDER BY state IN " LIVE_STATES " DESC, created_at_ms DESC, "
+	    "name DESC LIMIT 1");
+	const char *s;
+	int rc;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, alias, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		s = (const char *)sqlite3_column_text(st, 0);
+		str_copy(name, s != NULL ? s : "", LANE_NAME_SIZE);
+		rc = REG_OK;
+	} else if (rc == SQLITE_DONE)
+		rc = REG_NOT_FOUND;
+	else {
+		reg_failed(r, sqlite3_errmsg(r->db));
+		rc = REG_ERROR;
+	}
+	release(st);
+	return rc;
+}
+
+int
+registry_lane_by_prefix(struct registry *r, const char *prefix,
+    char (*names)[LANE_NAME_SIZE], size_t max, size_t *n)
+{
+	static const char *const sql[] = {
+		"SELECT name FROM lanes WHERE substr(name, 1, length(?1)) = ?1 "
+		"AND state IN " LIVE_STATES " AND pooled = 0 ORDER BY name "
+		"LIMIT ?2",
+		"SELECT name FROM lanes WHERE substr(name, 1, length(?1)) = ?1 "
+		"ORDER BY name LIMIT ?2",
+	};
+	sqlite3_stmt *st;
+	const char *s;
+	int rc;
+
+	*n = 0;
+	for (int q = 0; q < 2 && *n == 0; q++) {
+		if ((st = prepare(r, sql[q])) == NULL)
+			return REG_ERROR;
+		sqlite3_bind_text(st, 1, prefix, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)max + 1);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			if (*n < max) {
+				s = (const char *)sqlite3_column_text(st, 0);
+				str_copy(names[*n], s != NULL ? s : "",
+				    LANE_NAME_SIZE);
+			}
+			(*n)++;
+		}
+		if (rc != SQLITE_DONE) {
+			reg_failed(r, sqlite3_errmsg(r->db));
+			release(st);
+			return REG_ERROR;
+		}
+		release(st);
+	}
+	return REG_OK;
 }
 
 int

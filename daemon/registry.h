@@ -22,6 +22,9 @@
 #define LANE_NETWORK_SIZE 16
 #define LANE_ALLOW_TEXT_MAX 2048	/* NETPOLICY_ALLOW_TEXT_MAX */
 #define LANE_NET_NOTE_MAX 256
+/* create --name: [a-z0-9][a-z0-9._-]{0,62}, not beginning "al-". */
+#define LANE_ALIAS_MAX 63
+#define LANE_ALIAS_SIZE (LANE_ALIAS_MAX + 1)
 /* How long a write waits for another process's lock before failing. */
 #define REGISTRY_BUSY_MS 1000
 
@@ -41,6 +44,7 @@ enum registry_rc {
 	REG_NOT_FOUND = 1,
 	REG_BAD_TRANSITION = 2,
 	REG_EXISTS = 3,
+	REG_TAKEN = 4,		/* a live lane has that alias */
 };
 
 struct lane_record {
@@ -69,6 +73,10 @@ struct lane_record {
 	/* "enforced", "advisory", "unenforced"; "" until ready. */
 	char net_policy[16];
 	char net_note[LANE_NET_NOTE_MAX];
+	/* create --name; "" for none. Unique among live lanes. */
+	char alias[LANE_ALIAS_SIZE];
+	/* Destroyed when its creating connection closes (run). */
+	bool owned;
 };
 
 struct lane_label {
@@ -97,7 +105,11 @@ int registry_schema_version(void);
 bool registry_transition_allowed(int from, int to);
 bool registry_state_is_live(int state);
 
-/* Inserts a lane in state "creating" with its labels and a "registered" event. */
+/*
+ * Inserts a lane in state "creating" with its labels and a "registered"
+ * event. REG_EXISTS: the name is taken; REG_TAKEN: a live lane has the
+ * alias (the index enforces it, so two racing creates cannot both win).
+ */
 int registry_lane_insert(struct registry *, const struct lane_record *,
     const struct lane_label *labels, size_t nlabels);
 int registry_lane_get(struct registry *, const char *name, struct lane_record *);
@@ -155,7 +167,22 @@ int registry_count_live(struct registry *, size_t *n);
  */
 int registry_lane_take_pooled(struct registry *, const char *name,
     int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
-    const struct lane_label *labels, size_t nlabels);
+    const struct lane_label *labels, size_t nlabels, const char *alias,
+    bool owned);
+
+/*
+ * The lane with that alias: the live one, else the one that had it last.
+ * REG_NOT_FOUND if no lane ever had it.
+ */
+int registry_lane_by_alias(struct registry *, const char *alias,
+    char name[LANE_NAME_SIZE]);
+/*
+ * Lanes whose name begins with prefix, in name order: live ones (warm-pool
+ * lanes not counted), or if none is live, any. Up to max in names; *n
+ * counts up to max + 1, so that n > max says there are more.
+ */
+int registry_lane_by_prefix(struct registry *, const char *prefix,
+    char (*names)[LANE_NAME_SIZE], size_t max, size_t *n);
 
 /* A position in the lane order (created_at_ms, name), for keyset paging. */
 struct lane_cursor {

@@ -253,6 +253,8 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 		free(s);
 		return NULL;
 	}
+	/* The client's reference (alias, prefix) is now the lane's name. */
+	spec->lane = s->act.lane->name;
 	/*
 	 * Default: the lane's workspace; a relative directory is in it, as a
 	 * relative copy path is. Joined here, where the lane is known, so

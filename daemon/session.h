@@ -67,8 +67,8 @@ struct session {
 };
 
 /*
- * Starts the guest command (spec->lane is the client's lane name, checked
- * here). On failure the client has been answered and NULL is returned.
+ * Starts the guest command (spec->lane is the client's lane reference,
+ * resolved here and replaced by the lane's name). On failure the client has been answered and NULL is returned.
  */
 /* What the audit trail will say; data is cut to fit. */
 void session_audit_begin(struct session *, const char *kind,

@@ -102,19 +102,20 @@ wire_wait_string(char *buf, size_t len, int status)
 		snprintf(buf, len, "status %#x", status);
 }
 
-static const char *const error_names[] = {
-	"UNSPECIFIED", "INVALID_ARGUMENT", "NOT_FOUND", "RESOURCE_EXHAUSTED",
-	"FAILED_PRECONDITION", "TOO_LARGE", "DEADLINE_EXCEEDED",
-	"PERMISSION_DENIED", "UNAVAILABLE", "INTERNAL", "VERSION_MISMATCH",
-	"LIMA_FAILED", "CANCELLED",
-};
-
+/*
+ * The names come from the protocol's own enum, so that a code added to
+ * agentlane.proto has its name here without a second table to forget.
+ */
 const char *
 wire_error_name(int code)
 {
-	if (code < 0 || (size_t)code >= sizeof error_names / sizeof *error_names)
-		return "UNKNOWN";
-	return error_names[code];
+	const ProtobufCEnumValue *v;
+
+	if (code == 0)
+		return "UNSPECIFIED";
+	v = protobuf_c_enum_descriptor_get_value(
+	    &agentlane__v1__error_code__descriptor, code);
+	return v != NULL ? v->name : "UNKNOWN";
 }
 
 static const char *const state_names[] = {

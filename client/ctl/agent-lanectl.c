@@ -80,6 +80,7 @@ static const struct {
 	int (*fn)(struct ctl *, int, char **);
 } commands[] = {
 	{ "create", cmd_create },
+	{ "run", cmd_run },
 	{ "ls", cmd_ls },
 	{ "list", cmd_ls },
 	{ "show", cmd_show },
@@ -96,6 +97,7 @@ static const struct {
 	{ "version", cmd_version },
 	{ "help", cmd_help },
 	{ "completion", cmd_completion },
+	{ "__lanes", cmd_complete_lanes },
 };
 
 int

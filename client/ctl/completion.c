@@ -1,7 +1,7 @@
 /*
  * agent-lanectl completion bash|zsh|fish: a completion script made from the
  * command and option tables in help.c, so that it cannot fall behind them.
- * Lane names come live from `agent-lanectl ls -q` (with the --socket given
+ * Lane names and aliases come live from `agent-lanectl __lanes` (with the --socket given
  * on the line being completed, if any).
  */
 #include <stdio.h>
@@ -72,7 +72,7 @@ bash_script(FILE *f)
 	    "`agent-lanectl completion bash`.\n"
 	    "_agent_lanectl_lanes() {\n"
 	    "\t\"${COMP_WORDS[0]}\" ${_al_socket:+--socket \"$_al_socket\"} "
-	    "ls -q 2>/dev/null\n"
+	    "__lanes 2>/dev/null\n"
 	    "}\n"
 	    "_agent_lanectl() {\n"
 	    "\tlocal cur=${COMP_WORDS[COMP_CWORD]} prev= cmd= ci=0 i w\n"
@@ -211,7 +211,7 @@ zsh_script(FILE *f)
 	    "\t\tcompadd -- $opts --json --help --socket\n"
 	    "\t\treturn\n"
 	    "\tfi\n"
-	    "\tlanes=(${(f)\"$(${words[1]} ${sock:+--socket $sock} ls -q "
+	    "\tlanes=(${(f)\"$(${words[1]} ${sock:+--socket $sock} __lanes "
 	    "2>/dev/null)\"})\n"
 	    "\tcase $kind in\n"
 	    "\tlanes) compadd -- $lanes ;;\n"
@@ -269,9 +269,9 @@ fish_script(FILE *f)
 	    "\tset -l i (contains -i -- --socket $words)\n"
 	    "\tand set sock $words[(math $i + 1)]\n"
 	    "\tif test -n \"$sock\"\n"
-	    "\t\tagent-lanectl --socket $sock ls -q 2>/dev/null\n"
+	    "\t\tagent-lanectl --socket $sock __lanes 2>/dev/null\n"
 	    "\telse\n"
-	    "\t\tagent-lanectl ls -q 2>/dev/null\n"
+	    "\t\tagent-lanectl __lanes 2>/dev/null\n"
 	    "\tend\n"
 	    "end\n"
 	    "# The words after the command that are not options.\n"
@@ -327,6 +327,30 @@ fish_script(FILE *f)
 			break;
 		}
 	}
+}
+
+/*
+ * `__lanes`: what the scripts complete a lane to, the live lanes' names
+ * and aliases, one a line. Not a command for people: not in the help.
+ */
+int
+cmd_complete_lanes(struct ctl *ctl, int argc, char **argv)
+{
+	struct al_lane *lanes;
+	struct al_error err;
+	size_t n;
+
+	if (argc != 1)
+		return CTL_EXIT_USAGE;
+	if (al_list(ctl->client, false, &lanes, &n, &err) != AL_OK)
+		return CTL_EXIT_FAILURE;
+	for (size_t i = 0; i < n; i++)
+		printf("%s\n", lanes[i].name);
+	for (size_t i = 0; i < n; i++)
+		if (lanes[i].alias[0] != '\0')
+			printf("%s\n", lanes[i].alias);
+	al_lanes_free(lanes);
+	return 0;
 }
 
 int

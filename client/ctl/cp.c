@@ -69,24 +69,35 @@ estimate_tar(const char *path)
 }
 
 /*
- * "LANE:PATH" → lane and path, true; false for a host path. A word that
- * starts like a lane name ("al-...:") but is not one is a mistake worth
- * naming: *bad is set and the word is not a host path either.
+ * "LANE:PATH" → lane and path, true; false for a host path. LANE is what
+ * the daemon resolves: an al- name, an alias or a name prefix, so a word
+ * of those characters before the first colon (no "/" in it, as in
+ * `docker cp`); a host file whose name has a colon is written "./a:b". A
+ * word that starts like a full lane name ("al-" and 16 more) but is not
+ * one is a mistake worth naming: *bad is set and the word is not a host
+ * path either.
  */
 static bool
 split_remote(char *arg, const char **lane, const char **path, bool *bad)
 {
 	char *colon = strchr(arg, ':');
+	size_t n;
 
 	*bad = false;
 	if (colon == NULL || colon == arg)
 		return false;
-	*colon = '\0';
-	if (!ctl_lane_name(arg)) {
-		*bad = strncmp(arg, "al-", 3) == 0 && strchr(arg, '/') == NULL;
-		*colon = ':';
+	n = (size_t)(colon - arg);
+	if (n > 63 || strspn(arg, "abcdefghijklmnopqrstuvwxyz0123456789._-") !=
+	    n || arg[0] == '.' || arg[0] == '-') {
+		*bad = strncmp(arg, "al-", 3) == 0 && n >= 19 &&
+		    memchr(arg, '/', n) == NULL;
 		return false;
 	}
+	if (strncmp(arg, "al-", 3) == 0 && n > 19) {
+		*bad = true;
+		return false;
+	}
+	*colon = '\0';
 	*lane = arg;
 	*path = colon + 1;
 	return true;
@@ -115,8 +126,8 @@ cp_fail(struct ctl *ctl, const char *lane, const char *gpath,
  * Copy-out checks the destination before asking the daemon, so that a
  * missing host directory is said as such rather than after the transfer.
  */
-static int
-check_destination(const char *host)
+int
+ctl_check_destination(const char *host)
 {
 	char parent[PATH_MAX], *slash;
 	struct stat sb;
@@ -187,8 +198,8 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		if (split_remote(args[1], &l2, &g2, &bad1))
 			return ctl_usage("cp: copy between lanes through the host");
 		if (bad1)
-			return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
-			    "hexadecimal digits)", args[1]);
+			return ctl_usage("cp: \"%s\": not a lane name, alias or "
+			    "name prefix", args[1]);
 		if (strcmp(args[1], "-") == 0) {
 			/* No progress line: the stream is the output. */
 			rc = cp_out_stream(ctl, lane, gpath, &oo, &err);
@@ -196,7 +207,7 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 				return cp_fail(ctl, lane, gpath, &err);
 			return rc;
 		}
-		if ((rc = check_destination(args[1])) != 0)
+		if ((rc = ctl_check_destination(args[1])) != 0)
 			return rc;
 		oo.progress = progress_cb;
 		oo.begin = begin_cb;
@@ -207,8 +218,8 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 			return cp_fail(ctl, lane, gpath, &err);
 	} else if (split_remote(args[1], &lane, &gpath, &bad1)) {
 		if (bad0)
-			return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
-			    "hexadecimal digits)", args[0]);
+			return ctl_usage("cp: \"%s\": not a lane name, alias or "
+			    "name prefix", args[0]);
 		if (max_bytes_set || oo.max_entries != 0)
 			return ctl_usage("cp: --max-bytes and --max-entries "
 			    "bound copies out of a lane");
@@ -228,8 +239,8 @@ cmd_cp(struct ctl *ctl, int argc, char **argv)
 		    &pr, &bytes, &err) != AL_OK)
 			return cp_fail(ctl, lane, gpath, &err);
 	} else if (bad0 || bad1)
-		return ctl_usage("cp: \"%s\": not a lane name (al- and 16 "
-		    "hexadecimal digits)", bad0 ? args[0] : args[1]);
+		return ctl_usage("cp: \"%s\": not a lane name, alias or name "
+		    "prefix", bad0 ? args[0] : args[1]);
 	else
 		return ctl_usage("cp: one side must be LANE:PATH (see "
 		    "agent-lanectl help cp)");

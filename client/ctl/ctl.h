@@ -39,13 +39,16 @@ struct ctl_command {
 	const struct ctl_option *options;
 	/*
 	 * exec: after this many operands the next word, or the word after
-	 * "--", starts a command whose words are never parsed. 0: none.
+	 * "--", starts a command whose words are never parsed. 0: none;
+	 * CTL_COMMAND_AT_ONCE: no operands, the first one starts it (run).
 	 */
 	int operands_then_command;
 	bool json;		/* takes --json */
 	enum ctl_complete complete;
 	const char *words;	/* CTL_COMPLETE_WORDS, space-separated */
 };
+
+#define CTL_COMMAND_AT_ONCE (-1)
 
 /* One option as given: the option, and its value (NULL for a flag). */
 struct ctl_arg {
@@ -158,8 +161,40 @@ void ctl_progress_phase(const char *phase, const char *message);
 void ctl_progress_bytes(uint64_t bytes, uint64_t total);
 void ctl_progress_end(const char *result);
 void ctl_progress_abort(void);
+/* What create learnt while it waited: the name, once registered. */
+struct ctl_create_state {
+	char name[AL_NAME_MAX];
+};
+
+/* What the create options point into; lives as long as the create. */
+struct ctl_create_args {
+	struct al_label labels[AL_LABELS_MAX];
+	const char *allow[AL_ALLOW_MAX];
+	struct al_image im;		/* of --provision */
+	bool quiet;			/* -q: no progress line */
+};
+
+/*
+ * The create options of p (create, run) into o, pointing into a; builds
+ * the image of --provision scripts into a->im first. 0, or the exit status
+ * after saying why.
+ */
+int ctl_create_prepare(struct ctl *, const struct ctl_parsed *,
+    struct al_create_opts *, struct ctl_create_args *a);
+/* A create's progress callback; arg is a struct ctl_create_state. */
+void ctl_create_progress(const char *phase, const char *message, void *arg);
+/*
+ * Runs argv (NULL: the guest user's login shell, on a terminal) in lane
+ * with the exec options of p. Returns the exit status; *ran says whether
+ * it is the command's own (else Agent Lane failed and said so).
+ */
+int ctl_exec_in(struct ctl *, const struct ctl_parsed *, const char *lane,
+    const char *const *argv, bool *ran);
+/* A copy-out's host destination can be written: 0, or the status (said). */
+int ctl_check_destination(const char *host);
 
 int cmd_create(struct ctl *, int, char **);
+int cmd_run(struct ctl *, int, char **);
 int cmd_ls(struct ctl *, int, char **);
 int cmd_show(struct ctl *, int, char **);
 int cmd_rm(struct ctl *, int, char **);
@@ -174,6 +209,8 @@ int cmd_daemon(struct ctl *, int, char **);
 int cmd_version(struct ctl *, int, char **);
 int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);
+/* Completion's live lane names and aliases, one a line (not in the help). */
+int cmd_complete_lanes(struct ctl *, int, char **);
 int cmd_image(struct ctl *, int, char **);
 
 /*

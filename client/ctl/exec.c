@@ -22,21 +22,28 @@ static const char *const shell_argv[] = { "/bin/sh", "-c",
     "[ -n \"$c\" ] && [ -x \"$c\" ] && exec \"$c\" -l; done; exec sh -l",
     NULL };
 
-/* exec and shell share everything but their operands. */
-static int
-exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
+/*
+ * exec, shell and run share everything but their operands: runs argv
+ * (NULL: the login shell) in lane with the exec options of p. *ran says
+ * whether the status returned is the command's own.
+ */
+int
+ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
+    const char *const *argv, bool *ran)
 {
 	struct al_exec_opts o = AL_EXEC_OPTS_INIT;
 	struct ctl_parsed p = *pp;
 	struct al_exec_result res;
 	struct al_error err;
-	const char *env[EXEC_MAX_ENV + 1], *lane, *v, *workdir = NULL;
+	const char *env[EXEC_MAX_ENV + 1], *v, *workdir = NULL;
+	bool is_shell = argv == NULL;
 	char *owned[EXEC_MAX_ENV];
 	size_t nenv = 0, nowned = 0;
 	uint64_t ms;
 	bool tty = is_shell, interactive = is_shell, raw = false;
 	int r;
 
+	*ran = false;
 	o.stdin_fd = STDIN_FILENO;
 	o.stdout_fd = STDOUT_FILENO;
 	o.stderr_fd = STDERR_FILENO;
@@ -67,15 +74,8 @@ exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
 		else if (ctl_is(&p.opts[i], "interactive"))
 			interactive = true;
 	}
-	if (is_shell && p.noperands != 1)
-		return ctl_usage("usage: agent-lanectl shell [OPTIONS] LANE "
-		    "(see agent-lanectl help shell)");
-	if (!is_shell && (p.noperands != 1 || p.ncommand == 0))
-		return ctl_usage("usage: agent-lanectl exec [OPTIONS] LANE [--] "
-		    "CMD [ARG...] (see agent-lanectl help exec)");
 	if (interactive && o.stdin_fd == -1)
 		return ctl_usage("-i and --no-stdin contradict each other");
-	lane = p.operands[0];
 	/*
 	 * -t as docker's: without -i the command reads nothing (a terminal
 	 * has no end of input to send it); with -i our terminal, if stdin is
@@ -140,7 +140,7 @@ exec_run(struct ctl *ctl, const struct ctl_parsed *pp, bool is_shell)
 	}
 	env[nenv] = NULL;
 	o.env = env;
-	o.argv = is_shell ? shell_argv : (const char *const *)p.command;
+	o.argv = is_shell ? shell_argv : argv;
 	if (raw && ctl_tty_raw(STDIN_FILENO) == -1) {
 		ctl_errx("%s: cannot put the terminal in raw mode: %s",
 		    is_shell ? "shell" : "exec", strerror(errno));
@@ -177,6 +177,7 @@ out:
 		return CTL_EXIT_EXEC_FAILURE;
 	}
 	/* The shell's convention: 128+N for a command killed by signal N. */
+	*ran = true;
 	return res.signaled ? 128 + res.signal : res.code;
 }
 
@@ -184,20 +185,29 @@ int
 cmd_exec(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_parsed p;
+	bool ran;
 	int r;
 
 	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return r;
-	return exec_run(ctl, &p, false);
+	if (p.noperands != 1 || p.ncommand == 0)
+		return ctl_usage("usage: agent-lanectl exec [OPTIONS] LANE [--] "
+		    "CMD [ARG...] (see agent-lanectl help exec)");
+	return ctl_exec_in(ctl, &p, p.operands[0],
+	    (const char *const *)p.command, &ran);
 }
 
 int
 cmd_shell(struct ctl *ctl, int argc, char **argv)
 {
 	struct ctl_parsed p;
+	bool ran;
 	int r;
 
 	if ((r = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return r;
-	return exec_run(ctl, &p, true);
+	if (p.noperands != 1)
+		return ctl_usage("usage: agent-lanectl shell [OPTIONS] LANE "
+		    "(see agent-lanectl help shell)");
+	return ctl_exec_in(ctl, &p, p.operands[0], NULL, &ran);
 }

@@ -29,6 +29,8 @@ static const struct ctl_option create_options[] = {
 	{ 0, "disk", "SIZE", "disk, whole GiB; a plain number is GiB" },
 	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
+	{ 0, "name", "ALIAS", "a second name for the lane, unique among live "
+	    "lanes: [a-z0-9][a-z0-9._-], up to 63" },
 	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
 	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
 	{ 'q', "quiet", NULL, "no progress line (there is none without a "
@@ -42,6 +44,42 @@ static const struct ctl_option create_options[] = {
 	    "lane reaches through its proxy; repeatable" },
 	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy "
 	    "is then advisory)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option run_options[] = {
+	{ 0, "cpus", "N", "virtual CPUs" },
+	{ 0, "memory", "SIZE", "memory; a plain number is GiB (4, 0.5, 512M)" },
+	{ 0, "disk", "SIZE", "disk, whole GiB; a plain number is GiB" },
+	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
+	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
+	{ 0, "name", "ALIAS", "a second name for the lane while it lives" },
+	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
+	{ 0, "image", "IMAGE", "clone the lane from a built image" },
+	{ 0, "provision", "FILE", "build (or reuse) the image of these "
+	    "scripts first; repeatable" },
+	{ 0, "network", "none|internet|allow", "the lane's egress policy "
+	    "(default: the daemon's)" },
+	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the "
+	    "lane reaches through its proxy; repeatable" },
+	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy "
+	    "is then advisory)" },
+	{ 'q', "quiet", NULL, "no progress line (there is none without a "
+	    "terminal)" },
+	{ 0, "cp", "HOST:LANEPATH", "copy into the lane before the command; "
+	    "repeatable" },
+	{ 0, "out", "LANEPATH:HOST", "copy out of the lane after it; "
+	    "repeatable" },
+	{ 0, "keep", NULL, "keep the lane afterwards (its name goes to "
+	    "standard error)" },
+	{ 'n', "no-stdin", NULL, "give the command no standard input" },
+	{ 'w', "workdir", "DIR", "run in DIR; relative to the workspace unless "
+	    "absolute" },
+	{ 'e', "env", "NAME[=VALUE]", "set a variable; NAME alone takes our "
+	    "value (for secrets)" },
+	{ 't', "tty", NULL, "give the command a terminal in the guest" },
+	{ 'i', "interactive", NULL, "with -t: send it standard input (our "
+	    "terminal goes raw)" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -60,8 +98,8 @@ static const struct ctl_option image_options[] = {
 static const struct ctl_option ls_options[] = {
 	{ 'a', "all", NULL, "ended lanes too" },
 	{ 'q', "quiet", NULL, "lane names only, one a line" },
-	{ 0, "filter", "FILTER", "label=KEY=VALUE, state=STATE or name=PREFIX; "
-	    "repeatable, all must match" },
+	{ 0, "filter", "FILTER", "label=KEY=VALUE, state=STATE, name=PREFIX "
+	    "(of the name or alias) or alias=ALIAS; repeatable, all must match" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -136,20 +174,37 @@ const struct ctl_command ctl_commands[] = {
 	    "--json prints the lane as `show --json` does.\n"
 	    "--image clones a built image (see image); --provision FILE builds\n"
 	    "the image of those scripts, or reuses the one with the same\n"
-	    "content, then clones it.\n"
+	    "content, then clones it. --name gives the lane an alias that every\n"
+	    "command takes in place of its name while it lives; the VM keeps\n"
+	    "its al- name.\n"
 	    "--network internet reaches the internet but nothing on the host\n"
 	    "or a private range; none reaches nothing; allow reaches only the\n"
 	    "--allow hosts, over HTTP(S) through a proxy of the daemon (execs\n"
 	    "get HTTP_PROXY and HTTPS_PROXY). Without --sudo the lane has no\n"
 	    "guest root, so the rules hold (Lima 2.2 or later).\n",
 	    create_options, 0, true, CTL_COMPLETE_NONE, NULL },
+	{ "run", NULL, "[--] CMD [ARG...]",
+	    "run one command in a new lane, then destroy it",
+	    "Creates a lane (the create options), copies each --cp in, runs\n"
+	    "the command as exec does, copies each --out out and destroys the\n"
+	    "lane. --cp splits at its last colon, --out at its first. Exit\n"
+	    "status: the command's (128+N if killed by signal N), 125 if Agent\n"
+	    "Lane failed (a copy, the create), 2 for a usage error. A failed\n"
+	    "--out fails run only when the command succeeded. The lane belongs\n"
+	    "to run's connection: on ^C, on a failure, or if run is killed, the\n"
+	    "daemon destroys it. --keep keeps it instead.\n",
+	    run_options, CTL_COMMAND_AT_ONCE, false, CTL_COMPLETE_NONE, NULL },
 	{ "ls", "list", "", "list live lanes",
-	    "The table shows NAME, STATE, CPUS, MEMORY, DISK, CREATED (UTC),\n"
-	    "DEADLINE and LABELS. STATE is creating, ready, destroying,\n"
+	    "The table shows NAME, ALIAS, STATE, CPUS, MEMORY, DISK, CREATED\n"
+	    "(UTC), DEADLINE and LABELS. STATE is creating, ready, destroying,\n"
 	    "destroyed or failed. -q prints names only, so that\n"
 	    "`agent-lanectl rm $(agent-lanectl ls -q)` works.\n",
 	    ls_options, 0, true, CTL_COMPLETE_NONE, NULL },
-	{ "show", NULL, "LANE", "show one lane", NULL,
+	{ "show", NULL, "LANE", "show one lane",
+	    "Wherever a command takes a LANE, its al- name, its alias (create\n"
+	    "--name) or a prefix of its name that only one lane has will do,\n"
+	    "with or without \"al-\". A prefix that fits several lanes is an\n"
+	    "AMBIGUOUS error that lists them.\n",
 	    no_options, 0, true, CTL_COMPLETE_LANES, NULL },
 	{ "rm", NULL, "LANE... | --all", "destroy lanes; prints each one destroyed",
 	    "Waits until each VM is deleted and prints the lane's name. Removing\n"

@@ -8,16 +8,11 @@
 #include "ctl.h"
 #include "units.h"
 
-/* What create learnt while it waited: the name, once registered. */
-struct create_state {
-	char name[AL_NAME_MAX];
-};
 
-/* The daemon's phases onto the progress line (silent without one). */
-static void
-progress_cb(const char *phase, const char *message, void *arg)
+void
+ctl_create_progress(const char *phase, const char *message, void *arg)
 {
-	struct create_state *cs = arg;
+	struct ctl_create_state *cs = arg;
 
 	if (strcmp(phase, "registered") == 0)
 		snprintf(cs->name, sizeof cs->name, "%s", message);
@@ -51,103 +46,116 @@ parse_label(const char *v, struct al_label *labels, size_t *n)
 }
 
 int
+ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
+    struct al_create_opts *o, struct ctl_create_args *a)
+{
+	const char *paths[AL_IMAGE_SCRIPTS_MAX];
+	size_t npaths = 0;
+	const char *v;
+	uint64_t n;
+	int rc;
+
+	for (size_t i = 0; i < p->nopts; i++) {
+		v = p->opts[i].value;
+		if (ctl_is(&p->opts[i], "cpus")) {
+			if (!ctl_uint(v, 1024, &n) || n == 0)
+				return ctl_usage("--cpus needs a positive number");
+			o->cpus = (uint32_t)n;
+		} else if (ctl_is(&p->opts[i], "memory")) {
+			if (!ctl_size(v, 1ull << 30, &n) || n < (256ull << 20) ||
+			    n > (4096ull << 30) || n % (1ull << 20) != 0)
+				return ctl_usage("--memory needs a size from 256M "
+				    "to 4096G in whole MiB: 8G, 512M, 0.5 (GiB)");
+			o->memory_mib = (uint32_t)(n >> 20);
+		} else if (ctl_is(&p->opts[i], "disk")) {
+			if (!ctl_size(v, 1ull << 30, &n) || n == 0 ||
+			    n > (65536ull << 30) || n % (1ull << 30) != 0)
+				return ctl_usage("--disk needs whole GiB from 1 to "
+				    "65536: 30, 30G, 30GiB");
+			o->disk_gib = (uint32_t)(n >> 30);
+		} else if (ctl_is(&p->opts[i], "timeout")) {
+			if (!ctl_duration(v, &n) || n < 1000)
+				return ctl_usage("--timeout needs a duration of at "
+				    "least 1s: 90m, 1h30m, 1.5h, 5400 (seconds)");
+			o->timeout_s = n / 1000;
+		} else if (ctl_is(&p->opts[i], "idle-timeout")) {
+			if (!ctl_duration(v, &n) || n < 1000)
+				return ctl_usage("--idle-timeout needs a duration of "
+				    "at least 1s: 30m, 1h, 600 (seconds)");
+			o->idle_timeout_s = n / 1000;
+		} else if (ctl_is(&p->opts[i], "detach"))
+			o->detach = true;
+		else if (ctl_is(&p->opts[i], "name"))
+			/* Checked by the daemon, the one place that decides. */
+			o->alias = v;
+		else if (ctl_is(&p->opts[i], "label")) {
+			if ((rc = parse_label(v, a->labels, &o->nlabels)) != 0)
+				return rc;
+		} else if (ctl_is(&p->opts[i], "image"))
+			o->image = v;
+		else if (ctl_is(&p->opts[i], "quiet"))
+			a->quiet = true;
+		else if (ctl_is(&p->opts[i], "provision")) {
+			if (npaths == AL_IMAGE_SCRIPTS_MAX)
+				return ctl_usage("at most %d provision scripts",
+				    AL_IMAGE_SCRIPTS_MAX);
+			paths[npaths++] = v;
+		} else if (ctl_is(&p->opts[i], "network")) {
+			if (strcmp(v, "none") != 0 && strcmp(v, "internet") != 0 &&
+			    strcmp(v, "allow") != 0)
+				return ctl_usage("--network is none, internet or "
+				    "allow");
+			o->network = v;
+		} else if (ctl_is(&p->opts[i], "allow")) {
+			if (o->nallow == AL_ALLOW_MAX)
+				return ctl_usage("at most %d --allow hosts",
+				    AL_ALLOW_MAX);
+			a->allow[o->nallow++] = v;
+		} else if (ctl_is(&p->opts[i], "sudo"))
+			o->sudo = true;
+	}
+	/* The daemon's default may be allow: only it can tell. */
+	if (o->nallow > 0 && o->network != NULL &&
+	    strcmp(o->network, "allow") != 0)
+		return ctl_usage("%s: --allow needs --network allow",
+		    p->cmd->name);
+	o->allow = a->allow;
+	if (npaths > 0 && o->image != NULL)
+		return ctl_usage("%s: --image and --provision exclude each "
+		    "other", p->cmd->name);
+	if (npaths > 0) {
+		/* Named by content: the same scripts give the same image. */
+		struct al_image_build_opts bo = AL_IMAGE_BUILD_OPTS_INIT;
+
+		if ((rc = ctl_build_image(ctl, &bo, paths, npaths, &a->im)) != 0)
+			return rc;
+		o->image = a->im.name;
+	}
+	o->labels = a->labels;
+	return 0;
+}
+
+int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
-	struct create_state cs = { .name = "" };
+	struct ctl_create_state cs = { .name = "" };
 	struct al_create_opts o = AL_CREATE_OPTS_INIT;
-	struct al_label labels[AL_LABELS_MAX];
-	const char *paths[AL_IMAGE_SCRIPTS_MAX];
-	const char *allow[AL_ALLOW_MAX];
-	size_t npaths = 0;
-	struct al_image im;
+	struct ctl_create_args a = { .quiet = false };
 	struct ctl_parsed p;
 	struct al_lane lane;
 	struct al_error err;
-	const char *v;
-	uint64_t n;
-	bool quiet = false;
 	int rc;
 
-	o.progress = progress_cb;
+	o.progress = ctl_create_progress;
 	o.arg = &cs;
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
 	if (p.noperands > 0)
 		return ctl_usage("create: unexpected argument %s (see "
 		    "agent-lanectl help create)", p.operands[0]);
-	for (size_t i = 0; i < p.nopts; i++) {
-		v = p.opts[i].value;
-		if (ctl_is(&p.opts[i], "cpus")) {
-			if (!ctl_uint(v, 1024, &n) || n == 0)
-				return ctl_usage("--cpus needs a positive number");
-			o.cpus = (uint32_t)n;
-		} else if (ctl_is(&p.opts[i], "memory")) {
-			if (!ctl_size(v, 1ull << 30, &n) || n < (256ull << 20) ||
-			    n > (4096ull << 30) || n % (1ull << 20) != 0)
-				return ctl_usage("--memory needs a size from 256M "
-				    "to 4096G in whole MiB: 8G, 512M, 0.5 (GiB)");
-			o.memory_mib = (uint32_t)(n >> 20);
-		} else if (ctl_is(&p.opts[i], "disk")) {
-			if (!ctl_size(v, 1ull << 30, &n) || n == 0 ||
-			    n > (65536ull << 30) || n % (1ull << 30) != 0)
-				return ctl_usage("--disk needs whole GiB from 1 to "
-				    "65536: 30, 30G, 30GiB");
-			o.disk_gib = (uint32_t)(n >> 30);
-		} else if (ctl_is(&p.opts[i], "timeout")) {
-			if (!ctl_duration(v, &n) || n < 1000)
-				return ctl_usage("--timeout needs a duration of at "
-				    "least 1s: 90m, 1h30m, 1.5h, 5400 (seconds)");
-			o.timeout_s = n / 1000;
-		} else if (ctl_is(&p.opts[i], "idle-timeout")) {
-			if (!ctl_duration(v, &n) || n < 1000)
-				return ctl_usage("--idle-timeout needs a duration of "
-				    "at least 1s: 30m, 1h, 600 (seconds)");
-			o.idle_timeout_s = n / 1000;
-		} else if (ctl_is(&p.opts[i], "detach"))
-			o.detach = true;
-		else if (ctl_is(&p.opts[i], "label")) {
-			if ((rc = parse_label(v, labels, &o.nlabels)) != 0)
-				return rc;
-		} else if (ctl_is(&p.opts[i], "image"))
-			o.image = v;
-		else if (ctl_is(&p.opts[i], "quiet"))
-			quiet = true;
-		else if (ctl_is(&p.opts[i], "provision")) {
-			if (npaths == AL_IMAGE_SCRIPTS_MAX)
-				return ctl_usage("at most %d provision scripts",
-				    AL_IMAGE_SCRIPTS_MAX);
-			paths[npaths++] = v;
-		} else if (ctl_is(&p.opts[i], "network")) {
-			if (strcmp(v, "none") != 0 && strcmp(v, "internet") != 0 &&
-			    strcmp(v, "allow") != 0)
-				return ctl_usage("--network is none, internet or "
-				    "allow");
-			o.network = v;
-		} else if (ctl_is(&p.opts[i], "allow")) {
-			if (o.nallow == AL_ALLOW_MAX)
-				return ctl_usage("at most %d --allow hosts",
-				    AL_ALLOW_MAX);
-			allow[o.nallow++] = v;
-		} else if (ctl_is(&p.opts[i], "sudo"))
-			o.sudo = true;
-	}
-	/* The daemon's default may be allow: only it can tell. */
-	if (o.nallow > 0 && o.network != NULL && strcmp(o.network, "allow") != 0)
-		return ctl_usage("create: --allow needs --network allow");
-	o.allow = allow;
-	if (npaths > 0 && o.image != NULL)
-		return ctl_usage("create: --image and --provision exclude each "
-		    "other");
-	if (npaths > 0) {
-		/* Named by content: the same scripts give the same image. */
-		struct al_image_build_opts bo = AL_IMAGE_BUILD_OPTS_INIT;
-
-		if ((rc = ctl_build_image(ctl, &bo, paths, npaths, &im)) != 0)
-			return rc;
-		o.image = im.name;
-	}
-	o.labels = labels;
-	ctl_progress_start("create", quiet);
+	if ((rc = ctl_create_prepare(ctl, &p, &o, &a)) != 0)
+		return rc;
+	ctl_progress_start("create", a.quiet);
 	ctl_progress_phase("connecting", "");
 	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
 		/* Ended with a newline before anything else is said. */
@@ -197,9 +205,12 @@ relative(int64_t ms, char *buf, size_t len)
 	snprintf(buf, len, d >= 0 ? "in %s" : "%s ago", dur);
 }
 
-/* One --filter: label=KEY=VALUE (or label=KEY), state=STATE, name=PREFIX. */
+/*
+ * One --filter: label=KEY=VALUE (or label=KEY), state=STATE, name=PREFIX
+ * (of the al- name or the alias), alias=ALIAS.
+ */
 struct filter {
-	enum { F_LABEL, F_STATE, F_NAME } kind;
+	enum { F_LABEL, F_STATE, F_NAME, F_ALIAS } kind;
 	const char *key;	/* F_LABEL */
 	size_t keylen;
 	const char *value;	/* F_LABEL: NULL for any value; else the word */
@@ -240,8 +251,13 @@ parse_filter(const char *v, struct filter *f)
 		f->value = v + 5;
 		return 0;
 	}
+	if (strncmp(v, "alias=", 6) == 0) {
+		f->kind = F_ALIAS;
+		f->value = v + 6;
+		return 0;
+	}
 	return ctl_usage("--filter %s: use label=KEY=VALUE, label=KEY, "
-	    "state=STATE or name=PREFIX", v);
+	    "state=STATE, name=PREFIX or alias=ALIAS", v);
 }
 
 static bool
@@ -251,7 +267,11 @@ filter_match(const struct filter *f, const struct al_lane *l)
 	case F_STATE:
 		return l->state == f->state;
 	case F_NAME:
-		return strncmp(l->name, f->value, strlen(f->value)) == 0;
+		return strncmp(l->name, f->value, strlen(f->value)) == 0 ||
+		    (l->alias[0] != '\0' && strncmp(l->alias, f->value,
+		    strlen(f->value)) == 0);
+	case F_ALIAS:
+		return strcmp(l->alias, f->value) == 0;
 	case F_LABEL:
 		for (size_t i = 0; i < l->nlabels; i++)
 			if (strlen(l->labels[i].key) == f->keylen &&
@@ -335,9 +355,9 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	if (ctl->json)
 		fputc('[', stdout);
 	else if (!quiet)
-		printf("%-20s %-10s %4s %8s %7s  %-20s  %-16s %s\n", "NAME",
-		    "STATE", "CPUS", "MEMORY", "DISK", "CREATED", "DEADLINE",
-		    "LABELS");
+		printf("%-20s %-12s %-10s %4s %8s %7s  %-20s  %-16s %s\n",
+		    "NAME", "ALIAS", "STATE", "CPUS", "MEMORY", "DISK", "CREATED",
+		    "DEADLINE", "LABELS");
 	for (size_t i = 0; i < n; i++) {
 		char created[32], deadline[48], mem[16], lab[256];
 		bool match = true;
@@ -362,8 +382,10 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 			snprintf(mem, sizeof mem, "%gGiB",
 			    lanes[i].memory_mib / 1024.0);
 			labels_text(&lanes[i], lab, sizeof lab);
-			printf("%-20s %-10s %4u %8s %4uGiB  %-20s  %-16s %s\n",
-			    lanes[i].name, al_state_name(lanes[i].state),
+			printf("%-20s %-12s %-10s %4u %8s %4uGiB  %-20s  "
+			    "%-16s %s\n", lanes[i].name,
+			    lanes[i].alias[0] ? lanes[i].alias : "-",
+			    al_state_name(lanes[i].state),
 			    lanes[i].cpus, mem, lanes[i].disk_gib, created,
 			    deadline, lab);
 		}
@@ -425,6 +447,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 		return 0;
 	}
 	printf("name:         %s\n", l.name);
+	printf("alias:        %s\n", l.alias[0] ? l.alias : "-");
 	printf("state:        %s\n", al_state_name(l.state));
 	printf("cpus:         %u\n", l.cpus);
 	printf("memory:       %g GiB\n", l.memory_mib / 1024.0);

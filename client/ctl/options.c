@@ -140,8 +140,9 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i];
 
-		if (cmd->operands_then_command > 0 &&
-		    p->noperands == (size_t)cmd->operands_then_command &&
+		if (((cmd->operands_then_command > 0 &&
+		    p->noperands == (size_t)cmd->operands_then_command) ||
+		    cmd->operands_then_command == CTL_COMMAND_AT_ONCE) &&
 		    (operands_only || a[0] != '-' || strcmp(a, "--") == 0)) {
 			/* exec LANE [--] CMD...: the rest is the guest's. */
 			if (!operands_only && strcmp(a, "--") == 0)

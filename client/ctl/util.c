@@ -213,6 +213,12 @@ ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net)
 	ctl_json_string(f, l->workspace);
 	fputs(",\"error\":", f);
 	ctl_json_string(f, l->error);
+	fputs(",\"alias\":", f);
+	if (l->alias[0] != '\0')
+		ctl_json_string(f, l->alias);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"owned\":%s", l->owned ? "true" : "false");
 	fputs(",\"labels\":{", f);
 	for (size_t i = 0; i < l->nlabels; i++) {
 		if (i > 0)

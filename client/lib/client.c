@@ -137,7 +137,8 @@ al_error_from_response(struct al_error *err, const AlResponse *resp)
 	if (resp->body_case == AGENTLANE__V1__RESPONSE__BODY_ERROR) {
 		int code = (int)resp->error->code;
 
-		if (code <= 0 || code > AL_CANCELLED)
+		/* A code this build does not know is the daemon's error. */
+		if (code <= 0 || strcmp(wire_error_name(code), "UNKNOWN") == 0)
 			code = AL_PROTOCOL;
 		al_set_error(err, code, "%s", resp->error->message != NULL ?
 		    resp->error->message : "");
@@ -665,6 +666,8 @@ al_lane_from_proto(struct al_lane *l, const Agentlane__V1__Lane *p)
 	snprintf(l->workspace, sizeof l->workspace, "%s",
 	    p->workspace != NULL ? p->workspace : "");
 	snprintf(l->error, sizeof l->error, "%s", p->error != NULL ? p->error : "");
+	snprintf(l->alias, sizeof l->alias, "%s", p->alias != NULL ? p->alias : "");
+	l->owned = p->owned;
 	for (size_t i = 0; i < p->n_labels && i < AL_LABELS_MAX; i++) {
 		snprintf(l->labels[i].key, sizeof l->labels[i].key, "%s",
 		    p->labels[i]->key != NULL ? p->labels[i]->key : "");

@@ -5,10 +5,18 @@
 
 #include "internal.h"
 
-/* Sends req on a new connection and returns the first non-progress answer. */
+struct al_owner {
+	struct al_conn conn;
+};
+
+/*
+ * Sends req on a new connection and returns the first non-progress answer.
+ * keep: the connection is handed over there instead of closed (owned
+ * lanes), when the answer came.
+ */
 static AlResponse *
-call(struct al_client *c, const AlRequest *req, const struct al_create_opts *co,
-    struct al_error *err)
+call_keep(struct al_client *c, const AlRequest *req,
+    const struct al_create_opts *co, struct al_conn *keep, struct al_error *err)
 {
 	struct al_conn conn;
 	AlResponse *resp;
@@ -27,23 +35,38 @@ call(struct al_client *c, const AlRequest *req, const struct al_create_opts *co,
 			    resp->progress->message : "", co->arg);
 		al_response_free(resp);
 	}
-	al_conn_close(&conn);
+	if (keep != NULL && resp != NULL)
+		*keep = conn;
+	else
+		al_conn_close(&conn);
 	return resp;
 }
 
-/* Expects a Lane answer. */
-static int
-lane_call_net(struct al_client *c, const AlRequest *req,
-    const struct al_create_opts *co, struct al_lane *out,
-    struct al_lane_net *net, struct al_error *err)
+static AlResponse *
+call(struct al_client *c, const AlRequest *req, const struct al_create_opts *co,
+    struct al_error *err)
 {
-	AlResponse *resp = call(c, req, co, err);
+	return call_keep(c, req, co, NULL, err);
+}
+
+/*
+ * Expects a Lane answer, into out and (its network policy) net, either
+ * NULL; keep: as call_keep, on success only.
+ */
+static int
+lane_call_keep(struct al_client *c, const AlRequest *req,
+    const struct al_create_opts *co, struct al_lane *out,
+    struct al_lane_net *net, struct al_conn *keep, struct al_error *err)
+{
+	AlResponse *resp = call_keep(c, req, co, keep, err);
 
 	if (resp == NULL)
 		return -1;
 	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_LANE) {
 		al_error_from_response(err, resp);
 		al_response_free(resp);
+		if (keep != NULL)
+			al_conn_close(keep);
 		return -1;
 	}
 	if (out != NULL)
@@ -58,12 +81,12 @@ static int
 lane_call(struct al_client *c, const AlRequest *req,
     const struct al_create_opts *co, struct al_lane *out, struct al_error *err)
 {
-	return lane_call_net(c, req, co, out, NULL, err);
+	return lane_call_keep(c, req, co, out, NULL, NULL, err);
 }
 
 static int
 do_create(struct al_client *c, const struct al_create_opts *o,
-    struct al_lane *out, struct al_error *err)
+    struct al_lane *out, struct al_conn *owner, struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__CreateLane cl = AGENTLANE__V1__CREATE_LANE__INIT;
@@ -104,10 +127,17 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 		cl.allow = (char **)o->allow;
 		cl.n_allow = o->nallow;
 		cl.sudo = o->sudo;
+		cl.alias = (char *)(o->alias != NULL ? o->alias : "");
+	}
+	cl.owned = owner != NULL;
+	if (cl.owned && cl.detach) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "an owned lane cannot be "
+		    "created detached");
+		return -1;
 	}
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_CREATE_LANE;
 	req.create_lane = &cl;
-	return lane_call(c, &req, o, out, err);
+	return lane_call_keep(c, &req, o, out, NULL, owner, err);
 }
 
 static int
@@ -120,7 +150,7 @@ do_get(struct al_client *c, const char *name, struct al_lane *out,
 	g.name = (char *)name;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_GET_LANE;
 	req.get_lane = &g;
-	return lane_call_net(c, &req, NULL, out, net, err);
+	return lane_call_keep(c, &req, NULL, out, net, NULL, err);
 }
 
 static int
@@ -481,7 +511,43 @@ al_create(struct al_client *c, const struct al_create_opts *o,
 			return al_result(-1, err);
 		o = &opts;
 	}
-	return al_result(do_create(c, o, out, err), err);
+	return al_result(do_create(c, o, out, NULL, err), err);
+}
+
+AL_API enum al_code
+al_create_owned(struct al_client *c, const struct al_create_opts *o,
+    struct al_lane *out, struct al_owner **ownerp, struct al_error *err)
+{
+	struct al_create_opts opts;
+	struct al_error local;
+	struct al_owner *ow;
+
+	err = al_error_begin(err, &local);
+	*ownerp = NULL;
+	if (o != NULL) {
+		if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+			return al_result(-1, err);
+		o = &opts;
+	}
+	if ((ow = calloc(1, sizeof *ow)) == NULL) {
+		al_set_error(err, AL_IO, "out of memory");
+		return al_result(-1, err);
+	}
+	if (do_create(c, o, out, &ow->conn, err) == -1) {
+		free(ow);
+		return al_result(-1, err);
+	}
+	*ownerp = ow;
+	return AL_OK;
+}
+
+AL_API void
+al_owner_close(struct al_owner *ow)
+{
+	if (ow == NULL)
+		return;
+	al_conn_close(&ow->conn);
+	free(ow);
 }
 
 AL_API enum al_code

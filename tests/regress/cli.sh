@@ -165,9 +165,11 @@ check_eq "a copy out to a missing host directory fails" 1 "$RC"
 check_match "naming the path and the cause" "$T/nodir/a.txt: No such file or directory \(the destination's directory $T/nodir must exist\)" "$OUT"
 OUT=$(ctl cp "$T/nosuch" "$L4:x" 2>&1); RC=$?
 check_match "a missing host source names the path" "cp: $T/nosuch: No such file or directory" "$OUT"
-OUT=$(ctl cp "$T/src/a.txt" "al-12ab:x" 2>&1); RC=$?
+OUT=$(ctl cp "$T/src/a.txt" "al-12ab0123456789abcd:x" 2>&1); RC=$?
 check_eq "a mistyped lane name is a usage error" 2 "$RC"
-check_match "that says it is not a lane name" '"al-12ab:x": not a lane name' "$OUT"
+check_match "that says it is not a lane name" '"al-12ab0123456789abcd:x": not a lane name' "$OUT"
+OUT=$(ctl cp "$T/src/a.txt" "al-12ab:x" 2>&1); RC=$?
+check_match "a name prefix nobody has is the daemon's NOT_FOUND" 'al-12ab:x: NOT_FOUND' "$OUT"
 OUT=$(ctl cp "$T/src/a.txt" "al-0000000000000000:x" 2>&1); RC=$?
 check_match "a lane that does not exist is named" 'al-0000000000000000:x: NOT_FOUND: no lane al-0000000000000000' "$OUT"
 OUT=$(ctl cp "$L4:nosuch" "$T/" 2>&1); RC=$?

@@ -156,6 +156,14 @@ wait_for() {
 	"$@"
 }
 
+# The registry schema this build writes: the highest migration its log
+# reports since a fresh registry. Never a number written in a test:
+# migrations are appended as the schema grows.
+build_schema() {
+	grep -o 'migrated to schema [0-9]*' "$LOG" | awk '{ print $4 }' |
+	    sort -n | tail -n 1
+}
+
 lane_state() {
 	ctl show --json "$1" 2>/dev/null | python3 -c \
 	    'import json,sys; print(json.load(sys.stdin)["state"])' 2>/dev/null

@@ -19,7 +19,7 @@ assert need <= set(l), set(l)
 assert l["state"] == "ready" and l["cpus"] == 2 and l["memory_gib"] == 2 and l["disk_gib"] == 10
 assert l["labels"] == {"run": "lifecycle"}
 ' "$LS" "$L"
-check_match "ls table shows the lane ready" "$L +ready" "$(ctl ls)"
+check_match "ls table shows the lane ready" "$L +- +ready" "$(ctl ls)"
 
 D=$(instance_dir "$L")
 check "instance directory exists" test -d "$D"
@@ -44,7 +44,7 @@ check "rm succeeds" ctl rm "$L"
 check "instance directory is gone" test ! -e "$D"
 check_eq "lane is destroyed" destroyed "$(lane_state "$L")"
 check_nomatch "ls no longer lists it" "$L" "$(ctl ls)"
-check_match "ls --all still lists it" "$L +destroyed" "$(ctl ls --all)"
+check_match "ls --all still lists it" "$L +- +destroyed" "$(ctl ls --all)"
 check "rm again is idempotent" ctl rm "$L"
 
 EV=$(ctl events "$L")

@@ -304,6 +304,47 @@ test_allow_text_bound(void **state)
 	assert_string_equal(text, "aaaaaaaaaaaaaaaaaaaa.example.org");
 }
 
+/* create --name: the alias shape, and owned excluding detach. */
+static void
+test_alias_and_owned(void **state)
+{
+	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
+	struct lane_create_plan plan;
+	char longest[LANE_ALIAS_MAX + 2];
+	const char *good[] = { "web", "a", "0", "my-lane.v2_x", "3f2a" };
+	const char *bad[] = { "Web", "al-web", "ali-x", "-x", ".x", "_x",
+	    "a b", "we/b", "caf\xc3\xa9" };
+
+	caps();
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		req.alias = (char *)good[i];
+		assert_true(lane_alias_valid(good[i]));
+		assert_int_equal(check(&req, 0, &plan, NULL), OK);
+		assert_string_equal(plan.alias, good[i]);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		req.alias = (char *)bad[i];
+		assert_false(lane_alias_valid(bad[i]));
+		assert_int_equal(check(&req, 0, &plan, "--name"), INVALID);
+	}
+	memset(longest, 'a', sizeof longest);
+	longest[LANE_ALIAS_MAX] = '\0';
+	req.alias = longest;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	longest[LANE_ALIAS_MAX] = 'a';
+	longest[LANE_ALIAS_MAX + 1] = '\0';
+	assert_int_equal(check(&req, 0, &plan, "--name"), INVALID);
+	req.alias = "";
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_string_equal(plan.alias, "");
+
+	req.owned = true;
+	assert_int_equal(check(&req, 0, &plan, NULL), OK);
+	assert_true(plan.owned);
+	req.detach = true;
+	assert_int_equal(check(&req, 0, &plan, "detached"), INVALID);
+}
+
 int
 main(void)
 {
@@ -316,6 +357,7 @@ main(void)
 		T(test_labels),
 		T(test_network),
 		T(test_allow_text_bound),
+		T(test_alias_and_owned),
 	};
 #undef T
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

@@ -242,6 +242,71 @@ test_insert_and_get(void **state)
 	assert_int_equal(got.last_activity_ms, 1700000005000);
 }
 
+/*
+ * Aliases are unique among live lanes, in the registry itself: a second
+ * insert with a live lane's alias is REG_TAKEN and leaves nothing behind,
+ * and an ended lane's alias may be taken again.
+ */
+static void
+test_alias_unique_live(void **state)
+{
+	struct fixture *f = *state;
+	struct lane_record a = make_record(LANE_A, 1000);
+	struct lane_record b = make_record(LANE_B, 2000), got;
+	char name[LANE_NAME_SIZE], names[4][LANE_NAME_SIZE];
+	size_t n;
+
+	snprintf(a.alias, sizeof a.alias, "web");
+	a.owned = true;
+	snprintf(b.alias, sizeof b.alias, "web");
+	assert_int_equal(registry_lane_insert(f->r, &a, NULL, 0), REG_OK);
+	assert_int_equal(registry_lane_get(f->r, LANE_A, &got), REG_OK);
+	assert_string_equal(got.alias, "web");
+	assert_true(got.owned);
+	assert_int_equal(registry_lane_insert(f->r, &b, NULL, 0), REG_TAKEN);
+	assert_int_equal(registry_lane_get(f->r, LANE_B, &got), REG_NOT_FOUND);
+	assert_int_equal(registry_lane_by_alias(f->r, "web", name), REG_OK);
+	assert_string_equal(name, LANE_A);
+	assert_int_equal(registry_lane_by_alias(f->r, "nope", name),
+	    REG_NOT_FOUND);
+	/* The CHECK refuses what no alias may look like. */
+	snprintf(b.alias, sizeof b.alias, "al-1");
+	assert_int_equal(registry_lane_insert(f->r, &b, NULL, 0), REG_ERROR);
+
+	/* Once A has ended, B may take "web", and it is B's. */
+	assert_int_equal(registry_lane_transition(f->r, LANE_A, LANE_DESTROYING,
+	    "destroying", ""), REG_OK);
+	snprintf(b.alias, sizeof b.alias, "web");
+	assert_int_equal(registry_lane_insert(f->r, &b, NULL, 0), REG_TAKEN);
+	assert_int_equal(registry_lane_transition(f->r, LANE_A, LANE_DESTROYED,
+	    "destroyed", ""), REG_OK);
+	assert_int_equal(registry_lane_insert(f->r, &b, NULL, 0), REG_OK);
+	assert_int_equal(registry_lane_by_alias(f->r, "web", name), REG_OK);
+	assert_string_equal(name, LANE_B);
+	assert_int_equal(registry_lane_get(f->r, LANE_B, &got), REG_OK);
+	assert_false(got.owned);
+
+	/* Prefixes: live lanes first, then any; n counts one past max. */
+	assert_int_equal(registry_lane_by_prefix(f->r, "al-", names, 4, &n),
+	    REG_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], LANE_B);
+	assert_int_equal(registry_lane_by_prefix(f->r, LANE_A, names, 4, &n),
+	    REG_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(names[0], LANE_A);
+	insert(f->r, LANE_C, 3000);
+	insert(f->r, LANE_D, 4000);
+	assert_int_equal(registry_lane_by_prefix(f->r, "al-0", names, 2, &n),
+	    REG_OK);
+	assert_int_equal(n, 3);
+	assert_string_equal(names[0], LANE_B);
+	assert_string_equal(names[1], LANE_C);
+	assert_int_equal(registry_lane_by_prefix(f->r, "al-1", names, 2, &n),
+	    REG_OK);
+	assert_int_equal(n, 0);
+}
+
 static void
 test_duplicate_insert(void **state)
 {
@@ -713,6 +778,7 @@ main(void)
 		T(test_file_mode),
 		T(test_insert_and_get),
 		T(test_duplicate_insert),
+		T(test_alias_unique_live),
 		T(test_insert_is_atomic),
 		cmocka_unit_test(test_transition_matrix),
 		T(test_transitions),

@@ -342,6 +342,12 @@ test_error_names(void **state)
 		if (i > 0)
 			assert_string_equal(wire_error_name(i), v->name);
 	}
+	/* Codes numbered apart from the first ones too. */
+	assert_string_equal(wire_error_name(AGENTLANE__V1__ERROR_CODE__AMBIGUOUS),
+	    "AMBIGUOUS");
+	assert_string_equal(wire_error_name(
+	    AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS), "ALREADY_EXISTS");
+	assert_string_equal(wire_error_name(29), "UNKNOWN");
 }
 
 static void

@@ -45,7 +45,9 @@ export type ErrorCodeName =
   | "INTERNAL"
   | "VERSION_MISMATCH"
   | "LIMA_FAILED"
-  | "CANCELLED";
+  | "CANCELLED"
+  | "AMBIGUOUS"
+  | "ALREADY_EXISTS";
 
 /** A failure reported by the daemon, or a transport failure on the client side. */
 export class AgentLaneError extends Error {
@@ -98,6 +100,8 @@ export interface Lane {
   networkNote: string;
   /** allow lanes: the port of its proxy on host 127.0.0.1 (192.168.5.2 in the guest). */
   proxyPort: number;
+  /** The lane's alias (create --name); "" for none. */
+  alias: string;
 }
 
 /** A lane's egress policy (agent-lanectl(1), "create --network"). */
@@ -141,6 +145,12 @@ export interface CreateLaneRequest {
   allow?: string[];
   /** Keep passwordless guest root; the policy is then advisory. */
   sudo?: boolean;
+  /**
+   * A second name for the lane, unique among live lanes
+   * ([a-z0-9][a-z0-9._-]{0,62}, not "al-..."); every call that takes a lane
+   * name takes it while the lane lives. Taken: ALREADY_EXISTS.
+   */
+  alias?: string;
 }
 
 /** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
@@ -341,6 +351,7 @@ function toLane(o: any): Lane {
     networkPolicy: o.networkPolicy ?? "",
     networkNote: o.networkNote ?? "",
     proxyPort: o.proxyPort ?? 0,
+    alias: o.alias ?? "",
   };
 }
 
@@ -687,6 +698,7 @@ export class AgentLaneClient {
           network: req.network ?? "",
           allow: req.allow ?? [],
           sudo: req.sudo ?? false,
+          alias: req.alias ?? "",
         },
       });
       for (;;) {

@@ -78,6 +78,11 @@ export interface LimaOptions {
   readonly execTimeoutMs?: number;
   /** Largest file copyFileOut accepts, in bytes (default and ceiling: the daemon's max_copy_out_bytes). */
   readonly maxCopyOutBytes?: number;
+  /**
+   * An alias for the lane (`agent-lanectl create --name`), unique among live
+   * lanes: `agent-lanectl exec NAME ...` then reaches the sandbox by it.
+   */
+  readonly name?: string;
   /** Extra lane labels (keys: [A-Za-z0-9._/-], 1-63 characters). `sandcastle=1` is always set. */
   readonly labels?: Record<string, string>;
   /** Bound on create() in milliseconds, lane boot included (default 110000; Sandcastle gives up at 120 s). */
@@ -202,6 +207,7 @@ export async function createLaneHandle(
         network: options.network,
         allow: options.allow !== undefined ? [...options.allow] : undefined,
         sudo: options.sudo,
+        alias: options.name,
       },
       {
         signal: abort.signal,

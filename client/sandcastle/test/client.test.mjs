@@ -47,9 +47,22 @@ test("a created lane is READY with a workspace, and listed", async () => {
   assert.ok(names.includes(lane.name));
 });
 
+test("a lane created with an alias is found by it, and the alias is unique", async () => {
+  const named = await client.createLane({ alias: "node-named" });
+  try {
+    assert.equal(named.alias, "node-named");
+    assert.equal((await client.getLane("node-named")).name, named.name);
+    await assert.rejects(client.createLane({ alias: "node-named" }), (e) => e instanceof AgentLaneError && e.code === "ALREADY_EXISTS");
+  } finally {
+    await client.destroyLane(named.name);
+  }
+});
+
 test("daemon errors surface as AgentLaneError with the ErrorCode name", async () => {
   await assert.rejects(client.getLane("al-0000000000000000"), (e) => e instanceof AgentLaneError && e.code === "NOT_FOUND");
-  await assert.rejects(client.getLane("not-a-lane"), (e) => e instanceof AgentLaneError && e.code === "INVALID_ARGUMENT");
+  // "not-a-lane" could be an alias (create --name): nobody has it.
+  await assert.rejects(client.getLane("not-a-lane"), (e) => e instanceof AgentLaneError && e.code === "NOT_FOUND");
+  await assert.rejects(client.getLane("Not a lane!"), (e) => e instanceof AgentLaneError && e.code === "INVALID_ARGUMENT");
   await assert.rejects(
     client.exec({ lane: lane.name, shell: "true", env: { BIG: "x".repeat(400 * 1024) } }).done,
     (e) => e instanceof AgentLaneError && e.code === "TOO_LARGE",
