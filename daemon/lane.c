@@ -7,6 +7,7 @@
 #include <event2/event.h>
 
 #include "conn.h"
+#include "gexec.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
@@ -100,6 +101,7 @@ lane_free(struct lane *l)
 	case LANE_STEP_COMMIT_WAIT:
 		break;
 	}
+	gexec_chan_close(&l->chan);
 	if (l->retry_timer != NULL)
 		event_free(l->retry_timer);
 	TAILQ_REMOVE(&l->d->lanes, l, entry);
@@ -594,6 +596,8 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		    l->name, reason);
 		while ((a = TAILQ_FIRST(&l->activities)) != NULL)
 			a->cancel(a, code, msg);
+		/* No exec is left on the channel; it goes with the lane. */
+		gexec_chan_close(&l->chan);
 		/* The VM is deleted only once the row says destroying. */
 		memset(&ch, 0, sizeof ch);
 		ch.to = LANE_DESTROYING;
