@@ -553,15 +553,45 @@ mux_start(int keep_fd)
 	return m;
 }
 
+static bool mux_read(struct mux *, int, bool *);
+
+/*
+ * Like agent-laned, reads the channel while it writes: the channel helper
+ * writes its output blocking, so a writer that does not read would wait on
+ * it forever.
+ */
+static void
+mux_write_all(struct mux *m, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	struct pollfd pfd[2] = { { .fd = m->in, .events = POLLOUT },
+	    { .fd = m->out, .events = POLLIN } };
+	bool eof;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(m->in, p, len);
+		if (n == -1 && errno == EAGAIN) {
+			assert_true(poll(pfd, 2, WAIT_MS) > 0);
+			if (pfd[1].revents != 0)
+				(void)mux_read(m, 0, &eof);
+			continue;
+		}
+		assert_true(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
 static void
 mux_put(struct mux *m, char type, uint32_t id, const void *data, size_t len)
 {
 	uint8_t hdr[GUEST_CHAN_HEADER];
 
 	guest_chan_header(hdr, type, id, (uint32_t)len);
-	write_all(m->in, hdr, sizeof hdr);
+	mux_write_all(m, hdr, sizeof hdr);
 	if (len > 0)
-		write_all(m->in, data, len);
+		mux_write_all(m, data, len);
 }
 
 static void
