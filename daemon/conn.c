@@ -60,6 +60,8 @@ struct conn {
 	struct event *hup;
 	struct event *timer;	/* request timeout, linger, deferred free */
 	size_t lingered;	/* input bytes discarded while lingering */
+	/* A handler took input after the request (exec, copy-in). */
+	bool streamed;
 	const struct conn_handler *handler;
 	void *ctx;
 	TAILQ_ENTRY(conn) entry;
@@ -128,6 +130,19 @@ conn_linger(struct conn *c)
 		CONN_LINGER_MS / 1000, (CONN_LINGER_MS % 1000) * 1000
 	};
 
+	/*
+	 * A call that took no input after its request, whose client has
+	 * sent nothing more: close now. The answer is in the client's
+	 * receive queue already (a Unix socket), and with nothing unread on
+	 * our side the close cannot turn into a reset that would discard it.
+	 * Lingering (shutdown, then waiting for the client's end) is for
+	 * calls whose client may still be sending, such as an exec's stdin.
+	 */
+	if (!c->streamed && evbuffer_get_length(bufferevent_get_input(c->bev))
+	    == 0 && compat_unread(bufferevent_getfd(c->bev)) == 0) {
+		conn_kill(c);
+		return;
+	}
 	c->state = CONN_LINGER;
 	if (shutdown(bufferevent_getfd(c->bev), SHUT_WR) == -1) {
 		conn_kill(c);
@@ -174,12 +189,8 @@ conn_accept(struct laned *d, int fd, uid_t uid)
 	struct conn *c;
 	struct timeval tv;
 
+	/* Non-blocking already: compat_accept_cloexec makes it so. */
 	compat_nosigpipe(fd);
-	if (compat_set_nonblock(fd) == -1) {
-		log_warn("accept: fcntl");
-		close(fd);
-		return;
-	}
 	c = xcalloc(1, sizeof *c);
 	c->d = d;
 	c->id = ++d->next_conn_id;
@@ -231,6 +242,8 @@ conn_set_handler(struct conn *c, const struct conn_handler *h, void *ctx)
 {
 	c->handler = h;
 	c->ctx = ctx;
+	if (h != NULL && h->input != NULL)
+		c->streamed = true;
 }
 
 int
@@ -266,6 +279,18 @@ conn_finish(struct conn *c)
 	c->handler = NULL;
 	bufferevent_disable(c->bev, EV_READ);
 	evtimer_del(c->timer);
+	/*
+	 * A small answer goes out now rather than on the next turn of the
+	 * loop: no wait for writability, and for most calls the connection
+	 * is done here. What does not fit is left to the bufferevent.
+	 */
+	if (conn_output_len(c) > 0 && conn_output_len(c) <= CONN_IO_CHUNK) {
+		struct evbuffer *out = bufferevent_get_output(c->bev);
+
+		evbuffer_unfreeze(out, 1);
+		(void)evbuffer_write(out, bufferevent_getfd(c->bev));
+		evbuffer_freeze(out, 1);
+	}
 	if (conn_output_len(c) == 0)
 		conn_linger(c);
 }
@@ -375,7 +400,7 @@ conn_hello(struct conn *c, const AlRequest *req)
 	hr.protocol_version = WIRE_PROTOCOL_VERSION;
 	hr.daemon_version = (char *)AGENT_LANE_VERSION;
 	hr.limits = &lim;
-	hr.pid = (uint32_t)getpid();
+	hr.pid = (uint32_t)c->d->pid;
 	hr.started_at_ms = c->d->started_at_ms;
 	hr.state_dir = cfg->state_dir;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_HELLO;
@@ -410,6 +435,16 @@ conn_frame(struct conn *c, const AlRequest *req)
 	}
 }
 
+static bool
+conn_frame_buffered(struct evbuffer *in)
+{
+	uint8_t hdr[WIRE_HEADER_SIZE];
+
+	return evbuffer_copyout(in, hdr, sizeof hdr) == (ssize_t)sizeof hdr &&
+	    evbuffer_get_length(in) >= WIRE_HEADER_SIZE +
+	    (size_t)wire_header_length(hdr);
+}
+
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -427,13 +462,15 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	/*
-	 * The bufferevent read at most 4 KiB; take what else is there, up to
-	 * one maximal frame. End of stream and errors are left for the
-	 * bufferevent to find on its next read. Its input buffer is frozen at
-	 * the end for everyone else, as libevent's own reader does, unfreeze
-	 * it just for this.
+	 * Unless a whole frame is here already (a small call: hello and
+	 * request in one read), take what else is there, up to one maximal
+	 * frame: a large frame then costs one callback, not one per 256 KiB.
+	 * End of stream and errors are left for the bufferevent to find on
+	 * its next read. Its input buffer is frozen at the end for everyone
+	 * else, as libevent's own reader does, unfreeze it just for this.
 	 */
-	if (!c->paused && c->state != CONN_DEAD && c->state != CONN_FLUSH) {
+	if (!c->paused && c->state != CONN_DEAD && c->state != CONN_FLUSH &&
+	    !conn_frame_buffered(in)) {
 		evbuffer_unfreeze(in, 0);
 		(void)iobuf_fill(in, bufferevent_getfd(bev),
 		    c->d->cfg.max_frame_bytes + WIRE_HEADER_SIZE);

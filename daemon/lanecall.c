@@ -60,8 +60,8 @@ lane_send(struct laned *d, struct conn *c, const char *name)
 	size_t n = 0;
 	int rc;
 
-	if ((rc = registry_lane_get(d->reg, name, &rec)) != REG_OK ||
-	    registry_labels_get(d->reg, name, src, LANE_LABELS_MAX, &n) != REG_OK) {
+	if ((rc = registry_lane_get_labeled(d->reg, name, &rec, src,
+	    LANE_LABELS_MAX, &n)) != REG_OK) {
 		conn_send_error(c, rc == REG_NOT_FOUND ?
 		    AGENTLANE__V1__ERROR_CODE__NOT_FOUND :
 		    AGENTLANE__V1__ERROR_CODE__INTERNAL,
