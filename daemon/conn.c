@@ -183,6 +183,30 @@ conn_hup_cb(evutil_socket_t fd, short what, void *arg)
 	conn_kill(c);
 }
 
+/*
+ * A client writes its hello and request as soon as it is connected, so by
+ * the time we accept, a small call is usually all there: serve it now,
+ * without a trip through the event loop (no readiness registration, no
+ * wait). Whatever else there is, or nothing yet, the bufferevent reads as
+ * usual. A small stack buffer: a 256 KiB chain would cost more to wipe.
+ */
+static void
+conn_read_early(struct conn *c, int fd)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if ((n = read(fd, buf, sizeof buf)) <= 0)
+		return;		/* EOF and errors: the bufferevent sees them too */
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_add(in, buf, (size_t)n) != 0)
+		fatalx("evbuffer_add");
+	evbuffer_freeze(in, 0);
+	wire_wipe(buf, (size_t)n);	/* an Exec carries secrets */
+	conn_read_cb(c->bev, c);
+}
+
 void
 conn_accept(struct laned *d, int fd, uid_t uid)
 {
@@ -234,7 +258,9 @@ conn_accept(struct laned *d, int fd, uid_t uid)
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED,
 		    "too many connections (max_connections = %u)",
 		    d->cfg.max_connections);
+		return;
 	}
+	conn_read_early(c, fd);
 }
 
 void
