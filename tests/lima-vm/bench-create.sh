@@ -41,8 +41,9 @@ tc = (time.perf_counter() - t0) * 1000
 p = subprocess.Popen([ctl, "--socket", sock, "exec", name, "--", "echo", "x"],
                      stdout=subprocess.PIPE)
 p.stdout.read(1)
-print("%s %.0f %.0f" % (name, (time.perf_counter() - t0) * 1000, tc))
+t = (time.perf_counter() - t0) * 1000
 p.wait()
+print("%s %.0f %.0f" % (name, t, tc))
 PY
 }
 
