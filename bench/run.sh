@@ -95,7 +95,7 @@ for _ in range(runs):
     d.append(once(direct))
     o.append(once(ours))
 md, mo = statistics.median(d), statistics.median(o)
-print("exec -- true, median of %d\t%.2f ms limactl shell\t%.2f ms\t+%.2f ms (%.2fx)\t< +2 ms"
+print("exec -- true, median of %d\t%.2f ms limactl shell\t%.2f ms\t%+.2f ms (%.2fx)\t< +2 ms"
       % (runs, md, mo, mo - md, mo / md))
 PY
 }

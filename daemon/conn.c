@@ -488,15 +488,16 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	/*
-	 * Unless a whole frame is here already (a small call: hello and
-	 * request in one read), take what else is there, up to one maximal
+	 * Unless a whole hello or request is here already (a small call:
+	 * both in one read), take what else is there, up to one maximal
 	 * frame: a large frame then costs one callback, not one per 256 KiB.
+	 * During a call (an exec's input, a copy) always: that is a stream.
 	 * End of stream and errors are left for the bufferevent to find on
 	 * its next read. Its input buffer is frozen at the end for everyone
 	 * else, as libevent's own reader does, unfreeze it just for this.
 	 */
 	if (!c->paused && c->state != CONN_DEAD && c->state != CONN_FLUSH &&
-	    !conn_frame_buffered(in)) {
+	    (c->state == CONN_CALL || !conn_frame_buffered(in))) {
 		evbuffer_unfreeze(in, 0);
 		(void)iobuf_fill(in, bufferevent_getfd(bev),
 		    c->d->cfg.max_frame_bytes + WIRE_HEADER_SIZE);
