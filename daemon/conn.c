@@ -205,6 +205,14 @@ conn_read_early(struct conn *c, int fd)
 	evbuffer_freeze(in, 0);
 	wire_wipe(buf, (size_t)n);	/* an Exec carries secrets */
 	conn_read_cb(c->bev, c);
+	/*
+	 * Served and closed: nothing up the stack (the listener) holds the
+	 * connection, so it goes now rather than at the next loop turn.
+	 */
+	if (c->state == CONN_DEAD) {
+		evtimer_del(c->timer);
+		conn_free_cb(-1, 0, c);
+	}
 }
 
 void
