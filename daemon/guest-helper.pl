@@ -241,6 +241,17 @@ if ($tty) {
 pipe(my $st_r, my $st_w) or exit(3);
 # Copies stream through these: larger pipes, fewer wake-ups (best effort).
 fcntl($_, $F_SETPIPE_SZ, 1048576) for grep { defined } ($in_w, $out_r);
+# The child's exit wakes select() below through a pipe: perl runs signal
+# handlers between operations, so a SIGCHLD that lands just before select()
+# would otherwise be noticed only when select() times out. Installed before
+# the fork: a command that exits at once (true) must not beat the handler
+# (execve resets it in the child).
+pipe(my $sig_r, my $sig_w) or exit(3);
+for my $fh ($sig_r, $sig_w) {
+    my $fl = fcntl($fh, $F_GETFL, 0);
+    fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
+}
+$SIG{CHLD} = sub { syswrite($sig_w, "x"); };
 $pid = fork();
 exit(3) if !defined($pid);
 if ($pid == 0) {
@@ -289,15 +300,6 @@ if ($pid == 0) {
 # A tty command makes its own session (and group): setpgid here could win
 # the race and make setsid fail in the child.
 setpgrp($pid, $pid) if !$tty;
-# The child's exit wakes select() below through a pipe: perl runs signal
-# handlers between operations, so a SIGCHLD that lands just before select()
-# would otherwise be noticed only when select() times out.
-pipe(my $sig_r, my $sig_w) or exit(3);
-for my $fh ($sig_r, $sig_w) {
-    my $fl = fcntl($fh, $F_GETFL, 0);
-    fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
-}
-$SIG{CHLD} = sub { syswrite($sig_w, "x"); };
 close($st_w);
 if (!$tty) {
     close($out_w); close($err_w);
