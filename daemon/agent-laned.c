@@ -240,6 +240,7 @@ main(int argc, char **argv)
 	d.listen_fd = d.lock_fd = d.socket_lock_fd = -1;
 	d.uid = geteuid();
 	d.started_at_ms = time_now_ms();
+	d.pid = getpid();
 	TAILQ_INIT(&d.procs);
 	TAILQ_INIT(&d.conns);
 	TAILQ_INIT(&d.lanes);

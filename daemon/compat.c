@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -160,7 +161,8 @@ compat_accept_cloexec(int lfd, struct sockaddr *sa, socklen_t *len)
 #else
 	int fd = accept(lfd, sa, len);
 
-	if (fd != -1 && compat_set_cloexec(fd) == -1) {
+	if (fd != -1 && (compat_set_cloexec(fd) == -1 ||
+	    compat_set_nonblock(fd) == -1)) {
 		int saved = errno;
 		close(fd);
 		errno = saved;
@@ -270,4 +272,15 @@ compat_peer_closed(int fd)
 	}
 	return n == 1 && (out.flags & (EV_EOF | EV_ERROR)) != 0;
 #endif
+}
+
+int
+compat_unread(int fd)
+{
+	int n;
+
+	/* FIONREAD: the same ioctl on Linux and macOS sockets. */
+	if (ioctl(fd, FIONREAD, &n) == -1)
+		return -1;
+	return n;
 }

@@ -12,6 +12,7 @@
 
 int compat_pipe_cloexec(int fds[2]);
 int compat_socket_cloexec(int domain, int type);
+/* accept(2): the new socket is close-on-exec and non-blocking. */
 int compat_accept_cloexec(int fd, struct sockaddr *sa, socklen_t *len);
 int compat_set_cloexec(int fd);
 int compat_set_nonblock(int fd);
@@ -34,6 +35,8 @@ void compat_nosigpipe(int fd);
  * side, even if unread data is still queued; 0 if not; -1 on error.
  */
 int compat_peer_closed(int fd);
+/* Bytes queued on a socket for us to read; -1 on error. */
+int compat_unread(int fd);
 /*
  * Makes libevent wipe every block it frees (call before any libevent
  * allocation): its buffers held client frames and guest-bound frames, and

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "image.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "proxy.h"
@@ -77,7 +78,7 @@ static const struct config_key config_keys[] = {
 	K(image_build_timeout_ms, CT_SECONDS, 1000, 86400000, "deadline of one image build"),
 	K(debug, CT_BOOL, 0, 1, "debug logging"),
 	K(pool_size, CT_U32, 0, POOL_LANES_MAX, "warm pool: booted lanes of the default shape kept ready; 0 = off"),
-	K(pool_shape, CT_SHAPE, 0, POOL_LANES_MAX, "warm pool: \"N cpus=C memory=M disk=D\" keeps N of another shape (repeatable)"),
+	K(pool_shape, CT_SHAPE, 0, POOL_LANES_MAX, "warm pool: \"N cpus=C memory=M disk=D image=I\" keeps N of another shape (repeatable)"),
 	K(pool_max_age_ms, CT_SECONDS, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
 	K(pool_max_boots, CT_U32, 1, 64, "warm pool: lanes booting for the pool at once"),
 	K(network, CT_NETMODE, 0, 0, "network policy of a lane when not asked: internet, none or allow"),
@@ -275,8 +276,9 @@ config_user_name(const struct config_key *k, char *buf, size_t len)
 }
 
 /*
- * One pool_shape line: "COUNT [cpus=N] [memory=SIZE] [disk=N]"; what is left
- * out is the default_* key's value when the pool starts.
+ * One pool_shape line: "COUNT [cpus=N] [memory=SIZE] [disk=N] [image=NAME]";
+ * what is left out is the default_* key's value when the pool starts (and
+ * no image: the base template).
  */
 static int
 config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
@@ -326,6 +328,10 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 			    (v >> 20) > (1u << 22))
 				goto bad;
 			sh.memory_mib = (uint32_t)(v >> 20);
+		} else if (strcmp(tok, "image") == 0) {
+			if (!image_name_valid(eq))
+				goto bad;
+			str_copy(sh.image, eq, sizeof sh.image);
 		} else if (strcmp(tok, "disk") == 0) {
 			if (units_parse_size(eq, &v) != 0)
 				goto bad;
@@ -346,7 +352,8 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 	return 0;
 bad:
 	snprintf(err, errlen, "pool_shape: \"%s\" is not \"COUNT [cpus=N] "
-	    "[memory=SIZE] [disk=GIB]\" (COUNT 1..%d)", value, POOL_LANES_MAX);
+	    "[memory=SIZE] [disk=GIB] [image=NAME]\" (COUNT 1..%d)", value,
+	    POOL_LANES_MAX);
 	return -1;
 }
 

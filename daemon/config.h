@@ -13,10 +13,22 @@
 #define POOL_SHAPES_MAX 8	/* pool_shape lines */
 #define POOL_LANES_MAX 64	/* pool lanes of all shapes together */
 
-/* A warm-pool shape: count lanes of it are kept booted (daemon/pool.c). */
+/*
+ * A warm-pool shape: count lanes of it are kept booted (daemon/pool.c,
+ * which compares shapes in one place, pool_shape_eq).
+ */
 struct pool_shape {
 	uint32_t count;
 	uint32_t cpus, memory_mib, disk_gib;	/* 0: the default_* key */
+	char image[64];		/* "": the base template; IMAGE_NAME_SIZE */
+	/*
+	 * The network policy, which the configuration does not set per
+	 * shape: the pool fills it in (pool.c) from the network keys.
+	 */
+	bool net_policy;
+	uint32_t net_mode;		/* enum netpolicy_mode */
+	bool sudo;
+	const char *allow;		/* '\n'-separated; borrowed */
 };
 
 struct config {

@@ -60,6 +60,8 @@ struct conn {
 	struct event *hup;
 	struct event *timer;	/* request timeout, linger, deferred free */
 	size_t lingered;	/* input bytes discarded while lingering */
+	/* A handler took input after the request (exec, copy-in). */
+	bool streamed;
 	const struct conn_handler *handler;
 	void *ctx;
 	TAILQ_ENTRY(conn) entry;
@@ -128,6 +130,19 @@ conn_linger(struct conn *c)
 		CONN_LINGER_MS / 1000, (CONN_LINGER_MS % 1000) * 1000
 	};
 
+	/*
+	 * A call that took no input after its request, whose client has
+	 * sent nothing more: close now. The answer is in the client's
+	 * receive queue already (a Unix socket), and with nothing unread on
+	 * our side the close cannot turn into a reset that would discard it.
+	 * Lingering (shutdown, then waiting for the client's end) is for
+	 * calls whose client may still be sending, such as an exec's stdin.
+	 */
+	if (!c->streamed && evbuffer_get_length(bufferevent_get_input(c->bev))
+	    == 0 && compat_unread(bufferevent_getfd(c->bev)) == 0) {
+		conn_kill(c);
+		return;
+	}
 	c->state = CONN_LINGER;
 	if (shutdown(bufferevent_getfd(c->bev), SHUT_WR) == -1) {
 		conn_kill(c);
@@ -168,18 +183,46 @@ conn_hup_cb(evutil_socket_t fd, short what, void *arg)
 	conn_kill(c);
 }
 
+/*
+ * A client writes its hello and request as soon as it is connected, so by
+ * the time we accept, a small call is usually all there: serve it now,
+ * without a trip through the event loop (no readiness registration, no
+ * wait). Whatever else there is, or nothing yet, the bufferevent reads as
+ * usual. A small stack buffer: a 256 KiB chain would cost more to wipe.
+ */
+static void
+conn_read_early(struct conn *c, int fd)
+{
+	struct evbuffer *in = bufferevent_get_input(c->bev);
+	uint8_t buf[4096];
+	ssize_t n;
+
+	if ((n = read(fd, buf, sizeof buf)) <= 0)
+		return;		/* EOF and errors: the bufferevent sees them too */
+	evbuffer_unfreeze(in, 0);
+	if (evbuffer_add(in, buf, (size_t)n) != 0)
+		fatalx("evbuffer_add");
+	evbuffer_freeze(in, 0);
+	wire_wipe(buf, (size_t)n);	/* an Exec carries secrets */
+	conn_read_cb(c->bev, c);
+	/*
+	 * Served and closed: nothing up the stack (the listener) holds the
+	 * connection, so it goes now rather than at the next loop turn.
+	 */
+	if (c->state == CONN_DEAD) {
+		evtimer_del(c->timer);
+		conn_free_cb(-1, 0, c);
+	}
+}
+
 void
 conn_accept(struct laned *d, int fd, uid_t uid)
 {
 	struct conn *c;
 	struct timeval tv;
 
+	/* Non-blocking already: compat_accept_cloexec makes it so. */
 	compat_nosigpipe(fd);
-	if (compat_set_nonblock(fd) == -1) {
-		log_warn("accept: fcntl");
-		close(fd);
-		return;
-	}
 	c = xcalloc(1, sizeof *c);
 	c->d = d;
 	c->id = ++d->next_conn_id;
@@ -223,7 +266,9 @@ conn_accept(struct laned *d, int fd, uid_t uid)
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED,
 		    "too many connections (max_connections = %u)",
 		    d->cfg.max_connections);
+		return;
 	}
+	conn_read_early(c, fd);
 }
 
 void
@@ -231,6 +276,8 @@ conn_set_handler(struct conn *c, const struct conn_handler *h, void *ctx)
 {
 	c->handler = h;
 	c->ctx = ctx;
+	if (h != NULL && h->input != NULL)
+		c->streamed = true;
 }
 
 int
@@ -266,6 +313,18 @@ conn_finish(struct conn *c)
 	c->handler = NULL;
 	bufferevent_disable(c->bev, EV_READ);
 	evtimer_del(c->timer);
+	/*
+	 * A small answer goes out now rather than on the next turn of the
+	 * loop: no wait for writability, and for most calls the connection
+	 * is done here. What does not fit is left to the bufferevent.
+	 */
+	if (conn_output_len(c) > 0 && conn_output_len(c) <= CONN_IO_CHUNK) {
+		struct evbuffer *out = bufferevent_get_output(c->bev);
+
+		evbuffer_unfreeze(out, 1);
+		(void)evbuffer_write(out, bufferevent_getfd(c->bev));
+		evbuffer_freeze(out, 1);
+	}
 	if (conn_output_len(c) == 0)
 		conn_linger(c);
 }
@@ -375,7 +434,7 @@ conn_hello(struct conn *c, const AlRequest *req)
 	hr.protocol_version = WIRE_PROTOCOL_VERSION;
 	hr.daemon_version = (char *)AGENT_LANE_VERSION;
 	hr.limits = &lim;
-	hr.pid = (uint32_t)getpid();
+	hr.pid = (uint32_t)c->d->pid;
 	hr.started_at_ms = c->d->started_at_ms;
 	hr.state_dir = cfg->state_dir;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_HELLO;
@@ -410,6 +469,16 @@ conn_frame(struct conn *c, const AlRequest *req)
 	}
 }
 
+static bool
+conn_frame_buffered(struct evbuffer *in)
+{
+	uint8_t hdr[WIRE_HEADER_SIZE];
+
+	return evbuffer_copyout(in, hdr, sizeof hdr) == (ssize_t)sizeof hdr &&
+	    evbuffer_get_length(in) >= WIRE_HEADER_SIZE +
+	    (size_t)wire_header_length(hdr);
+}
+
 static void
 conn_read_cb(struct bufferevent *bev, void *arg)
 {
@@ -427,13 +496,16 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	/*
-	 * The bufferevent read at most 4 KiB; take what else is there, up to
-	 * one maximal frame. End of stream and errors are left for the
-	 * bufferevent to find on its next read. Its input buffer is frozen at
-	 * the end for everyone else, as libevent's own reader does, unfreeze
-	 * it just for this.
+	 * Unless a whole hello or request is here already (a small call:
+	 * both in one read), take what else is there, up to one maximal
+	 * frame: a large frame then costs one callback, not one per 256 KiB.
+	 * During a call (an exec's input, a copy) always: that is a stream.
+	 * End of stream and errors are left for the bufferevent to find on
+	 * its next read. Its input buffer is frozen at the end for everyone
+	 * else, as libevent's own reader does, unfreeze it just for this.
 	 */
-	if (!c->paused && c->state != CONN_DEAD && c->state != CONN_FLUSH) {
+	if (!c->paused && c->state != CONN_DEAD && c->state != CONN_FLUSH &&
+	    (c->state == CONN_CALL || !conn_frame_buffered(in))) {
 		evbuffer_unfreeze(in, 0);
 		(void)iobuf_fill(in, bufferevent_getfd(bev),
 		    c->d->cfg.max_frame_bytes + WIRE_HEADER_SIZE);

@@ -278,6 +278,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	spec.env = env;
 	spec.nenv = npol + req->n_env;
 	spec.stdin = req->stdin;
+	spec.channel = true;
 	spec.what = "exec";
 	/* With a tty, window sizes may come even when stdin does not. */
 	if ((s = session_start(d, c, &spec, &exec_hooks, timeout_ms,

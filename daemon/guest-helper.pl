@@ -28,10 +28,143 @@
 # not I input). agent-laned keeps at most
 # 1 MiB unacknowledged, so this program reads its input all the time, and
 # sees the channel close even while the command leaves its stdin unread.
+#
+# Channel mode (`perl -e PROGRAM mux`): one helper kept running for all the
+# execs of a lane, over one `limactl shell`, so that an exec pays neither
+# ssh, nor a login shell, nor compiling this program. Every frame on the
+# channel, both ways, is a type byte, a 32-bit big-endian exec id, a 32-bit
+# big-endian length and the payload. In:
+#   N id window  start an exec; window (32-bit): output bytes it may send
+#   M id bytes   the exec's input: the one-exec frames above, as they are
+#   G id n       the exec may send n more output bytes (32-bit)
+#   Q id         the exec is over for agent-laned: its pipes are closed, so
+#                its helper kills the command's process group
+# Out: the line "\0ALGM01\n", then M id bytes (the exec's one-exec output,
+# magic line first) and Q id (that output ended). Each exec runs in a child
+# of the channel helper, which is the one-exec program below with its stdin
+# and stdout on two pipes; the child keeps no descriptor of the channel or of
+# another exec. The channel helper reads an exec's output only while its
+# window is open, so agent-laned buffers at most a window per exec, and a
+# stalled exec stalls nothing else; input it queues is bounded by the 1 MiB
+# of unacknowledged I bytes agent-laned allows each exec. At the channel's
+# end of input it exits: every exec's pipes close, and each kills its
+# command's process group.
 use strict;
 $SIG{PIPE} = "IGNORE";
 my ($EINTR, $EAGAIN, $O_NONBLOCK, $F_GETFL, $F_SETFL, $F_SETPIPE_SZ) =
     (4, 11, 2048, 3, 4, 1031);
+sub nonblock {
+    my $fl = fcntl($_[0], $F_GETFL, 0);
+    fcntl($_[0], $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
+}
+sub wall {
+    my ($m) = @_;
+    my $o = 0;
+    while ($o < length($m)) {
+        my $w = syswrite(STDOUT, $m, length($m) - $o, $o);
+        if (!defined($w)) {
+            next if $! == $EINTR;
+            return 0;
+        }
+        $o += $w;
+    }
+    return 1;
+}
+# Returns only in a new exec's child, which then runs the one-exec program.
+sub mux {
+    my (%x, $cin) = ();
+    $cin = "";
+    binmode STDIN;
+    binmode STDOUT;
+    wall("\0ALGM01\n") or exit(3);
+    # An exec's helper that exited is reaped at once: its exit wakes the
+    # select() below through this pipe (see the one-exec program's).
+    pipe(my $sig_r, my $sig_w) or exit(3);
+    nonblock($sig_r); nonblock($sig_w);
+    $SIG{CHLD} = sub { syswrite($sig_w, "x"); };
+    while (1) {
+        1 while waitpid(-1, 1) > 0;
+        my ($rin, $win) = ("", "");
+        vec($rin, 0, 1) = 1;
+        vec($rin, fileno($sig_r), 1) = 1;
+        for my $e (values %x) {
+            delete $e->{new};
+            vec($rin, fileno($e->{o}), 1) = 1 if $e->{c} > 0;
+            vec($win, fileno($e->{i}), 1) = 1 if $e->{i} && length($e->{q});
+        }
+        my $n = select(my $rout = $rin, my $wout = $win, undef, undef);
+        next if $n <= 0;
+        sysread($sig_r, my $junk, 64) if vec($rout, fileno($sig_r), 1);
+        if (vec($rout, 0, 1)) {
+            my $r = sysread(STDIN, $cin, 262144, length($cin));
+            next if !defined($r) && ($! == $EINTR || $! == $EAGAIN);
+            exit(0) if !$r;
+            while (length($cin) >= 9) {
+                my ($t, $id, $l) = unpack("a N N", $cin);
+                last if length($cin) < 9 + $l;
+                my $d = substr($cin, 9, $l);
+                substr($cin, 0, 9 + $l) = "";
+                my $e = $x{$id};
+                if ($t eq "N") {
+                    exit(2) if $e || $l != 4;
+                    my ($ir, $iw, $or, $ow, $p);
+                    if (!pipe($ir, $iw)) { wall("Q" . pack("NN", $id, 0)) or exit(0); next; }
+                    if (!pipe($or, $ow)) { close($ir); close($iw); wall("Q" . pack("NN", $id, 0)) or exit(0); next; }
+                    $p = fork();
+                    if (!defined($p)) {
+                        close($_) for ($ir, $iw, $or, $ow);
+                        wall("Q" . pack("NN", $id, 0)) or exit(0);
+                        next;
+                    }
+                    if ($p == 0) {
+                        $SIG{CHLD} = "DEFAULT";
+                        for my $o (values %x) { close($o->{o}); close($o->{i}) if $o->{i}; }
+                        close($iw); close($or); close($sig_r); close($sig_w);
+                        open(STDIN, "<&", $ir) or exit(3);
+                        open(STDOUT, ">&", $ow) or exit(3);
+                        close($ir); close($ow);
+                        return;
+                    }
+                    close($ir); close($ow);
+                    nonblock($iw); nonblock($or);
+                    $x{$id} = { i => $iw, o => $or, q => "", c => unpack("N", $d), new => 1 };
+                }
+                elsif (!$e) { }
+                elsif ($t eq "M") { $e->{q} .= $d if $e->{i}; }
+                elsif ($t eq "G" && $l == 4) { $e->{c} += unpack("N", $d); }
+                elsif ($t eq "Q") {
+                    close($e->{o}); close($e->{i}) if $e->{i};
+                    delete $x{$id};
+                }
+                else { exit(2); }
+            }
+        }
+        for my $id (keys %x) {
+            my $e = $x{$id};
+            # New this round: its descriptors were not in the select.
+            next if $e->{new};
+            if ($e->{i} && length($e->{q}) && vec($wout, fileno($e->{i}), 1)) {
+                my $w = syswrite($e->{i}, $e->{q});
+                if (defined($w)) { substr($e->{q}, 0, $w) = ""; }
+                elsif ($! != $EINTR && $! != $EAGAIN) {
+                    close($e->{i});
+                    ($e->{i}, $e->{q}) = (undef, "");
+                }
+            }
+            next if $e->{c} <= 0 || !vec($rout, fileno($e->{o}), 1);
+            my $r = sysread($e->{o}, my $d, $e->{c} < 65536 ? $e->{c} : 65536);
+            if ($r) {
+                $e->{c} -= $r;
+                wall("M" . pack("NN", $id, $r) . $d) or exit(0);
+            } elsif (defined($r) || ($! != $EINTR && $! != $EAGAIN)) {
+                wall("Q" . pack("NN", $id, 0)) or exit(0);
+                close($e->{o}); close($e->{i}) if $e->{i};
+                delete $x{$id};
+            }
+        }
+    }
+}
+mux() if @ARGV == 1 && $ARGV[0] eq "mux";
 my ($O_RDWR, $O_NOCTTY, $TIOCSPTLCK, $TIOCGPTN, $TIOCSCTTY, $TIOCSWINSZ) =
     (2, 256, 0x40045431, 0x80045430, 0x540E, 0x5414);
 binmode STDIN;
@@ -108,6 +241,17 @@ if ($tty) {
 pipe(my $st_r, my $st_w) or exit(3);
 # Copies stream through these: larger pipes, fewer wake-ups (best effort).
 fcntl($_, $F_SETPIPE_SZ, 1048576) for grep { defined } ($in_w, $out_r);
+# The child's exit wakes select() below through a pipe: perl runs signal
+# handlers between operations, so a SIGCHLD that lands just before select()
+# would otherwise be noticed only when select() times out. Installed before
+# the fork: a command that exits at once (true) must not beat the handler
+# (execve resets it in the child).
+pipe(my $sig_r, my $sig_w) or exit(3);
+for my $fh ($sig_r, $sig_w) {
+    my $fl = fcntl($fh, $F_GETFL, 0);
+    fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
+}
+$SIG{CHLD} = sub { syswrite($sig_w, "x"); };
 $pid = fork();
 exit(3) if !defined($pid);
 if ($pid == 0) {
@@ -156,15 +300,6 @@ if ($pid == 0) {
 # A tty command makes its own session (and group): setpgid here could win
 # the race and make setsid fail in the child.
 setpgrp($pid, $pid) if !$tty;
-# The child's exit wakes select() below through a pipe: perl runs signal
-# handlers between operations, so a SIGCHLD that lands just before select()
-# would otherwise be noticed only when select() times out.
-pipe(my $sig_r, my $sig_w) or exit(3);
-for my $fh ($sig_r, $sig_w) {
-    my $fl = fcntl($fh, $F_GETFL, 0);
-    fcntl($fh, $F_SETFL, $fl | $O_NONBLOCK) if defined($fl);
-}
-$SIG{CHLD} = sub { syswrite($sig_w, "x"); };
 close($st_w);
 if (!$tty) {
     close($out_w); close($err_w);

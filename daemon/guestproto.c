@@ -194,3 +194,93 @@ guest_parse(struct guest_parser *p, const uint8_t *buf, size_t len,
 	*used = off + GUEST_HEADER + plen;
 	return GUEST_FRAME;
 }
+
+void
+guest_chan_parser_init(struct guest_chan_parser *p)
+{
+	memset(p, 0, sizeof *p);
+}
+
+static uint32_t
+be32(const uint8_t *d)
+{
+	return ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
+	    ((uint32_t)d[2] << 8) | d[3];
+}
+
+void
+guest_chan_header(uint8_t hdr[GUEST_CHAN_HEADER], char type, uint32_t id,
+    uint32_t len)
+{
+	hdr[0] = (uint8_t)type;
+	hdr[1] = (uint8_t)(id >> 24);
+	hdr[2] = (uint8_t)(id >> 16);
+	hdr[3] = (uint8_t)(id >> 8);
+	hdr[4] = (uint8_t)id;
+	hdr[5] = (uint8_t)(len >> 24);
+	hdr[6] = (uint8_t)(len >> 16);
+	hdr[7] = (uint8_t)(len >> 8);
+	hdr[8] = (uint8_t)len;
+}
+
+enum guest_rc
+guest_chan_parse(struct guest_chan_parser *p, const uint8_t *buf, size_t len,
+    struct guest_chan_frame *out, size_t *used)
+{
+	size_t off = 0;
+
+	*used = 0;
+	if (!p->synced) {
+		/* Login-shell noise up to the channel helper's magic line. */
+		for (; off + GUEST_MAGIC_LEN <= len; off++)
+			if (memcmp(buf + off, GUEST_CHAN_MAGIC,
+			    GUEST_MAGIC_LEN) == 0)
+				break;
+		if (off + GUEST_MAGIC_LEN > len) {
+			size_t keep = len < GUEST_MAGIC_LEN - 1 ?
+			    len : GUEST_MAGIC_LEN - 1;
+
+			off = len - keep;
+		}
+		p->skipped += off;
+		if (p->skipped > GUEST_MAX_PREAMBLE) {
+			p->reason = "guest printed too much before the "
+			    "agent-lane channel helper started";
+			return GUEST_ERROR;
+		}
+		if (off + GUEST_MAGIC_LEN > len) {
+			*used = off;
+			return GUEST_NEED_MORE;
+		}
+		p->synced = true;
+		off += GUEST_MAGIC_LEN;
+	}
+	if (len - off < GUEST_CHAN_HEADER) {
+		*used = off;
+		return GUEST_NEED_MORE;
+	}
+	out->type = (char)buf[off];
+	out->id = be32(buf + off + 1);
+	out->len = be32(buf + off + 5);
+	switch (out->type) {
+	case GUEST_CHAN_DATA:
+		if (out->len == 0 || out->len > GUEST_CHAN_MAX_PAYLOAD) {
+			p->reason = "malformed data frame from the channel "
+			    "helper";
+			return GUEST_ERROR;
+		}
+		break;
+	case GUEST_CHAN_END:
+		if (out->len != 0) {
+			p->reason = "malformed end frame from the channel "
+			    "helper";
+			return GUEST_ERROR;
+		}
+		break;
+	default:
+		p->reason = "unknown frame type from the channel helper";
+		return GUEST_ERROR;
+	}
+	*used = off + GUEST_CHAN_HEADER;
+	return GUEST_FRAME;
+}

@@ -67,4 +67,45 @@ uint32_t guest_header_len(const uint8_t hdr[GUEST_HEADER]);
 /* Writes a 5-byte frame header for the helper's input. */
 void guest_header(uint8_t hdr[GUEST_HEADER], char type, uint32_t len);
 
+/*
+ * The lane's exec channel (`perl -e HELPER mux`): one helper for every exec
+ * of a lane. Each frame is a type, an exec id and a length; an M frame
+ * carries a piece of one exec's stream of the frames above, byte for byte.
+ */
+#define GUEST_CHAN_MAGIC "\0ALGM01\n"
+#define GUEST_CHAN_HEADER 9
+/* The channel helper sends at most 64 KiB of an exec's stream per frame. */
+#define GUEST_CHAN_MAX_PAYLOAD (64u * 1024u)
+
+enum guest_chan_type {
+	GUEST_CHAN_NEW = 'N',	/* to the guest: start an exec (its window) */
+	GUEST_CHAN_DATA = 'M',	/* either way: bytes of the exec's stream */
+	GUEST_CHAN_GRANT = 'G',	/* to the guest: more output may come */
+	GUEST_CHAN_END = 'Q',	/* either way: the exec's stream is over */
+};
+
+struct guest_chan_frame {
+	char type;		/* GUEST_CHAN_DATA or GUEST_CHAN_END */
+	uint32_t id;
+	uint32_t len;		/* payload bytes after the header */
+};
+
+struct guest_chan_parser {
+	bool synced;
+	size_t skipped;
+	const char *reason;
+};
+
+void guest_chan_parser_init(struct guest_chan_parser *);
+/*
+ * Looks at buf[0..len) for the next frame header. GUEST_FRAME: *out is the
+ * header and *used counts the bytes up to the payload (login noise and the
+ * magic line included); the payload is not looked at. GUEST_NEED_MORE:
+ * *used bytes may be dropped; read more.
+ */
+enum guest_rc guest_chan_parse(struct guest_chan_parser *, const uint8_t *buf,
+    size_t len, struct guest_chan_frame *out, size_t *used);
+void guest_chan_header(uint8_t hdr[GUEST_CHAN_HEADER], char type,
+    uint32_t id, uint32_t len);
+
 #endif

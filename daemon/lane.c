@@ -8,6 +8,7 @@
 
 #include "conn.h"
 #include "image.h"
+#include "gexec.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanelog.h"
@@ -116,6 +117,7 @@ lane_free(struct lane *l)
 	case LANE_STEP_COMMIT_WAIT:
 		break;
 	}
+	gexec_chan_close(&l->chan);
 	if (l->retry_timer != NULL)
 		event_free(l->retry_timer);
 	lanenet_proxy_close(l);
@@ -749,6 +751,8 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		    l->name, reason);
 		while ((a = TAILQ_FIRST(&l->activities)) != NULL)
 			a->cancel(a, code, msg);
+		/* No exec is left on the channel; it goes with the lane. */
+		gexec_chan_close(&l->chan);
 		/* The VM is deleted only once the row says destroying. */
 		memset(&ch, 0, sizeof ch);
 		ch.to = LANE_DESTROYING;

@@ -100,8 +100,8 @@ lane_send_row(struct laned *d, struct conn *c, const char *name)
 	size_t n = 0;
 	int rc;
 
-	if ((rc = registry_lane_get(d->reg, name, &rec)) != REG_OK ||
-	    registry_labels_get(d->reg, name, src, LANE_LABELS_MAX, &n) != REG_OK) {
+	if ((rc = registry_lane_get_labeled(d->reg, name, &rec, src,
+	    LANE_LABELS_MAX, &n)) != REG_OK) {
 		conn_send_error(c, rc == REG_NOT_FOUND ?
 		    AGENTLANE__V1__ERROR_CODE__NOT_FOUND :
 		    AGENTLANE__V1__ERROR_CODE__INTERNAL,
@@ -400,11 +400,13 @@ lane_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 		return;
 	if ((l = lane_find(d, name)) == NULL) {
 		/*
-		 * Not live: report the row (destroy is idempotent), and
-		 * removing a failed lane removes the logs its start left.
+		 * Not live: removing a failed lane removes the logs its start
+		 * left, then the row is reported (destroy is idempotent). In
+		 * that order: the answer may be written at once, and a client
+		 * that has it must find the logs gone.
 		 */
-		if (lane_send(d, c, name))
-			lanelog_discard(d, name);
+		lanelog_discard(d, name);
+		(void)lane_send(d, c, name);
 		return;
 	}
 	lane_waiter_add(l, c, LANE_WAIT_DESTROY);

@@ -339,27 +339,22 @@ lane_create_start(struct laned *d, struct conn *c,
 }
 
 int
-lane_create_pooled(struct laned *d, uint32_t cpus, uint32_t memory_mib,
-    uint32_t disk_gib, uint64_t max_age_ms, char *name, size_t namelen)
+lane_create_pooled(struct laned *d, const struct pool_shape *shape,
+    uint64_t max_age_ms, char *name, size_t namelen)
 {
 	struct lane_record rec;
 	struct lane *l;
+	char inst[IMAGE_INSTANCE_SIZE], err[256];
+	uint32_t image_disk = 0;
 	int rc = REG_EXISTS;
 
 	memset(&rec, 0, sizeof rec);
-	rec.cpus = cpus;
-	rec.memory_mib = memory_mib;
-	rec.disk_gib = disk_gib;
-	rec.created_at_ms = time_now_ms();
-	/* The reaper recycles it at this deadline if nobody took it. */
-	rec.deadline_ms = rec.created_at_ms + (int64_t)max_age_ms;
-	rec.owner_uid = (uint32_t)d->uid;
-	rec.state = LANE_CREATING;
-	rec.pooled = true;
+	rec.cpus = shape->cpus;
+	rec.memory_mib = shape->memory_mib;
+	rec.disk_gib = shape->disk_gib;
 	/* Pool lanes have the configured policy; pool_take matches it. */
 	{
 		struct lane_create_plan np;
-		char err[256];
 
 		memset(&np, 0, sizeof np);
 		if (lane_create_net_plan(&d->cfg, NULL, &np, err,
@@ -369,6 +364,20 @@ lane_create_pooled(struct laned *d, uint32_t cpus, uint32_t memory_mib,
 		}
 		record_net(&rec, &np);
 	}
+	/* As lane_create_start: held until the clone returns. */
+	if (shape->image[0] != '\0' && image_hold(d, shape->image, inst,
+	    &image_disk, err, sizeof err) != 0) {
+		log_warnx("warm pool: %s", err);
+		return -1;
+	}
+	if (rec.disk_gib < image_disk)
+		rec.disk_gib = image_disk;
+	rec.created_at_ms = time_now_ms();
+	/* The reaper recycles it at this deadline if nobody took it. */
+	rec.deadline_ms = rec.created_at_ms + (int64_t)max_age_ms;
+	rec.owner_uid = (uint32_t)d->uid;
+	rec.state = LANE_CREATING;
+	rec.pooled = true;
 	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
 		if (lima_name_generate(rec.name, sizeof rec.name) == -1)
 			return -1;
@@ -377,14 +386,25 @@ lane_create_pooled(struct laned *d, uint32_t cpus, uint32_t memory_mib,
 		rc = registry_lane_insert(d->reg, &rec, NULL, 0);
 	}
 	if (rc != REG_OK) {
+		if (shape->image[0] != '\0')
+			image_release(d, shape->image);
 		log_warnx("warm pool: cannot register a lane");
 		return -1;
 	}
 	log_info("lane %s: registered for the warm pool (cpus %u, memory %u "
-	    "MiB, disk %u GiB)", rec.name, cpus, memory_mib, disk_gib);
+	    "MiB, disk %u GiB%s%s)", rec.name, rec.cpus, rec.memory_mib,
+	    rec.disk_gib, shape->image[0] != '\0' ? ", image " : "",
+	    shape->image);
 	str_copy(name, rec.name, namelen);
 	l = lane_new(d, &rec);
 	l->state = LANE_POOLED;
+	if (shape->image[0] != '\0') {
+		/* The audit trail keeps it across restarts (pool.c). */
+		str_copy(l->image, shape->image, sizeof l->image);
+		str_copy(l->image_instance, inst, sizeof l->image_instance);
+		l->image_held = true;
+		lane_event(l, "image", l->image);
+	}
 	lane_changed(d);
 	lane_step_create(l);
 	return 0;

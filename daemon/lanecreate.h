@@ -59,11 +59,13 @@ void lane_create_start(struct laned *, struct conn *,
 
 /*
  * Registers a warm-pool lane of that shape (pooled, recycled after
- * max_age_ms) and starts booting it with nobody waiting; its name in name.
- * -1 if it could not be registered (logged).
+ * max_age_ms; with an image, a clone of it) and starts booting it with
+ * nobody waiting; its name in name. -1 if it could not be registered, or
+ * the image cannot be had (logged).
  */
-int lane_create_pooled(struct laned *, uint32_t cpus, uint32_t memory_mib,
-    uint32_t disk_gib, uint64_t max_age_ms, char *name, size_t namelen);
+struct pool_shape;
+int lane_create_pooled(struct laned *, const struct pool_shape *,
+    uint64_t max_age_ms, char *name, size_t namelen);
 
 /*
  * The network policy of a request, defaults from cfg applied (also the

@@ -36,6 +36,7 @@ struct laned {
 	struct registry *reg;
 	struct lima *lima;
 	uid_t uid;
+	pid_t pid;		/* for HelloReply, without a call per hello */
 	int64_t started_at_ms;	/* wall clock, for HelloReply */
 
 	int listen_fd;

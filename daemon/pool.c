@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
@@ -38,36 +39,65 @@ struct pool {
 
 /*
  * Pool lanes boot with the configured network policy (lane_create_pooled):
- * mode, allow list, no sudo. A lane of another policy (booted before the
- * configuration changed) is not the pool's, and a create asking for
- * another policy never gets a pool lane.
+ * mode, allow list, no sudo. So the policy is part of a shape: a lane of
+ * another policy (booted before the configuration changed) is not the
+ * pool's, and a create asking for another policy never gets a pool lane.
+ */
+_Static_assert(sizeof(((struct pool_shape *)0)->image) == IMAGE_NAME_SIZE,
+    "a pool shape holds an image name");
+
+/*
+ * The one place shapes are compared: a pool lane goes only to a create
+ * that asks for exactly its shape, and the refill and trim count lanes by
+ * it. A new part of the shape is compared here (count is not a part).
  */
 static bool
-policy_eq(const struct lane *l, uint32_t mode, const char *allow, bool sudo)
+pool_shape_eq(const struct pool_shape *a, const struct pool_shape *b)
 {
-	return l->net_policy && l->net_mode == mode && l->sudo == sudo &&
-	    strcmp(l->allow, allow) == 0;
+	return a->cpus == b->cpus && a->memory_mib == b->memory_mib &&
+	    a->disk_gib == b->disk_gib && strcmp(a->image, b->image) == 0 &&
+	    a->net_policy == b->net_policy && a->net_mode == b->net_mode &&
+	    a->sudo == b->sudo && strcmp(a->allow != NULL ? a->allow : "",
+	    b->allow != NULL ? b->allow : "") == 0;
 }
 
-static bool
-pool_policy(const struct laned *d, const struct lane *l)
+/* A lane's shape, as it was booted. */
+static void
+pool_lane_shape(const struct lane *l, struct pool_shape *s)
 {
-	return policy_eq(l, d->cfg.network, d->cfg.network == NETPOLICY_ALLOW ?
-	    d->cfg.allow : "", false);
+	memset(s, 0, sizeof *s);
+	s->cpus = l->cpus;
+	s->memory_mib = l->memory_mib;
+	s->disk_gib = l->disk_gib;
+	str_copy(s->image, l->image, sizeof s->image);
+	s->net_policy = l->net_policy;
+	s->net_mode = l->net_mode;
+	s->sudo = l->sudo;
+	s->allow = l->allow;
 }
 
-static bool
-shape_eq(const struct pool_shape *a, uint32_t cpus, uint32_t memory_mib,
-    uint32_t disk_gib)
+/*
+ * A clone gets the image's disk when that is larger (Lima grows a disk,
+ * never shrinks one; lane_create_start does the same), so a shape with an
+ * image is compared with the disk its lanes really have. Read each time:
+ * an image rebuilt with a larger disk changes it.
+ */
+static void
+pool_shape_disk(struct laned *d, struct pool_shape *s)
 {
-	return a->cpus == cpus && a->memory_mib == memory_mib &&
-	    a->disk_gib == disk_gib;
+	struct image_record img;
+
+	if (s->image[0] != '\0' &&
+	    registry_image_get(d->reg, s->image, &img) == REG_OK &&
+	    s->disk_gib < img.disk_gib)
+		s->disk_gib = img.disk_gib;
 }
 
 /* The configured shapes with defaults filled in; equal shapes merged. */
 static void
-pool_resolve(struct pool *p, const struct config *cfg)
+pool_resolve(struct pool *p, struct laned *d)
 {
+	const struct config *cfg = &d->cfg;
 	struct pool_shape all[POOL_SHAPES_MAX + 1];
 	size_t n = 0;
 
@@ -88,9 +118,13 @@ pool_resolve(struct pool *p, const struct config *cfg)
 			s.memory_mib = cfg->default_memory_mib;
 		if (s.disk_gib == 0)
 			s.disk_gib = cfg->default_disk_gib;
+		s.net_policy = true;
+		s.net_mode = cfg->network;
+		s.sudo = false;
+		s.allow = cfg->network == NETPOLICY_ALLOW ? cfg->allow : "";
+		pool_shape_disk(d, &s);
 		for (j = 0; j < p->nshapes; j++)
-			if (shape_eq(&p->shapes[j], s.cpus, s.memory_mib,
-			    s.disk_gib))
+			if (pool_shape_eq(&p->shapes[j], &s))
 				break;
 		if (j < p->nshapes)
 			p->shapes[j].count += s.count;
@@ -120,18 +154,41 @@ pool_init(struct laned *d)
 	if (d->cfg.pool_size == 0 && d->cfg.npool_shapes == 0)
 		return;
 	p = xcalloc(1, sizeof *p);
-	pool_resolve(p, &d->cfg);
+	pool_resolve(p, d);
 	if ((p->retry_timer = evtimer_new(d->base, retry_cb, d)) == NULL)
 		fatalx("evtimer_new");
 	d->pool = p;
 	d->pool_changed = pool_kick;
 	for (size_t i = 0; i < p->nshapes; i++)
 		log_info("warm pool: %u lanes of cpus %u, memory %u MiB, disk "
-		    "%u GiB (max age %llu s, %u boots at once)",
+		    "%u GiB%s%s (max age %llu s, %u boots at once)",
 		    p->shapes[i].count, p->shapes[i].cpus,
 		    p->shapes[i].memory_mib, p->shapes[i].disk_gib,
+		    p->shapes[i].image[0] != '\0' ? ", image " : "",
+		    p->shapes[i].image,
 		    (unsigned long long)(d->cfg.pool_max_age_ms / 1000),
 		    d->cfg.pool_max_boots);
+}
+
+/*
+ * The image a pool lane kept from the last run was cloned from: the row
+ * does not hold it, the lane's audit trail does ("image", written when it
+ * was registered). Without it the lane could be taken as a lane of the
+ * base template.
+ */
+static void
+pool_lane_image(struct laned *d, struct lane *l)
+{
+	struct registry_event *ev = NULL;
+	size_t n = 0;
+
+	if (l->image[0] != '\0' ||
+	    registry_events_list(d->reg, l->name, &ev, &n) != REG_OK)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ev[i].event, "image") == 0)
+			str_copy(l->image, ev[i].detail, sizeof l->image);
+	free(ev);
 }
 
 /*
@@ -143,20 +200,24 @@ pool_trim(struct laned *d)
 {
 	struct pool *p = d->pool;
 	struct lane *l, *next;
+	struct pool_shape ls;
 	size_t have[POOL_SHAPES_MAX + 1] = { 0 };
 
+	if (p != NULL)
+		pool_resolve(p, d);
 	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
 		size_t i = 0;
 
 		next = TAILQ_NEXT(l, entry);
 		if (l->state != LANE_POOLED)
 			continue;
-		if (p != NULL && pool_policy(d, l))
+		pool_lane_image(d, l);
+		pool_lane_shape(l, &ls);
+		if (p != NULL)
 			for (i = 0; i < p->nshapes; i++)
-				if (shape_eq(&p->shapes[i], l->cpus,
-				    l->memory_mib, l->disk_gib))
+				if (pool_shape_eq(&p->shapes[i], &ls))
 					break;
-		if (p != NULL && pool_policy(d, l) && i < p->nshapes &&
+		if (p != NULL && i < p->nshapes &&
 		    have[i] < p->shapes[i].count) {
 			int64_t age_end = l->created_at_ms +
 			    (int64_t)d->cfg.pool_max_age_ms;
@@ -231,12 +292,14 @@ pool_refill(struct laned *d)
 {
 	struct pool *p = d->pool;
 	struct lane *l;
+	struct pool_shape ls;
 	size_t booting = 0, have[POOL_SHAPES_MAX + 1] = { 0 };
 	int64_t now;
 
 	if (p == NULL || !p->started || p->refilling || d->shutting_down)
 		return;
 	p->refilling = true;
+	pool_resolve(p, d);
 	pool_follow_boots(d, p);
 	/* Every pool lane counts: those recovered at start-up too. */
 	TAILQ_FOREACH(l, &d->lanes, entry) {
@@ -244,9 +307,9 @@ pool_refill(struct laned *d)
 			continue;
 		if (l->step != LANE_STEP_NONE)
 			booting++;
-		for (size_t i = 0; pool_policy(d, l) && i < p->nshapes; i++)
-			if (shape_eq(&p->shapes[i], l->cpus, l->memory_mib,
-			    l->disk_gib)) {
+		pool_lane_shape(l, &ls);
+		for (size_t i = 0; i < p->nshapes; i++)
+			if (pool_shape_eq(&p->shapes[i], &ls)) {
 				have[i]++;
 				break;
 			}
@@ -266,8 +329,7 @@ pool_refill(struct laned *d)
 		    p->nboots < POOL_LANES_MAX) {
 			struct pool_boot *b = &p->boots[p->nboots];
 
-			if (lane_create_pooled(d, p->shapes[i].cpus,
-			    p->shapes[i].memory_mib, p->shapes[i].disk_gib,
+			if (lane_create_pooled(d, &p->shapes[i],
 			    d->cfg.pool_max_age_ms, b->name,
 			    sizeof b->name) == -1) {
 				/* Not even registered: retry after a pause. */
@@ -287,22 +349,33 @@ bool
 pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 {
 	struct lane *l, *pick = NULL;
+	struct pool_shape want, ls;
 	int64_t now;
 	int rc;
 
-	/* Pool lanes boot from the base template: an image boots cold. */
-	if (d->pool == NULL || plan->image[0] != '\0')
+	if (d->pool == NULL)
 		return false;
+	memset(&want, 0, sizeof want);
+	want.cpus = plan->cpus;
+	want.memory_mib = plan->memory_mib;
+	want.disk_gib = plan->disk_gib;
+	str_copy(want.image, plan->image, sizeof want.image);
+	want.net_policy = true;
+	want.net_mode = plan->net_mode;
+	want.sudo = plan->sudo;
+	want.allow = plan->allow;
+	pool_shape_disk(d, &want);
 	/* The oldest booted lane of the shape: the first in the list. */
-	TAILQ_FOREACH(l, &d->lanes, entry)
-		if (l->state == LANE_POOLED && l->step == LANE_STEP_NONE &&
-		    !l->destroy_pending && l->cpus == plan->cpus &&
-		    l->memory_mib == plan->memory_mib &&
-		    l->disk_gib == plan->disk_gib &&
-		    policy_eq(l, plan->net_mode, plan->allow, plan->sudo)) {
+	TAILQ_FOREACH(l, &d->lanes, entry) {
+		if (l->state != LANE_POOLED || l->step != LANE_STEP_NONE ||
+		    l->destroy_pending)
+			continue;
+		pool_lane_shape(l, &ls);
+		if (pool_shape_eq(&ls, &want)) {
 			pick = l;
 			break;
 		}
+	}
 	if (pick == NULL)
 		return false;
 	now = time_now_ms();

@@ -741,6 +741,47 @@ registry_lane_get(struct registry *r, const char *name, struct lane_record *rec)
 }
 
 int
+registry_lane_get_labeled(struct registry *r, const char *name,
+    struct lane_record *rec, struct lane_label *labels, size_t max, size_t *n)
+{
+	sqlite3_stmt *st = prepare(r, "SELECT " LANE_COLUMNS ", l.key, "
+	    "l.value FROM lanes LEFT JOIN lane_labels l ON l.lane = "
+	    "lanes.name WHERE lanes.name = ?1 ORDER BY l.key");
+	size_t len = 0;
+	int rc, ret = REG_NOT_FOUND;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	/* The label follows the lane's columns, however many those are. */
+	int kcol = sqlite3_column_count(st) - 2;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *k = (const char *)sqlite3_column_text(st, kcol);
+		const char *v = (const char *)sqlite3_column_text(st, kcol + 1);
+
+		if (ret == REG_NOT_FOUND) {
+			row_to_record(st, rec);
+			ret = REG_OK;
+		}
+		/* No label: the LEFT JOIN's one row has a NULL key. */
+		if (k == NULL || len >= max)
+			continue;
+		str_copy(labels[len].key, k, sizeof labels[len].key);
+		str_copy(labels[len].value, v != NULL ? v : "",
+		    sizeof labels[len].value);
+		len++;
+	}
+	if (rc != SQLITE_DONE) {
+		reg_failed(r, sqlite3_errmsg(r->db));
+		ret = REG_ERROR;
+	}
+	release(st);
+	*n = len;
+	return ret;
+}
+
+int
 registry_lane_transition(struct registry *r, const char *name, int to,
     const char *event, const char *detail)
 {

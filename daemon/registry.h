@@ -114,6 +114,12 @@ int registry_lane_insert(struct registry *, const struct lane_record *,
     const struct lane_label *labels, size_t nlabels);
 int registry_lane_get(struct registry *, const char *name, struct lane_record *);
 /*
+ * A lane and its labels (up to max, by key) in one statement, so in one
+ * read transaction: what GetLane answers, without a second lock round.
+ */
+int registry_lane_get_labeled(struct registry *, const char *name,
+    struct lane_record *, struct lane_label *labels, size_t max, size_t *n);
+/*
  * Moves a lane to another state if the state machine allows it, appending
  * event/detail in the same transaction; sets ended_at for terminal states.
  */

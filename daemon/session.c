@@ -279,7 +279,13 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 		}
 		spec->cwd = cwd;
 	}
-	s->g = gexec_start(d->base, &d->procs, d->lima, spec, &session_gexec_ops, s, err, sizeof err);
+	if (spec->channel)
+		s->g = gexec_start_chan(d->base, &d->procs, d->lima,
+		    &s->act.lane->chan, spec, &session_gexec_ops, s, err,
+		    sizeof err);
+	else
+		s->g = gexec_start(d->base, &d->procs, d->lima, spec,
+		    &session_gexec_ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s", err);
 		return NULL;

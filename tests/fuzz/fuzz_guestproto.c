@@ -99,11 +99,67 @@ feed(const uint8_t *data, size_t size, size_t split, struct result *r)
 	free(buf);
 }
 
+/*
+ * The exec channel's parser on the same bytes, consumed as gexec.c does:
+ * frame counts and ends agree between one read and two, consumption never
+ * passes what was offered, and no payload is larger than the bound.
+ */
+static void
+chan_feed(const uint8_t *data, size_t size, size_t split, size_t *frames,
+    uint64_t *sum, enum guest_rc *last)
+{
+	struct guest_chan_parser p;
+	struct guest_chan_frame f;
+	size_t off = 0, avail = split, used;
+
+	guest_chan_parser_init(&p);
+	*frames = 0;
+	*sum = 0;
+	for (;;) {
+		*last = guest_chan_parse(&p, data + off, avail, &f, &used);
+		if (*last == GUEST_ERROR) {
+			if (p.reason == NULL)
+				abort();
+			return;
+		}
+		if (used > avail)
+			abort();
+		if (*last == GUEST_FRAME && avail - used >= f.len) {
+			if (f.len > GUEST_CHAN_MAX_PAYLOAD ||
+			    (f.type != GUEST_CHAN_DATA &&
+			    f.type != GUEST_CHAN_END))
+				abort();
+			(*frames)++;
+			*sum += f.id + f.len + (unsigned char)f.type;
+			off += used + f.len;
+			avail -= used + f.len;
+			continue;
+		}
+		if (*last == GUEST_FRAME) {
+			used -= GUEST_CHAN_HEADER;
+			*last = GUEST_NEED_MORE;
+		}
+		off += used;
+		avail -= used;
+		if (off + avail == size)
+			return;
+		avail = size - off;	/* the second read: all the rest */
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct result whole, halves;
 	size_t split = size > 0 ? data[0] % (size + 1) : 0;
+	size_t cn1, cn2;
+	uint64_t cs1, cs2;
+	enum guest_rc cl1, cl2;
+
+	chan_feed(data, size, size, &cn1, &cs1, &cl1);
+	chan_feed(data, size, split, &cn2, &cs2, &cl2);
+	if (cn1 != cn2 || cs1 != cs2 || cl1 != cl2)
+		abort();
 
 	feed(data, size, size, &whole);
 	feed(data, size, split, &halves);

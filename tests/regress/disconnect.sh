@@ -2,8 +2,9 @@
 # A client that goes away is noticed at once, whatever the daemon was doing
 # with its connection: even while it has stopped reading the client's
 # stdin (backpressure), the guest process group is killed and every slot
-# the call held (exec slot, connection, descriptors, limactl shell) is
-# given back. And when the daemon itself stops, calls in flight get a
+# the call held (exec slot, connection, descriptors, its helper in the
+# guest) is given back; the lane's exec channel (one limactl shell for all
+# its execs) stays, and is the only limactl shell left. And when the daemon itself stops, calls in flight get a
 # typed UNAVAILABLE, not a bare close.
 . "$(dirname "$0")/lib.sh"
 
@@ -15,15 +16,24 @@ L=$(ctl create --timeout 10m)
 # is found from the host.
 NAP=$((200000 + RANDOM))
 guest_sleep() { pgrep -fx "sleep $NAP" >/dev/null; }
-lima_shell() {
+shell_pids() {
 	local p
 	for p in $(pgrep -f 'limactl --tty=false shell' 2>/dev/null); do
 		if { tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
 		    grep -qx "LIMA_HOME=$STATE/lima"; then
-			return 0
+			echo "$p"
 		fi
 	done
-	return 1
+}
+lima_shells() { shell_pids | wc -l; }
+# The guest helpers of this lane's execs: the perl processes under its
+# limactl shell, less the channel helper itself.
+exec_helpers() {
+	local p n=0
+	for p in $(shell_pids); do
+		n=$((n + $(pstree -p "$p" | grep -o 'perl([0-9]*)' | wc -l) - 1))
+	done
+	echo "$n"
 }
 daemon_nfds() { ls /proc/"$DAEMON_PID"/fd | wc -l; }
 
@@ -43,11 +53,13 @@ check "the daemon paused reading (the client is still blocked)" kill -0 "$CLI"
 kill -INT "$CLI"
 wait "$CLI" 2>/dev/null
 no_guest() { ! guest_sleep; }
-no_shell() { ! lima_shell; }
+one_shell() { [ "$(lima_shells)" = 1 ]; }
+no_helper() { [ "$(exec_helpers)" = 0 ]; }
 fds_back() { [ "$(daemon_nfds)" -le "$FDS0" ]; }
 logged() { grep -q 'client disconnected' "$LOG"; }
 check "the guest command is killed at once" wait_for 2 no_guest
-check "its limactl shell is gone" wait_for 2 no_shell
+check "its helper in the guest is gone" wait_for 2 no_helper
+check "only the lane's exec channel is left of limactl shells" one_shell
 check "the daemon's descriptors are released ($(daemon_nfds) vs $FDS0)" wait_for 2 fds_back
 check "the disconnect is logged" wait_for 2 logged
 OUT=$(ctl exec -n "$L" -- echo ok 2>&1)
@@ -70,6 +82,8 @@ check "and its descriptors" wait_for 2 fds_back
 # again on select (epoll and poll both have EV_FEATURE_EARLY_CLOSE).
 stop_daemon
 EVENT_NOEPOLL=1 EVENT_NOPOLL=1 start_daemon --max-execs-per-lane 1 || exit 1
+# A first exec opens the lane's exec channel, which keeps its descriptors.
+ctl exec -n "$L" -- true
 FDS0=$(daemon_nfds)
 head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$NAP" \
     >/dev/null 2>&1 &

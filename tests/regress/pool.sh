@@ -58,6 +58,10 @@ check_eq "its lifetime starts when taken" 600 "$life"
 age=$(python3 -c 'import json,sys,time; l=json.loads(sys.argv[1]); print(int(time.time()*1000 - l["created_at_ms"]) < 5000)' "$json")
 check_eq "its creation time is the take" True "$age"
 check_eq "exec works in it" hi "$(ctl exec "$L" -- echo hi)"
+# Its exec channel opened with that first exec, after the take: one more
+# limactl shell, and only one whatever the number of execs.
+ctl exec "$L" -- true
+check_eq "its exec channel opened only once it was taken" 2 "$(shells_of "$L")"
 
 # Another shape boots cold.
 C=$(ctl create --cpus 1 --timeout 10m)

@@ -26,9 +26,15 @@ def spawn(args, rows=33, cols=101):
 
 class Term:
     def __init__(self, args, **kw):
+        # The modes a new terminal has, read from a fresh pty of our own:
+        # reading the child's after the fork would race with the client
+        # switching it to raw (seen under load in make check).
+        m, s = os.openpty()
+        self.before = termios.tcgetattr(m)
+        os.close(m)
+        os.close(s)
         self.pid, self.fd = spawn(args, **kw)
         self.out = b""
-        self.before = termios.tcgetattr(self.fd)
 
     def read_until(self, want, t=20):
         end = time.time() + t

@@ -536,6 +536,138 @@ test_header_encoding(void **state)
 	assert_memory_equal(GUEST_MAGIC, "\0ALGX01\n", GUEST_MAGIC_LEN);
 }
 
+/* ---- The exec channel's frames ---- */
+
+/*
+ * Feeds buf step bytes at a time, as reads would, and consumes the way
+ * gexec.c does (a frame's header stays until its payload is all there).
+ */
+static size_t
+chan_parse_all(const uint8_t *buf, size_t len, size_t step,
+    struct guest_chan_frame *out, size_t max, enum guest_rc *last)
+{
+	struct guest_chan_parser p;
+	struct guest_chan_frame f;
+	size_t avail = 0, off = 0, n = 0, used;
+
+	guest_chan_parser_init(&p);
+	for (;;) {
+		*last = guest_chan_parse(&p, buf + off, avail, &f, &used);
+		if (*last == GUEST_ERROR) {
+			assert_non_null(p.reason);
+			return n;
+		}
+		assert_true(used <= avail);
+		if (*last == GUEST_FRAME && avail - used >= f.len) {
+			assert_true(n < max);
+			out[n++] = f;
+			off += used + f.len;
+			avail -= used + f.len;
+			continue;
+		}
+		if (*last == GUEST_FRAME)
+			used -= GUEST_CHAN_HEADER;
+		off += used;
+		avail -= used;
+		if (off + avail == len)
+			return n;
+		avail += step;
+		if (off + avail > len)
+			avail = len - off;
+	}
+}
+
+static void
+test_chan_frames(void **state)
+{
+	uint8_t buf[256], *p = buf;
+	struct guest_chan_frame f[8];
+	enum guest_rc last;
+	size_t n;
+
+	memcpy(p, "motd noise\n", 11);
+	p += 11;
+	memcpy(p, GUEST_CHAN_MAGIC, GUEST_MAGIC_LEN);
+	p += GUEST_MAGIC_LEN;
+	guest_chan_header(p, GUEST_CHAN_DATA, 7, 3);
+	memcpy(p + GUEST_CHAN_HEADER, "abc", 3);
+	p += GUEST_CHAN_HEADER + 3;
+	guest_chan_header(p, GUEST_CHAN_DATA, 0x01020304, 2);
+	memcpy(p + GUEST_CHAN_HEADER, "xy", 2);
+	p += GUEST_CHAN_HEADER + 2;
+	guest_chan_header(p, GUEST_CHAN_END, 7, 0);
+	p += GUEST_CHAN_HEADER;
+	for (size_t step = 1; step <= (size_t)(p - buf); step++) {
+		n = chan_parse_all(buf, (size_t)(p - buf), step, f, 8, &last);
+		assert_int_equal(n, 3);
+		assert_int_equal(f[0].type, GUEST_CHAN_DATA);
+		assert_int_equal(f[0].id, 7);
+		assert_int_equal(f[0].len, 3);
+		assert_int_equal(f[1].id, 0x01020304);
+		assert_int_equal(f[1].len, 2);
+		assert_int_equal(f[2].type, GUEST_CHAN_END);
+		assert_int_equal(f[2].id, 7);
+	}
+	guest_chan_header(buf, 'N', 1, 4);
+	assert_memory_equal(buf, "N\0\0\0\1\0\0\0\4", GUEST_CHAN_HEADER);
+	assert_memory_equal(GUEST_CHAN_MAGIC, "\0ALGM01\n", GUEST_MAGIC_LEN);
+}
+
+/* What the guest may not send on the channel. */
+static void
+test_chan_errors(void **state)
+{
+	struct { char type; uint32_t len; } bad[] = {
+		{ 'X', 1 },				/* unknown type */
+		{ 'N', 4 },				/* ours, not the guest's */
+		{ 'G', 4 },
+		{ GUEST_CHAN_DATA, 0 },			/* empty data */
+		{ GUEST_CHAN_DATA, GUEST_CHAN_MAX_PAYLOAD + 1 },
+		{ GUEST_CHAN_END, 1 },			/* an end with payload */
+	};
+	struct guest_chan_parser p;
+	struct guest_chan_frame f;
+	uint8_t buf[GUEST_MAGIC_LEN + GUEST_CHAN_HEADER];
+	size_t used;
+	uint8_t *noise;
+
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		memcpy(buf, GUEST_CHAN_MAGIC, GUEST_MAGIC_LEN);
+		guest_chan_header(buf + GUEST_MAGIC_LEN, bad[i].type, 1,
+		    bad[i].len);
+		guest_chan_parser_init(&p);
+		assert_int_equal(guest_chan_parse(&p, buf, sizeof buf, &f,
+		    &used), GUEST_ERROR);
+		assert_non_null(p.reason);
+	}
+	/* The largest payload is fine. */
+	guest_chan_header(buf + GUEST_MAGIC_LEN, GUEST_CHAN_DATA, 1,
+	    GUEST_CHAN_MAX_PAYLOAD);
+	guest_chan_parser_init(&p);
+	assert_int_equal(guest_chan_parse(&p, buf, sizeof buf, &f, &used),
+	    GUEST_FRAME);
+	assert_int_equal(used, sizeof buf);
+	/* Noise before the magic line is bounded, in one read or many. */
+	noise = calloc(1, GUEST_MAX_PREAMBLE + 64);
+	assert_non_null(noise);
+	memset(noise, 'm', GUEST_MAX_PREAMBLE + 64);
+	guest_chan_parser_init(&p);
+	assert_int_equal(guest_chan_parse(&p, noise, GUEST_MAX_PREAMBLE + 64,
+	    &f, &used), GUEST_ERROR);
+	guest_chan_parser_init(&p);
+	for (size_t i = 0; i < 100; i++) {
+		enum guest_rc rc = guest_chan_parse(&p, noise, 4096, &f,
+		    &used);
+
+		if (rc == GUEST_ERROR)
+			break;
+		assert_int_equal(rc, GUEST_NEED_MORE);
+		assert_true(i < 20);
+	}
+	assert_non_null(p.reason);
+	free(noise);
+}
+
 int
 main(void)
 {
@@ -550,6 +682,8 @@ main(void)
 		cmocka_unit_test(test_payload_bound),
 		cmocka_unit_test(test_preamble_bound),
 		cmocka_unit_test(test_header_encoding),
+		cmocka_unit_test(test_chan_frames),
+		cmocka_unit_test(test_chan_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

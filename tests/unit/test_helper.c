@@ -487,6 +487,397 @@ test_tty(void **state)
 	assert_int_equal(helper_wait(&h), 0);
 }
 
+/* ---- Channel mode: `perl -e PROGRAM mux` ---- */
+
+#define MUX_EXECS 4
+
+struct mux {
+	pid_t pid;
+	int in, out;
+	uint8_t buf[GUEST_CHAN_HEADER + GUEST_CHAN_MAX_PAYLOAD + 65536];
+	size_t len;
+	struct guest_chan_parser parser;
+	struct {
+		uint8_t *data;	/* the exec's one-exec stream, as received */
+		size_t len;
+		bool ended;
+	} x[MUX_EXECS];
+};
+
+static struct mux *current_mux;
+
+static int
+teardown_mux(void **state)
+{
+	if (current_mux != NULL) {
+		if (current_mux->pid > 0 && kill(current_mux->pid, SIGKILL) == 0)
+			(void)waitpid(current_mux->pid, NULL, 0);
+		for (int i = 0; i < MUX_EXECS; i++)
+			free(current_mux->x[i].data);
+		free(current_mux);
+		current_mux = NULL;
+	}
+	return 0;
+}
+
+static struct mux *
+mux_start(int keep_fd)
+{
+	struct mux *m = calloc(1, sizeof *m);
+	int in[2], out[2];
+
+	assert_non_null(m);
+	current_mux = m;
+	assert_int_equal(pipe(in), 0);
+	assert_int_equal(pipe(out), 0);
+	m->pid = fork();
+	assert_true(m->pid != -1);
+	if (m->pid == 0) {
+		if (dup2(in[0], 0) == -1 || dup2(out[1], 1) == -1)
+			_exit(120);
+		for (int fd = 3; fd < 64; fd++)
+			if (fd != keep_fd)
+				(void)close(fd);
+		execlp("perl", "perl", "-e", guest_helper_source, "mux",
+		    (char *)NULL);
+		_exit(121);
+	}
+	close(in[0]);
+	close(out[1]);
+	m->in = in[1];
+	m->out = out[0];
+	assert_int_equal(fcntl(m->in, F_SETFD, FD_CLOEXEC), 0);
+	assert_int_equal(fcntl(m->in, F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(fcntl(m->out, F_SETFD, FD_CLOEXEC), 0);
+	guest_chan_parser_init(&m->parser);
+	return m;
+}
+
+static bool mux_read(struct mux *, int, bool *);
+
+/*
+ * Like agent-laned, reads the channel while it writes: the channel helper
+ * writes its output blocking, so a writer that does not read would wait on
+ * it forever.
+ */
+static void
+mux_write_all(struct mux *m, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	struct pollfd pfd[2] = { { .fd = m->in, .events = POLLOUT },
+	    { .fd = m->out, .events = POLLIN } };
+	bool eof;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(m->in, p, len);
+		if (n == -1 && errno == EAGAIN) {
+			assert_true(poll(pfd, 2, WAIT_MS) > 0);
+			if (pfd[1].revents != 0)
+				(void)mux_read(m, 0, &eof);
+			continue;
+		}
+		assert_true(n > 0);
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void
+mux_put(struct mux *m, char type, uint32_t id, const void *data, size_t len)
+{
+	uint8_t hdr[GUEST_CHAN_HEADER];
+
+	guest_chan_header(hdr, type, id, (uint32_t)len);
+	mux_write_all(m, hdr, sizeof hdr);
+	if (len > 0)
+		mux_write_all(m, data, len);
+}
+
+static void
+mux_put_u32(struct mux *m, char type, uint32_t id, uint32_t v)
+{
+	uint8_t b[4] = { v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff,
+	    v & 0xff };
+
+	mux_put(m, type, id, b, sizeof b);
+}
+
+/* One one-exec frame, inside an M frame of exec id. */
+static void
+mux_put_inner(struct mux *m, uint32_t id, char type, const void *data,
+    size_t len)
+{
+	uint8_t *b = malloc(GUEST_HEADER + len);
+
+	assert_non_null(b);
+	guest_header(b, type, (uint32_t)len);
+	if (len > 0)
+		memcpy(b + GUEST_HEADER, data, len);
+	mux_put(m, GUEST_CHAN_DATA, id, b, GUEST_HEADER + len);
+	free(b);
+}
+
+static void
+mux_run(struct mux *m, uint32_t id, uint32_t window, const char *const *argv)
+{
+	mux_put_u32(m, GUEST_CHAN_NEW, id, window);
+	mux_put_inner(m, id, 'C', NULL, 0);
+	for (; *argv != NULL; argv++)
+		mux_put_inner(m, id, 'A', *argv, strlen(*argv));
+	mux_put_inner(m, id, 'R', NULL, 0);
+}
+
+/*
+ * Reads the channel for up to ms; what each exec sent goes to its stream.
+ * False if nothing came in that time; -1 through *eof at the end.
+ */
+static bool
+mux_read(struct mux *m, int ms, bool *eof)
+{
+	struct pollfd pfd = { .fd = m->out, .events = POLLIN };
+	struct guest_chan_frame f;
+	enum guest_rc rc;
+	size_t used;
+	ssize_t n;
+
+	*eof = false;
+	if (poll(&pfd, 1, ms) != 1)
+		return false;
+	n = read(m->out, m->buf + m->len, sizeof m->buf - m->len);
+	assert_true(n >= 0);
+	if (n == 0) {
+		*eof = true;
+		return false;
+	}
+	m->len += (size_t)n;
+	for (;;) {
+		rc = guest_chan_parse(&m->parser, m->buf, m->len, &f, &used);
+		assert_int_not_equal(rc, GUEST_ERROR);
+		if (rc == GUEST_FRAME && m->len - used < f.len) {
+			used -= GUEST_CHAN_HEADER;
+			rc = GUEST_NEED_MORE;
+		}
+		if (rc == GUEST_FRAME) {
+			assert_true(f.id > 0 && f.id < MUX_EXECS);
+			assert_false(m->x[f.id].ended);
+			if (f.type == GUEST_CHAN_END)
+				m->x[f.id].ended = true;
+			else {
+				m->x[f.id].data = realloc(m->x[f.id].data,
+				    m->x[f.id].len + f.len);
+				assert_non_null(m->x[f.id].data);
+				memcpy(m->x[f.id].data + m->x[f.id].len,
+				    m->buf + used, f.len);
+				m->x[f.id].len += f.len;
+			}
+			used += f.len;
+		}
+		memmove(m->buf, m->buf + used, m->len - used);
+		m->len -= used;
+		if (rc != GUEST_FRAME)
+			return true;
+	}
+}
+
+/* Reads until exec id's stream ended. */
+static void
+mux_wait_end(struct mux *m, uint32_t id)
+{
+	bool eof;
+
+	while (!m->x[id].ended) {
+		assert_true(mux_read(m, WAIT_MS, &eof));
+		assert_false(eof);
+	}
+}
+
+/*
+ * An exec's stream (so far) through the one-exec parser: its stdout, and
+ * its exit code once there (-2 until then).
+ */
+static void
+mux_stream(struct mux *m, uint32_t id, uint8_t **out, size_t *outlen,
+    int *code)
+{
+	struct guest_parser p;
+	struct guest_frame f;
+	size_t off = 0, used;
+
+	guest_parser_init(&p);
+	*out = NULL;
+	*outlen = 0;
+	*code = -2;
+	while (off < m->x[id].len) {
+		enum guest_rc rc = guest_parse(&p, m->x[id].data + off,
+		    m->x[id].len - off, &f, &used);
+
+		assert_int_not_equal(rc, GUEST_ERROR);
+		if (rc == GUEST_NEED_MORE && used == 0)
+			break;		/* the rest has yet to come */
+		if (rc == GUEST_NEED_MORE) {
+			off += used;
+			continue;
+		}
+		if (f.type == GUEST_STDOUT) {
+			*out = realloc(*out, *outlen + f.len + 1);
+			assert_non_null(*out);
+			memcpy(*out + *outlen, f.data, f.len);
+			*outlen += f.len;
+		} else if (f.type == GUEST_EXIT)
+			*code = f.code;
+		off += used;
+	}
+}
+
+/*
+ * Two execs at once on one channel, their input interleaved frame by
+ * frame: each gets exactly its own bytes back, and its own exit code.
+ */
+static void
+test_mux_execs_apart(void **state)
+{
+	const char *a1[] = { "sh", "-c", "cat; exit 3", NULL };
+	const char *a2[] = { "sh", "-c", "cat; exit 4", NULL };
+	static uint8_t in1[300000], in2[300000];
+	struct mux *m = mux_start(-1);
+	uint8_t *out;
+	size_t outlen;
+	int code;
+	bool eof;
+
+	for (size_t i = 0; i < sizeof in1; i++) {
+		in1[i] = (uint8_t)(i * 7 + 1);
+		in2[i] = (uint8_t)(i * 13 + 5);
+	}
+	mux_run(m, 1, 1u << 20, a1);
+	mux_run(m, 2, 1u << 20, a2);
+	for (size_t off = 0; off < sizeof in1; off += 30000) {
+		mux_put_inner(m, 1, 'I', in1 + off, 30000);
+		mux_put_inner(m, 2, 'I', in2 + off, 30000);
+		while (mux_read(m, 0, &eof))
+			;
+	}
+	mux_put_inner(m, 1, 'Z', NULL, 0);
+	mux_put_inner(m, 2, 'Z', NULL, 0);
+	mux_wait_end(m, 1);
+	mux_wait_end(m, 2);
+	mux_stream(m, 1, &out, &outlen, &code);
+	assert_int_equal(code, 3);
+	assert_int_equal(outlen, sizeof in1);
+	assert_memory_equal(out, in1, sizeof in1);
+	free(out);
+	mux_stream(m, 2, &out, &outlen, &code);
+	assert_int_equal(code, 4);
+	assert_int_equal(outlen, sizeof in2);
+	assert_memory_equal(out, in2, sizeof in2);
+	free(out);
+	/* The end of the channel's input ends the channel helper. */
+	close(m->in);
+	while (mux_read(m, WAIT_MS, &eof) || !eof)
+		;
+	assert_int_equal(waitpid(m->pid, &code, 0), m->pid);
+	m->pid = 0;
+	assert_true(WIFEXITED(code) && WEXITSTATUS(code) == 0);
+}
+
+/* An exec sends no more than its window until agent-laned grants more. */
+static void
+test_mux_window(void **state)
+{
+	const char *argv[] = { "head", "-c", "300000", "/dev/zero", NULL };
+	struct mux *m = mux_start(-1);
+	uint8_t *out;
+	size_t outlen;
+	int code;
+	bool eof;
+
+	mux_run(m, 1, 100000, argv);
+	mux_put_inner(m, 1, 'Z', NULL, 0);
+	while (mux_read(m, 500, &eof))
+		;
+	assert_false(eof);
+	assert_int_equal(m->x[1].len, 100000);
+	assert_false(m->x[1].ended);
+	mux_put_u32(m, GUEST_CHAN_GRANT, 1, 1000);
+	while (mux_read(m, 500, &eof))
+		;
+	assert_int_equal(m->x[1].len, 101000);
+	mux_put_u32(m, GUEST_CHAN_GRANT, 1, 1u << 20);
+	mux_wait_end(m, 1);
+	mux_stream(m, 1, &out, &outlen, &code);
+	assert_int_equal(code, 0);
+	assert_int_equal(outlen, 300000);
+	free(out);
+}
+
+/* Gone, or a zombie nobody reaped yet: either way no longer running. */
+static bool
+proc_dead(long pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return true;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	return (p = strrchr(buf, ')')) == NULL || p[1] == '\0' ||
+	    p[2] == 'Z' || p[2] == 'X';
+}
+
+/*
+ * Q from agent-laned ends one exec (its whole process group goes), and
+ * the channel goes on for the others.
+ */
+static void
+test_mux_end_kills_group(void **state)
+{
+	const char *a1[] = { "sh", "-c",
+	    "sleep 1000 & echo started $! $$; sleep 1001", NULL };
+	const char *a2[] = { "echo", "after", NULL };
+	struct mux *m = mux_start(-1);
+	uint8_t *out;
+	size_t outlen;
+	long bg = 0, sh = 0;
+	int code, waited;
+	bool eof;
+
+	mux_run(m, 1, 1u << 20, a1);
+	for (;;) {
+		mux_stream(m, 1, &out, &outlen, &code);
+		if (outlen > 0 && out[outlen - 1] == '\n') {
+			out[outlen] = '\0';
+			assert_int_equal(sscanf((char *)out, "started %ld %ld",
+			    &bg, &sh), 2);
+			free(out);
+			break;
+		}
+		free(out);
+		assert_true(mux_read(m, WAIT_MS, &eof));
+	}
+	assert_false(proc_dead(bg));
+	assert_false(proc_dead(sh));
+	mux_put(m, GUEST_CHAN_END, 1, NULL, 0);
+	for (waited = 0; waited < WAIT_MS; waited += 10) {
+		if (proc_dead(bg) && proc_dead(sh))
+			break;
+		usleep(10000);
+	}
+	assert_true(proc_dead(bg) && proc_dead(sh));
+	mux_run(m, 2, 1u << 20, a2);
+	mux_put_inner(m, 2, 'Z', NULL, 0);
+	mux_wait_end(m, 2);
+	mux_stream(m, 2, &out, &outlen, &code);
+	assert_int_equal(code, 0);
+	assert_int_equal(outlen, 6);
+	assert_memory_equal(out, "after\n", 6);
+	free(out);
+}
+
 int
 main(void)
 {
@@ -501,6 +892,9 @@ main(void)
 		cmocka_unit_test_teardown(test_bad_frame, teardown_helper),
 		cmocka_unit_test_teardown(test_channel_close_kills_group, teardown_helper),
 		cmocka_unit_test_teardown(test_tty, teardown_helper),
+		cmocka_unit_test_teardown(test_mux_execs_apart, teardown_mux),
+		cmocka_unit_test_teardown(test_mux_window, teardown_mux),
+		cmocka_unit_test_teardown(test_mux_end_kills_group, teardown_mux),
 	};
 
 #if !defined(__linux__)
