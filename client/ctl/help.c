@@ -257,8 +257,9 @@ const struct ctl_command ctl_commands[] = {
 	    "serial.log (the boot console), ha.stderr.log and ha.stdout.log\n"
 	    "(the hostagent). A lane whose start failed keeps them, with what\n"
 	    "limactl said (limactl.log), until `rm`; other lanes' logs go with\n"
-	    "their VM. Control characters are shown as ? on a terminal.\n",
-	    logs_options, 0, false, CTL_COMPLETE_LANE, NULL },
+	    "their VM. Control characters are shown as ? on a terminal.\n"
+	    "--json prints one object a line: {\"source\": FILE, \"line\": TEXT}.\n",
+	    logs_options, 0, true, CTL_COMPLETE_LANE, NULL },
 	{ "reap", NULL, "", "reconcile now: destroy lanes whose VM is gone",
 	    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
 	    "deletes them.\n",

@@ -10,7 +10,13 @@
 
 #include "ctl.h"
 
+/* --json: one object a line; a longer line is cut into pieces this long. */
+#define LOGS_JSON_LINE_MAX 65536
+
 struct logs_out {
+	bool json;		/* JSON lines: {"source": ..., "line": ...} */
+	char line[LOGS_JSON_LINE_MAX + 1];	/* json: the line so far */
+	size_t len;
 	bool headers;		/* a lane's: "==> FILE <==" before each file */
 	bool safe;		/* a terminal: no control characters */
 	char source[64];	/* the file last written */
@@ -37,10 +43,55 @@ put_safe(FILE *f, const unsigned char *p, size_t len)
 	return true;
 }
 
+/* --json: the line collected so far, as one object. */
+static bool
+json_flush(struct logs_out *o)
+{
+	if (o->len == 0)
+		return true;
+	o->line[o->len] = '\0';
+	fputs("{\"source\":", stdout);
+	ctl_json_string(stdout, o->source);
+	fputs(",\"line\":", stdout);
+	ctl_json_string(stdout, o->line);
+	fputs("}\n", stdout);
+	o->len = 0;
+	return fflush(stdout) != EOF;
+}
+
+static bool
+json_chunk(struct logs_out *o, const char *source, const unsigned char *p,
+    size_t len)
+{
+	if (strcmp(source, o->source) != 0) {
+		if (!json_flush(o))
+			return false;
+		snprintf(o->source, sizeof o->source, "%s", source);
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (p[i] == '\n') {
+			/* An empty line is a line too. */
+			if (o->len == 0)
+				o->line[o->len++] = '\0';
+			if (!json_flush(o))
+				return false;
+			continue;
+		}
+		/* A NUL would end the string early: shown as '?'. */
+		o->line[o->len++] = p[i] != '\0' ? (char)p[i] : '?';
+		if (o->len == LOGS_JSON_LINE_MAX && !json_flush(o))
+			return false;
+	}
+	return true;
+}
+
 static bool
 chunk_cb(const char *source, const void *data, size_t len, void *arg)
 {
 	struct logs_out *o = arg;
+
+	if (o->json)
+		return json_chunk(o, source, data, len);
 
 	if (o->headers && strcmp(source, o->source) != 0) {
 		/* tail(1)'s look: a blank line between files. */
@@ -61,7 +112,7 @@ int
 cmd_logs(struct ctl *ctl, int argc, char **argv)
 {
 	struct al_logs_opts lo = AL_LOGS_OPTS_INIT;
-	struct logs_out out = { .safe = isatty(STDOUT_FILENO) };
+	static struct logs_out out;	/* 64 KiB: not on the stack */
 	struct ctl_parsed p;
 	struct al_lane lane;
 	struct al_error err;
@@ -69,6 +120,8 @@ cmd_logs(struct ctl *ctl, int argc, char **argv)
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
 		return rc;
+	out.json = ctl->json;
+	out.safe = !out.json && isatty(STDOUT_FILENO);
 	if (p.noperands > 1)
 		return ctl_usage("logs: at most one lane (see agent-lanectl "
 		    "help logs)");
@@ -85,7 +138,10 @@ cmd_logs(struct ctl *ctl, int argc, char **argv)
 	lo.chunk = chunk_cb;
 	lo.arg = &out;
 	rc = al_logs(ctl->client, &lo, &err) == AL_OK ? 0 : -1;
-	if (out.line_open && !ctl_interrupted())
+	/* What the last file had after its last line end. */
+	if (out.json)
+		(void)json_flush(&out);
+	else if (out.line_open && !ctl_interrupted())
 		putchar('\n');
 	if (rc == -1) {
 		if (err.code == AL_CONNECT && lo.lane == NULL &&

@@ -37,6 +37,18 @@ check_eq "the kept copies are private (0700 directory, 0600 files)" \
     "700 600" "$(stat -c %a "$KEPT") $(stat -c %a "$KEPT/ha.stderr.log")"
 OUT=$(ctl logs | grep -c "lane $L: kept")
 check_eq "logs without LANE shows the daemon's log" 1 "$OUT"
+JL=$(ctl --json logs "$L" | python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+print(" ".join(sorted({r["source"] for r in rows if not r["source"].startswith("serial")})),
+      any("Starting the instance" in r["line"] for r in rows),
+      all(set(r) == {"source", "line"} and "\n" not in r["line"] for r in rows))')
+check_eq "logs --json: one object a line, each file's lines" \
+    "ha.stderr.log ha.stdout.log limactl.log True True" "$JL"
+check_eq "logs --json without LANE: the daemon's log" 1 \
+    "$(ctl --json logs | python3 -c '
+import json, sys
+print(sum(1 for l in sys.stdin if "kept" in json.loads(l)["line"] and json.loads(l)["source"] == "agent-laned.log"))')"
 
 # ---- A live lane -------------------------------------------------------------------
 L2=$(ctl create)
