@@ -275,7 +275,7 @@ check: tests asan fuzz node
 	@tests/check.sh
 
 # Real VMs (tests/lima-vm/README.md): builds the guest image on first use.
-check-vm: all
+check-vm: tests
 	@tests/check.sh vm-full
 
 # The newcomer's first command: dependencies, the Node package, everything.
