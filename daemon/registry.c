@@ -673,14 +673,23 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 	return tx_end(r, rc);
 }
 
+/* A text column into buf; NULL leaves it as it was (memset by the caller). */
+static void
+column_copy(sqlite3_stmt *st, int col, char *buf, size_t len)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+
+	if (s != NULL)
+		str_copy(buf, s, len);
+}
+
 static void
 row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 {
 	const char *s;
 
 	memset(rec, 0, sizeof *rec);
-	if ((s = (const char *)sqlite3_column_text(st, 0)) != NULL)
-		str_copy(rec->name, s, sizeof rec->name);
+	column_copy(st, 0, rec->name, sizeof rec->name);
 	if ((s = (const char *)sqlite3_column_text(st, 1)) != NULL)
 		rec->state = wire_lane_state_from_name(s);
 	rec->cpus = (uint32_t)sqlite3_column_int64(st, 2);
@@ -692,24 +701,17 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 	rec->last_activity_ms = sqlite3_column_int64(st, 8);
 	rec->ended_at_ms = sqlite3_column_int64(st, 9);
 	rec->owner_uid = (uint32_t)sqlite3_column_int64(st, 10);
-	if ((s = (const char *)sqlite3_column_text(st, 11)) != NULL)
-		str_copy(rec->workspace, s, sizeof rec->workspace);
-	if ((s = (const char *)sqlite3_column_text(st, 12)) != NULL)
-		str_copy(rec->error, s, sizeof rec->error);
+	column_copy(st, 11, rec->workspace, sizeof rec->workspace);
+	column_copy(st, 12, rec->error, sizeof rec->error);
 	rec->create_failed = sqlite3_column_int(st, 13) != 0;
 	rec->pooled = sqlite3_column_int(st, 14) != 0;
-	if ((s = (const char *)sqlite3_column_text(st, 15)) != NULL)
-		str_copy(rec->network, s, sizeof rec->network);
-	if ((s = (const char *)sqlite3_column_text(st, 16)) != NULL)
-		str_copy(rec->allow, s, sizeof rec->allow);
+	column_copy(st, 15, rec->network, sizeof rec->network);
+	column_copy(st, 16, rec->allow, sizeof rec->allow);
 	rec->sudo = sqlite3_column_int(st, 17) != 0;
 	rec->proxy_port = (uint16_t)sqlite3_column_int(st, 18);
-	if ((s = (const char *)sqlite3_column_text(st, 19)) != NULL)
-		str_copy(rec->net_policy, s, sizeof rec->net_policy);
-	if ((s = (const char *)sqlite3_column_text(st, 20)) != NULL)
-		str_copy(rec->net_note, s, sizeof rec->net_note);
-	if ((s = (const char *)sqlite3_column_text(st, 21)) != NULL)
-		str_copy(rec->alias, s, sizeof rec->alias);
+	column_copy(st, 19, rec->net_policy, sizeof rec->net_policy);
+	column_copy(st, 20, rec->net_note, sizeof rec->net_note);
+	column_copy(st, 21, rec->alias, sizeof rec->alias);
 	rec->owned = sqlite3_column_int(st, 22) != 0;
 	if (rec->pooled && (rec->state == LANE_CREATING ||
 	    rec->state == LANE_READY))
@@ -1399,23 +1401,18 @@ image_row(sqlite3_stmt *st, struct image_record *rec)
 	const char *s;
 
 	memset(rec, 0, sizeof *rec);
-	if ((s = (const char *)sqlite3_column_text(st, 0)) != NULL)
-		str_copy(rec->name, s, sizeof rec->name);
-	if ((s = (const char *)sqlite3_column_text(st, 1)) != NULL)
-		str_copy(rec->id, s, sizeof rec->id);
-	if ((s = (const char *)sqlite3_column_text(st, 2)) != NULL)
-		str_copy(rec->instance, s, sizeof rec->instance);
+	column_copy(st, 0, rec->name, sizeof rec->name);
+	column_copy(st, 1, rec->id, sizeof rec->id);
+	column_copy(st, 2, rec->instance, sizeof rec->instance);
 	s = (const char *)sqlite3_column_text(st, 3);
 	rec->state = s != NULL && strcmp(s, "ready") == 0 ? IMAGE_READY :
 	    IMAGE_BUILDING;
-	if ((s = (const char *)sqlite3_column_text(st, 4)) != NULL)
-		str_copy(rec->from, s, sizeof rec->from);
+	column_copy(st, 4, rec->from, sizeof rec->from);
 	rec->docker = sqlite3_column_int(st, 5) != 0;
 	rec->cpus = (uint32_t)sqlite3_column_int64(st, 6);
 	rec->memory_mib = (uint32_t)sqlite3_column_int64(st, 7);
 	rec->disk_gib = (uint32_t)sqlite3_column_int64(st, 8);
-	if ((s = (const char *)sqlite3_column_text(st, 9)) != NULL)
-		str_copy(rec->scripts, s, sizeof rec->scripts);
+	column_copy(st, 9, rec->scripts, sizeof rec->scripts);
 	rec->created_at_ms = sqlite3_column_int64(st, 10);
 	rec->build_ms = (uint64_t)sqlite3_column_int64(st, 11);
 }

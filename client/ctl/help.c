@@ -23,49 +23,39 @@ const struct ctl_option ctl_global_options[] = {
 	{ 0, NULL, NULL, NULL },
 };
 
+/* The options of the lane a command creates: create's and run's. */
+#define LANE_OPTIONS_RESOURCES \
+	{ 0, "cpus", "N", "virtual CPUs" }, \
+	{ 0, "memory", "SIZE", "memory; a plain number is GiB (4, 0.5, 512M)" }, \
+	{ 0, "disk", "SIZE", "disk, whole GiB; a plain number is GiB" }, \
+	{ 0, "timeout", "DURATION", "hard lifetime from creation" }, \
+	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" }, \
+	{ 0, "name", "ALIAS", "a second name for the lane, unique among live " \
+	    "lanes: [a-z0-9][a-z0-9._-], up to 63" }, \
+	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" }
+#define LANE_OPTIONS_CONTENT \
+	{ 'q', "quiet", NULL, "no progress line (there is none without a " \
+	    "terminal)" }, \
+	{ 0, "image", "IMAGE", "clone the lane from a built image" }, \
+	{ 0, "provision", "FILE", "build (or reuse, by content) the image of " \
+	    "these scripts first; repeatable" }, \
+	{ 0, "network", "none|internet|allow", "the lane's egress policy " \
+	    "(default: the daemon's)" }, \
+	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the " \
+	    "lane reaches through its proxy; repeatable" }, \
+	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy " \
+	    "is then advisory)" }
+
 static const struct ctl_option create_options[] = {
-	{ 0, "cpus", "N", "virtual CPUs" },
-	{ 0, "memory", "SIZE", "memory; a plain number is GiB (4, 0.5, 512M)" },
-	{ 0, "disk", "SIZE", "disk, whole GiB; a plain number is GiB" },
-	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
-	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
-	{ 0, "name", "ALIAS", "a second name for the lane, unique among live "
-	    "lanes: [a-z0-9][a-z0-9._-], up to 63" },
-	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
+	LANE_OPTIONS_RESOURCES,
 	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
-	{ 'q', "quiet", NULL, "no progress line (there is none without a "
-	    "terminal)" },
-	{ 0, "image", "IMAGE", "clone the lane from a built image" },
-	{ 0, "provision", "FILE", "build (or reuse, by content) the image of "
-	    "these scripts first; repeatable" },
-	{ 0, "network", "none|internet|allow", "the lane's egress policy "
-	    "(default: the daemon's)" },
-	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the "
-	    "lane reaches through its proxy; repeatable" },
-	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy "
-	    "is then advisory)" },
+	LANE_OPTIONS_CONTENT,
 	{ 0, NULL, NULL, NULL },
 };
 
 static const struct ctl_option run_options[] = {
-	{ 0, "cpus", "N", "virtual CPUs" },
-	{ 0, "memory", "SIZE", "memory; a plain number is GiB (4, 0.5, 512M)" },
-	{ 0, "disk", "SIZE", "disk, whole GiB; a plain number is GiB" },
-	{ 0, "timeout", "DURATION", "hard lifetime from creation" },
-	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" },
-	{ 0, "name", "ALIAS", "a second name for the lane while it lives" },
-	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" },
-	{ 0, "image", "IMAGE", "clone the lane from a built image" },
-	{ 0, "provision", "FILE", "build (or reuse) the image of these "
-	    "scripts first; repeatable" },
-	{ 0, "network", "none|internet|allow", "the lane's egress policy "
-	    "(default: the daemon's)" },
-	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the "
-	    "lane reaches through its proxy; repeatable" },
-	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy "
-	    "is then advisory)" },
-	{ 'q', "quiet", NULL, "no progress line (there is none without a "
-	    "terminal)" },
+	LANE_OPTIONS_RESOURCES,
+	LANE_OPTIONS_CONTENT,
 	{ 0, "cp", "HOST:LANEPATH", "copy into the lane before the command; "
 	    "repeatable" },
 	{ 0, "out", "LANEPATH:HOST", "copy out of the lane after it; "
