@@ -68,6 +68,8 @@ struct proxy {
 	void *record_arg;
 	proxy_resolve_fn *test_resolve;
 	void *test_arg;
+	const struct secret_set *secrets;	/* borrowed, see proxy.h */
+	struct tlsca *ca;			/* borrowed */
 	struct pconn_list conns;
 	size_t nconns;
 	uint64_t bytes;
@@ -744,6 +746,20 @@ proxy_set_test_resolver(struct proxy *px, proxy_resolve_fn *fn, void *arg)
 {
 	px->test_resolve = fn;
 	px->test_arg = arg;
+}
+
+void
+proxy_set_secrets(struct proxy *px, const struct secret_set *set,
+    struct tlsca *ca)
+{
+	px->secrets = set;
+	px->ca = ca;
+}
+
+int
+proxy_set_test_trust(struct proxy *px, const char *cafile)
+{
+	return -1;	/* interception is not built yet */
 }
 
 void
