@@ -247,6 +247,16 @@ main(int argc, char **argv)
 	d.dispatch = dispatch_request;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
+	/*
+	 * Every proxied connection is two descriptors: a configuration that
+	 * cannot have them all open would fail later, lane by lane, with
+	 * EMFILE. Refused now, --check-config included.
+	 */
+	if (config_check_nofile(&d.cfg, compat_nofile_raise(), err,
+	    sizeof err) == -1) {
+		fprintf(stderr, "agent-laned: %s\n", err);
+		return 2;
+	}
 	if (!lima_template_acceptable(d.cfg.lima_template)) {
 		fprintf(stderr, "agent-laned: lima_template \"%s\" is refused: "
 		    "only template:_images/NAME or an absolute file path can "

@@ -25,10 +25,12 @@ struct tlsca;
 
 struct proxy_limits {
 	uint32_t max_conns;		/* open client connections */
+	uint32_t max_heads;		/* of those, still sending their head */
 	uint32_t max_header_bytes;	/* one request head */
 	uint64_t max_conn_bytes;	/* both directions of one connection */
 	uint64_t max_lane_bytes;	/* everything through this proxy */
 	uint64_t idle_ms;		/* no byte either way */
+	uint64_t head_ms;		/* accept to a whole head, fixed */
 	uint64_t connect_ms;		/* resolve + connect upstream */
 	uint32_t max_events_per_min;	/* records; the excess is counted */
 };

@@ -168,6 +168,50 @@ header_dropped(const char *name, size_t n)
 }
 
 static bool
+name_is(const char *name, size_t n, const char *want)
+{
+	return strlen(want) == n && strncasecmp(name, want, n) == 0;
+}
+
+static bool
+is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * Whether a Connection header among the lines in [p, end) lists name:
+ * those headers are hop-by-hop too (RFC 9110 7.6.1) and never forwarded.
+ */
+static bool
+connection_lists(const char *p, const char *end, const char *name, size_t n)
+{
+	while (p < end - 2) {
+		const char *eol = memchr(p, '\r', (size_t)(end - p));
+		const char *colon = memchr(p, ':', (size_t)(eol - p));
+
+		if (colon != NULL && name_is(p, (size_t)(colon - p),
+		    "connection")) {
+			const char *t = colon + 1;
+			while (t < eol) {
+				const char *te;
+				while (t < eol && (is_ows(*t) || *t == ','))
+					t++;
+				te = t;
+				while (te < eol && *te != ',' && !is_ows(*te))
+					te++;
+				if (te > t && (size_t)(te - t) == n &&
+				    strncasecmp(t, name, n) == 0)
+					return true;
+				t = te;
+			}
+		}
+		p = eol + 2;
+	}
+	return false;
+}
+
+static bool
 put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 {
 	if (out == NULL)
@@ -254,6 +298,8 @@ proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
 
 	/* Header lines up to the blank one. */
 	p = eol + 2;
+	const char *headers = p;
+	bool has_te = false, has_cl = false;
 	while (p < end - 2) {
 		eol = memchr(p, '\r', (size_t)(end - p));
 		if (*p == ' ' || *p == '\t')
@@ -264,11 +310,18 @@ proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
 		for (const char *q = p; q < colon; q++)
 			if (!is_tchar((unsigned char)*q))
 				FAIL(400, "bad header name");
-		if (!r->connect && !header_dropped(p, (size_t)(colon - p)) &&
+		size_t nl = (size_t)(colon - p);
+		has_te |= name_is(p, nl, "transfer-encoding");
+		has_cl |= name_is(p, nl, "content-length");
+		if (!r->connect && !header_dropped(p, nl) &&
+		    !connection_lists(headers, end, p, nl) &&
 		    !put(out, outcap, &olen, p, (size_t)(eol - p) + 2))
 			FAIL(431, "request head too large");
 		p = eol + 2;
 	}
+	/* Two framings: the proxy and the server could each pick another. */
+	if (has_te && has_cl)
+		FAIL(400, "both Transfer-Encoding and Content-Length");
 	if (!r->connect) {
 		char hostline[PROXYREQ_HOST_MAX + 32];
 		int n;

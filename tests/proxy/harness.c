@@ -1,18 +1,20 @@
 /*
  * al-proxy-harness: runs one lane proxy (daemon/proxy.c) on its own event
  * loop, for tests/regress/proxy.sh. Prints "port N" once listening, then
- * one "EVENT detail" line per record; exits when stdin closes.
+ * one "EVENT detail" line per record; exits when stdin closes, after a
+ * last line "cpu MS" (its own user + system time, for the busy-loop test).
  *
  *   --allow PATTERN        repeated
  *   --connect-ports LIST   default 443
  *   --http-ports LIST      default 80
  *   --max-conns N --max-header N --max-conn-bytes N --max-lane-bytes N
- *   --idle-ms N --connect-ms N --events-per-min N
+ *   --idle-ms N --head-ms N --max-heads N --connect-ms N --events-per-min N
  *   --map NAME=ADDR        test resolver answer, vetted like DNS
  *   --trust NAME=ADDR      test resolver answer that skips vetting
  * With no --map/--trust the proxy uses libevent's evdns, as the daemon does.
  * This is a test program: it is built under build/tests and never installed.
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -117,7 +119,8 @@ main(int argc, char **argv)
 {
 	struct proxy_policy pol;
 	struct proxy_limits lim = {
-		.max_conns = 64, .max_header_bytes = 16384,
+		.max_conns = 64, .max_heads = 64, .head_ms = 10000,
+		.max_header_bytes = 16384,
 		.max_conn_bytes = 1ull << 30, .max_lane_bytes = 1ull << 34,
 		.idle_ms = 300000, .connect_ms = 30000, .max_events_per_min = 1000,
 	};
@@ -163,6 +166,10 @@ main(int argc, char **argv)
 			lim.max_lane_bytes = num(v);
 		else if (strcmp(o, "--idle-ms") == 0)
 			lim.idle_ms = num(v);
+		else if (strcmp(o, "--head-ms") == 0)
+			lim.head_ms = num(v);
+		else if (strcmp(o, "--max-heads") == 0)
+			lim.max_heads = (uint32_t)num(v);
 		else if (strcmp(o, "--connect-ms") == 0)
 			lim.connect_ms = num(v);
 		else if (strcmp(o, "--events-per-min") == 0)
@@ -201,6 +208,14 @@ main(int argc, char **argv)
 	printf("port %u\n", (unsigned)proxy_port(px));
 	fflush(stdout);
 	event_base_dispatch(base);
+	{
+		struct rusage ru;
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			printf("cpu %lld\n", (long long)(ru.ru_utime.tv_sec +
+			    ru.ru_stime.tv_sec) * 1000 + (ru.ru_utime.tv_usec +
+			    ru.ru_stime.tv_usec) / 1000);
+		fflush(stdout);
+	}
 	proxy_free(px);
 	event_free(in);
 	if (dns != NULL)
