@@ -31,6 +31,7 @@
 #include "proc.h"
 #include "reaper.h"
 #include "registry.h"
+#include "tls.h"
 #include "util.h"
 #ifdef LANED_TEST_HOOKS
 #include "testhooks.h"
@@ -231,6 +232,11 @@ main(int argc, char **argv)
 	bool check_only = false;
 
 	sanitize_stdio();
+	/* Before OpenSSL allocates anything: its buffers held secret values. */
+	if (!tls_wipe_on_free()) {
+		fprintf(stderr, "agent-laned: cannot set OpenSSL's allocator\n");
+		return 1;
+	}
 	compat_cloexec_from(3);
 	umask(077);
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)

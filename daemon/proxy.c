@@ -27,69 +27,23 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include <openssl/ssl.h>
+
 #include "compat.h"
 #include "log.h"
 #include "netaddr.h"
-#include "proxy.h"
-#include "proxyreq.h"
+#include "proxyint.h"
+#include "secret.h"
+#include "tls.h"
 #include "util.h"
 
-/* Per-direction buffering: reads from one side stop above this much. */
-#define SPLICE_HIGH	(256 * 1024)
-#define SPLICE_LOW	(64 * 1024)
 #define MAX_ADDRS	8
 /* Out of descriptors: how long the listener rests before it tries again. */
 #define ACCEPT_PAUSE_MS	1000
 
-enum pstate { PS_HEAD, PS_RESOLVE, PS_CONNECT, PS_SPLICE, PS_CLOSING };
-
-struct pconn {
-	TAILQ_ENTRY(pconn) entry;
-	struct proxy *px;
-	enum pstate st;
-	struct bufferevent *cli, *up;
-	struct event *idle;
-	struct evdns_getaddrinfo_request *dnsreq;
-	struct proxyreq req;
-	char *fwd;		/* rewritten head of an http:// request */
-	size_t fwdlen;
-	uint64_t bytes;
-	char what[PROXYREQ_HOST_MAX + 32];	/* "CONNECT host:443" */
-};
-
-TAILQ_HEAD(pconn_list, pconn);
-
-struct proxy {
-	struct event_base *base;
-	struct evdns_base *dns;
-	struct evconnlistener *lis;
-	/* Out of descriptors: the listener rests, this timer wakes it. */
-	struct event *accept_pause;
-	int64_t accept_logged_ms;	/* last log line about it */
-	uint64_t accept_pauses;		/* since that line */
-	uint16_t port;
-	struct proxy_policy pol;
-	struct proxy_limits lim;
-	proxy_record_fn *record;
-	void *record_arg;
-	proxy_resolve_fn *test_resolve;
-	void *test_arg;
-	const struct secret_set *secrets;	/* borrowed, see proxy.h */
-	struct tlsca *ca;			/* borrowed */
-	struct pconn_list conns;
-	size_t nconns;
-	size_t nheads;		/* connections still in PS_HEAD */
-	uint64_t bytes;
-	/* Record rate: a window of one minute and what it dropped. */
-	int64_t window_start;
-	uint32_t window_count;
-	uint64_t suppressed;
-};
-
-static void pconn_free(struct pconn *);
 
 /* Every state change goes here, so that nheads counts PS_HEAD exactly. */
-static void
+void
 pconn_state(struct pconn *c, enum pstate st)
 {
 	if (c->st == PS_HEAD && st != PS_HEAD)
@@ -103,7 +57,7 @@ pconn_state(struct pconn *c, enum pstate st)
  * A failed event_add or bufferevent_enable leaves a connection that no
  * callback will ever move again: it is closed instead (false; c freed).
  */
-static bool
+bool
 pconn_enable(struct pconn *c, struct bufferevent *bev, short what)
 {
 	if (bufferevent_enable(bev, what) == 0)
@@ -113,7 +67,7 @@ pconn_enable(struct pconn *c, struct bufferevent *bev, short what)
 	return false;
 }
 
-static bool
+bool
 pconn_timer(struct pconn *c, uint64_t ms)
 {
 	struct timeval tv = tv_from_ms(ms);
@@ -125,11 +79,11 @@ pconn_timer(struct pconn *c, uint64_t ms)
 	return false;
 }
 
-static void
+void
 px_record(struct proxy *px, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void
+void
 px_record(struct proxy *px, const char *event, const char *fmt, ...)
 {
 	char detail[512];
@@ -193,8 +147,24 @@ proxy_parse_ports(const char *s, uint16_t *ports, size_t *n)
 	return *n > 0;
 }
 
-/* Answers the client and closes once the answer is written. */
 static void
+head_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	pconn_free(arg);
+}
+
+static void
+refuse_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st == PS_CLOSING &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		pconn_free(c);
+}
+
+/* Answers the client and closes once the answer is written. */
+void
 pconn_refuse(struct pconn *c, int status, const char *reason)
 {
 	const char *text = status == 403 ? "Forbidden" :
@@ -219,13 +189,14 @@ pconn_refuse(struct pconn *c, int status, const char *reason)
 		return;
 	}
 	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
+	bufferevent_setcb(c->cli, NULL, refuse_write_cb, head_event_cb, c);
 	/* A client that never reads its answer is closed at idle_ms. */
 	if (pconn_timer(c, c->px->lim.idle_ms))
 		(void)pconn_enable(c, c->cli, EV_WRITE);
 }
 
 /* False: c is freed. */
-static bool
+bool
 idle_touch(struct pconn *c)
 {
 	return pconn_timer(c, c->px->lim.idle_ms);
@@ -236,7 +207,7 @@ idle_touch(struct pconn *c)
  * client that drips a byte now and then would otherwise hold its slot for
  * ever. It is never longer than the idle time.
  */
-static uint64_t
+uint64_t
 head_ms(const struct proxy *px)
 {
 	return px->lim.head_ms < px->lim.idle_ms ? px->lim.head_ms :
@@ -254,10 +225,14 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
 		pconn_refuse(c, 408, "request timeout");
 		return;
 	}
-	if (c->st == PS_RESOLVE || c->st == PS_CONNECT) {
+	if (c->st == PS_RESOLVE || c->st == PS_CONNECT || c->st == PS_UPTLS) {
 		px_record(c->px, "proxy-fail", "%s: upstream did not answer in time",
 		    c->what);
 		pconn_refuse(c, 504, "upstream timeout");
+		return;
+	}
+	if (c->st == PS_CLITLS || c->st == PS_HTTP) {
+		ptls_idle(c);
 		return;
 	}
 	/* Idle splice or a client that never reads its refusal. */
@@ -269,7 +244,7 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
  * within it still go across and the connection then closes. False: c is
  * freed.
  */
-static bool
+bool
 splice_move(struct pconn *c, struct bufferevent *src, struct bufferevent *dst)
 {
 	struct proxy *px = c->px;
@@ -333,7 +308,7 @@ splice_read_cb(struct bufferevent *bev, void *arg)
 }
 
 /* dst drained below the low watermark: resume reading the other side. */
-static void
+void
 splice_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct pconn *c = arg;
@@ -407,15 +382,20 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct pconn *c = arg;
 
 	if (what & BEV_EVENT_CONNECTED) {
-		if (c->req.connect) {
+		if (c->intercept) {
+			ptls_upstream(c);
+			return;
+		}
+		if (!c->req.connect) {
+			phttp_start_plain(c);
+			return;
+		}
+		{
 			if (evbuffer_add_printf(bufferevent_get_output(c->cli),
 			    "HTTP/1.1 200 Connection Established\r\n\r\n") < 0) {
 				pconn_free(c);
 				return;
 			}
-		} else if (bufferevent_write(c->up, c->fwd, c->fwdlen) != 0) {
-			pconn_free(c);
-			return;
 		}
 		splice_start(c);
 		return;
@@ -566,6 +546,8 @@ pconn_resolve(struct pconn *c)
 static bool
 host_allowed(const struct proxy *px, const char *host)
 {
+	if (px->pol.internet || secret_set_any_host(px->secrets, host))
+		return true;
 	for (size_t i = 0; i < px->pol.nallow; i++)
 		if (proxyreq_host_match(px->pol.allow[i], host))
 			return true;
@@ -604,8 +586,8 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	c->fwd = xmalloc(hl + PROXYREQ_HOST_MAX + 64);
 	status = proxyreq_parse(buf, hl, &c->req, c->fwd,
 	    hl + PROXYREQ_HOST_MAX + 64, &c->fwdlen, &why);
-	evbuffer_drain(in, hl);
 	if (status != 0) {
+		evbuffer_drain(in, hl);
 		px_record(px, "proxy-deny", "bad request: %s", why);
 		pconn_refuse(c, status, why);
 		return;
@@ -614,6 +596,12 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	    c->req.connect ? "CONNECT" : "http",
 	    strchr(c->req.host, ':') ? "[" : "", c->req.host,
 	    strchr(c->req.host, ':') ? "]" : "", (unsigned)c->req.port);
+	/* A placeholder in this head, to a host not of its secret: 403. */
+	if (!phttp_check_proxy_head(c, buf))
+		return;
+	evbuffer_drain(in, hl);
+	c->intercept = c->req.connect &&
+	    secret_set_any_host(px->secrets, c->req.host);
 	if (!host_allowed(px, c->req.host)) {
 		px_record(px, "proxy-deny", "%s: host not in the allow list", c->what);
 		pconn_refuse(c, 403, "host not allowed");
@@ -634,23 +622,7 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	pconn_resolve(c);
 }
 
-static void
-head_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	pconn_free(arg);
-}
-
-static void
-refuse_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct pconn *c = arg;
-
-	if (c->st == PS_CLOSING &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		pconn_free(c);
-}
-
-static void
+void
 pconn_free(struct pconn *c)
 {
 	struct proxy *px = c->px;
@@ -666,6 +638,8 @@ pconn_free(struct pconn *c)
 		bufferevent_free(c->up);
 	if (c->idle != NULL)
 		event_free(c->idle);
+	if (c->deadline != NULL)
+		event_free(c->deadline);
 	free(c->fwd);
 	pconn_state(c, PS_CLOSING);
 	TAILQ_REMOVE(&px->conns, c, entry);
@@ -859,6 +833,11 @@ void
 proxy_set_secrets(struct proxy *px, const struct secret_set *set,
     struct tlsca *ca)
 {
+	struct pconn *c;
+
+	/* No connection may keep a set or CA its owner is about to free. */
+	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
+		pconn_free(c);
 	px->secrets = set;
 	px->ca = ca;
 }
@@ -866,7 +845,18 @@ proxy_set_secrets(struct proxy *px, const struct secret_set *set,
 int
 proxy_set_test_trust(struct proxy *px, const char *cafile)
 {
-	return -1;	/* interception is not built yet */
+	char err[256];
+	SSL_CTX *ctx = tls_client_ctx(cafile, err, sizeof(err));
+
+	if (ctx == NULL) {
+		log_warnx("proxy: %s", err);
+		return -1;
+	}
+	SSL_CTX_free(px->cctx);
+	px->cctx = ctx;
+	free(px->test_cafile);
+	px->test_cafile = xstrdup(cafile);
+	return 0;
 }
 
 void
@@ -882,6 +872,7 @@ proxy_free(struct proxy *px)
 		event_free(px->accept_pause);
 	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
 		pconn_free(c);
+	ptls_free(px);
 	for (size_t i = 0; i < px->pol.nallow; i++)
 		free(px->pol.allow[i]);
 	free(px->pol.allow);

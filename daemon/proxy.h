@@ -99,8 +99,9 @@ void proxy_set_test_resolver(struct proxy *, proxy_resolve_fn *, void *arg);
  * requests and intercepted ones are checked for placeholders sent to
  * other hosts. Both are borrowed: the caller keeps them and frees them
  * only after proxy_free (or after detaching with NULL, NULL). Connections
- * already open keep what they started with, so attach before the guest
- * can connect. ca must not be NULL when set has secrets.
+ * open at the call are closed (none may keep a set about to be freed), so
+ * attach before the guest can connect. ca must not be NULL when set has
+ * secrets.
  */
 void proxy_set_secrets(struct proxy *, const struct secret_set *set,
     struct tlsca *ca);
