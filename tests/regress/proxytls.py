@@ -378,7 +378,8 @@ h = Harness()
 for bad, want in ((b"TRACE / HTTP/1.1\r\nHost: api.anthropic.test\r\n\r\n", "405"),
                   (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc", "400"),
                   (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "501"),
-                  (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400")):
+                  (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400"),
+                  (b"GET / HTTP/1.1\r\nHost: api.anthropic.test\r\n" + b"X-F: 1\r\n" * 100 + b"\r\n", "431")):
     t = h.tls()
     t.sendall(bad)
     st, _ = response(t)
