@@ -47,6 +47,7 @@ WRONG = Upstream(TMP, "wrongname")
 PLAIN = Upstream(TMP, None, tls=False)
 PORTS = ",".join(str(u.port) for u in (GOOD, SELF, WRONG, PLAIN))
 LANE_CA = os.path.join(TMP, "lane-ca.pem")
+EXITS = []      # each harness's exit status: a sanitizer report is not 0
 
 
 class Harness:
@@ -123,6 +124,7 @@ class Harness:
         self.p.stdin.close()
         self.p.wait(timeout=10)
         self.reader.join(timeout=5)
+        EXITS.append(self.p.returncode)
         return self.p.returncode
 
 
@@ -399,6 +401,9 @@ report(code(st) == "200" and "Test Upstream CA" in issuer and GOOD.last()[0].get
        "internet mode: a host without a secret is an opaque tunnel (upstream's own certificate; nothing replaced)")
 t.close()
 h.close()
+
+report(EXITS and all(rc == 0 for rc in EXITS),
+       "every harness exited cleanly, no sanitizer report (%s)" % EXITS)
 
 # ---- The overrides are the test build's only ------------------------------
 def holds(path, text):
