@@ -339,15 +339,22 @@ splice_event_cb(struct bufferevent *bev, short what, void *arg)
 	/* Whatever bev read before its end still goes across. */
 	if (!splice_move(c, bev, other) || c->st == PS_CLOSING)
 		return;
+	pconn_close_side(c, bev);
+}
+
+void
+pconn_close_side(struct pconn *c, struct bufferevent *bev)
+{
+	struct bufferevent *other = bev == c->cli ? c->up : c->cli;
+
 	pconn_state(c, PS_CLOSING);
-	if (bev == c->cli) {
-		bufferevent_free(c->cli);
+	bufferevent_free(bev);
+	if (bev == c->cli)
 		c->cli = NULL;
-	} else {
-		bufferevent_free(c->up);
+	else
 		c->up = NULL;
-	}
-	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
+	if (other == NULL ||
+	    evbuffer_get_length(bufferevent_get_output(other)) == 0) {
 		pconn_free(c);
 		return;
 	}

@@ -103,6 +103,8 @@ void pconn_refuse(struct pconn *, int status, const char *reason);
 bool splice_move(struct pconn *, struct bufferevent *src,
     struct bufferevent *dst);
 void splice_write_cb(struct bufferevent *, void *);
+/* bev's side ended: free it, write out what the other side holds, close. */
+void pconn_close_side(struct pconn *, struct bufferevent *bev);
 void px_record(struct proxy *, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -587,7 +587,6 @@ static void
 http_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct pconn *c = arg;
-	struct bufferevent *other;
 
 	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) == 0)
 		return;
@@ -597,20 +596,6 @@ http_event_cb(struct bufferevent *bev, short what, void *arg)
 	}
 	if (bev == c->up && !splice_move(c, c->up, c->cli))
 		return;
-	if (c->st == PS_CLOSING)
-		return;
-	other = bev == c->cli ? c->up : c->cli;
-	pconn_state(c, PS_CLOSING);
-	bufferevent_free(bev);
-	if (bev == c->cli)
-		c->cli = NULL;
-	else
-		c->up = NULL;
-	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
-		pconn_free(c);
-		return;
-	}
-	(void)bufferevent_disable(other, EV_READ);
-	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
-	(void)pconn_enable(c, other, EV_WRITE);
+	if (c->st != PS_CLOSING)
+		pconn_close_side(c, bev);
 }

@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from tlsup import Upstream, make_certs  # noqa: E402
+import proxyharness  # noqa: E402
 
 HARNESS = sys.argv[1]
 n = 0
@@ -50,44 +51,20 @@ LANE_CA = os.path.join(TMP, "lane-ca.pem")
 EXITS = []      # each harness's exit status: a sanitizer report is not 0
 
 
-class Harness:
+class Harness(proxyharness.Harness):
+    """A harness with two secrets, the test CA trusted upstream, and the
+    test names resolved to loopback."""
+
     def __init__(self, *args):
-        self.p = subprocess.Popen(
-            [HARNESS, "--connect-ports", PORTS, "--http-ports", PORTS,
-             "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
-             "--trust", "api.anthropic.test=127.0.0.1",
-             "--trust", "b.anthropic.test=127.0.0.1",
-             "--trust", "other.test=127.0.0.1", "--allow", "other.test",
-             "--trust", "open.test=127.0.0.1",
-             "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE),
-             "--secret", "GH_TOKEN=%s=%s@github.test" % (PH_B, VALUE_B)] + list(args),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        line = self.p.stdout.readline()
-        assert line.startswith("port "), line
-        self.port = int(line.split()[1])
-        self.events = []
-        self.lock = threading.Lock()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.lock:
-                self.events.append(line.rstrip("\n"))
-
-    def wait_event(self, needle, timeout=3.0):
-        end = time.time() + timeout
-        while time.time() < end:
-            with self.lock:
-                for e in self.events:
-                    if needle in e:
-                        return e
-            time.sleep(0.02)
-        return None
-
-    def count(self, needle):
-        with self.lock:
-            return sum(1 for e in self.events if needle in e)
+        super().__init__(
+            HARNESS, "--connect-ports", PORTS, "--http-ports", PORTS,
+            "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
+            "--trust", "api.anthropic.test=127.0.0.1",
+            "--trust", "b.anthropic.test=127.0.0.1",
+            "--trust", "other.test=127.0.0.1", "--allow", "other.test",
+            "--trust", "open.test=127.0.0.1",
+            "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE),
+            "--secret", "GH_TOKEN=%s=%s@github.test" % (PH_B, VALUE_B), *args)
 
     def connect(self, host, port):
         """CONNECT; returns (socket, status line)."""
@@ -121,11 +98,9 @@ class Harness:
         return t
 
     def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=10)
-        self.reader.join(timeout=5)
-        EXITS.append(self.p.returncode)
-        return self.p.returncode
+        rc = super().close()
+        EXITS.append(rc)
+        return rc
 
 
 def response(t):
