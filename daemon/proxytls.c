@@ -142,6 +142,21 @@ http_enter(struct pconn *c)
 	bufferevent_setwatermark(c->up, EV_WRITE, SPLICE_LOW, 0);
 	bufferevent_setcb(c->cli, http_read_cb, http_write_cb, http_event_cb, c);
 	bufferevent_setcb(c->up, http_read_cb, http_write_cb, http_event_cb, c);
+	if ((c->deadline = evtimer_new(c->px->base, deadline_cb, c)) == NULL) {
+		pconn_free(c);
+		return;
+	}
+	/*
+	 * The first head of a tunnel is due within head_ms of the handshake,
+	 * as a connection's is from accept; later ones from their first byte.
+	 */
+	if (c->rq == RQ_HEAD) {
+		struct timeval tv = tv_from_ms(head_ms(c->px));
+		if (evtimer_add(c->deadline, &tv) != 0) {
+			pconn_free(c);
+			return;
+		}
+	}
 	if (!idle_touch(c) || !pconn_enable(c, c->up, EV_READ | EV_WRITE) ||
 	    !pconn_enable(c, c->cli, EV_READ | EV_WRITE))
 		return;
@@ -435,6 +450,8 @@ http_head(struct pconn *c, const char *buf, size_t hl)
 	}
 	proxyreq_body_init(&c->body, &c->rreq);
 	c->rq = RQ_BODY;
+	if (proxyreq_body_done(&c->body))
+		body_end(c);
 	return true;
 }
 
@@ -511,6 +528,7 @@ deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (c->st != PS_HTTP || c->rq != RQ_HEAD)
 		return;
+	/* Armed for a tunnel's first head, and for each later head begun. */
 	px_record(c->px, "proxy-deny", "%s: request head not complete within "
 	    "%llu ms", c->what, (unsigned long long)head_ms(c->px));
 	pconn_refuse(c, 408, "request timeout");
@@ -521,11 +539,6 @@ http_pump(struct pconn *c)
 {
 	struct evbuffer *in = bufferevent_get_input(c->cli);
 
-	if (c->deadline == NULL &&
-	    (c->deadline = evtimer_new(c->px->base, deadline_cb, c)) == NULL) {
-		pconn_free(c);
-		return;
-	}
 	while (c->st == PS_HTTP && evbuffer_get_length(in) > 0) {
 		if (evbuffer_get_length(bufferevent_get_output(c->up)) >=
 		    SPLICE_HIGH) {

@@ -340,6 +340,12 @@ st, _ = response(t)
 report(code(st) == "408" and time.time() - t0 < 3 and h.wait_event("request head not complete within 1000 ms"),
        "a slow head of a keep-alive request: 408 at its deadline, recorded (%s)" % st)
 t.close()
+t = h.tls()
+t0 = time.time()
+st, _ = response(t)      # nothing sent after the handshake
+report(code(st) == "408" and time.time() - t0 < 3,
+       "a tunnel whose first head never comes: 408 at the head deadline (%s)" % st)
+t.close()
 c, st = h.connect("b.anthropic.test", GOOD.port)
 c.close()
 report(code(st) == "503" and h.wait_event("the lane's certificate cache is full"),
