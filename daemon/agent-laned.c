@@ -261,6 +261,7 @@ main(int argc, char **argv)
 	if (config_check_nofile(&d.cfg, compat_nofile_raise(), err,
 	    sizeof err) == -1) {
 		fprintf(stderr, "agent-laned: %s\n", err);
+		config_free(&d.cfg);
 		return 2;
 	}
 	if (!lima_template_acceptable(d.cfg.lima_template)) {
@@ -272,6 +273,7 @@ main(int argc, char **argv)
 	}
 	if (check_only) {
 		config_print(&d.cfg, stdout);
+		config_free(&d.cfg);
 		return 0;
 	}
 	log_init("agent-laned", d.cfg.debug);
