@@ -18,20 +18,31 @@
 struct event_base;
 struct evdns_base;
 struct proxy;
+struct secret_set;
+struct tlsca;
 
 #define PROXY_MAX_PORTS 16
 
 struct proxy_limits {
 	uint32_t max_conns;		/* open client connections */
+	uint32_t max_heads;		/* of those, still sending their head */
 	uint32_t max_header_bytes;	/* one request head */
 	uint64_t max_conn_bytes;	/* both directions of one connection */
 	uint64_t max_lane_bytes;	/* everything through this proxy */
 	uint64_t idle_ms;		/* no byte either way */
+	uint64_t head_ms;		/* accept to a whole head, fixed */
 	uint64_t connect_ms;		/* resolve + connect upstream */
 	uint32_t max_events_per_min;	/* records; the excess is counted */
 };
 
 struct proxy_policy {
+	/*
+	 * internet: any public name passes (the proxy of an internet lane
+	 * with secrets, where hosts without a secret are opaque CONNECT
+	 * tunnels); else only names in allow. A secret's hosts pass either
+	 * way. Every name is still vetted (no non-public answer).
+	 */
+	bool internet;
 	char **allow;			/* normalised patterns, see proxyreq.h */
 	size_t nallow;
 	uint16_t connect_ports[PROXY_MAX_PORTS];
@@ -40,7 +51,20 @@ struct proxy_policy {
 	size_t nhttp_ports;
 };
 
-/* Where records go: event "proxy-allow", "proxy-deny", "proxy-limit"... */
+/*
+ * Where records go (the lane's events). event is one of:
+ *   proxy-allow, proxy-deny, proxy-limit, proxy-fail, proxy-suppressed
+ *                  connections allowed, refused, cut at a bound, failed
+ *                  upstream, and how many records the rate cap dropped;
+ *   secret-use     "secret NAME used for HOST": a placeholder was replaced
+ *                  (once per intercepted connection and secret);
+ *   secret-refused "secret NAME sent to HOST: refused": a placeholder in a
+ *                  request line or header to a host not of that secret
+ *                  (the request got 403);
+ *   secret-body    "secret NAME seen in a request body to HOST: recorded"
+ *                  (the request went on, unchanged; once per request).
+ * detail never holds a value. All go through the one per-minute cap.
+ */
 typedef void proxy_record_fn(void *arg, const char *event, const char *detail);
 
 /*
@@ -66,6 +90,30 @@ struct proxy *proxy_new(struct event_base *, struct evdns_base *dns,
 uint16_t proxy_port(const struct proxy *);
 size_t proxy_nconns(const struct proxy *);
 void proxy_set_test_resolver(struct proxy *, proxy_resolve_fn *, void *arg);
+
+/*
+ * Gives the proxy the lane's secrets and CA (secret.h, tlsca.h). CONNECT
+ * to a host of a secret is then intercepted: the upstream is verified
+ * against the host's trust store, the guest gets a leaf from ca, and
+ * placeholders in request headers are swapped for values. Plain-HTTP
+ * requests and intercepted ones are checked for placeholders sent to
+ * other hosts. Both are borrowed: the caller keeps them and frees them
+ * only after proxy_free (or after detaching with NULL, NULL). Connections
+ * open at the call are closed (none may keep a set about to be freed), so
+ * attach before the guest can connect. ca must not be NULL when set has
+ * secrets.
+ */
+void proxy_set_secrets(struct proxy *, const struct secret_set *set,
+    struct tlsca *ca);
+
+/*
+ * For tests only, like proxy_set_test_resolver: upstream certificates are
+ * verified against the CA certificates in the PEM file cafile instead of
+ * the system trust store (hostname check and all else unchanged). Returns
+ * 0, or -1 if the file cannot be loaded. No config key or environment
+ * variable reaches it outside the test daemon (tests/proxy/testhooks.c).
+ */
+int proxy_set_test_trust(struct proxy *, const char *cafile);
 /* Closes the listener and every connection; pending lookups are cancelled. */
 void proxy_free(struct proxy *);
 

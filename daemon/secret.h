@@ -1,0 +1,85 @@
+/*
+ * A lane's secrets as its egress proxy uses them: each is an environment
+ * name, the placeholder the guest sees in its place, the real value (daemon
+ * memory only), and the host patterns the value may be sent to.
+ *
+ * Who does what:
+ *   - the secrets code (client option, protocol, exec environment) makes
+ *     the set at create, generates each placeholder, and owns the set for
+ *     the lane's life;
+ *   - the proxy (proxy.h: proxy_set_secrets) borrows the set: it looks
+ *     placeholders up in what the guest sends, swaps in the value where a
+ *     placeholder is the whole credential of a header to one of that
+ *     secret's hosts over verified TLS, and refuses or records it anywhere
+ *     else (see proxy_record_fn for the events);
+ *   - the lane's CA (tlsca.h) signs the leaf certificates the proxy shows
+ *     the guest for a secret's hosts.
+ *
+ * A value never leaves this struct except into the TLS stream to one of its
+ * hosts: not into logs, events, the registry or a command line. It is wiped
+ * when the set is freed.
+ */
+#ifndef LANED_SECRET_H
+#define LANED_SECRET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SECRET_MAX		32	/* secrets one set can hold, at most */
+#define SECRET_NAME_MAX		64	/* an environment variable name */
+#define SECRET_PLACEHOLDER_MIN	32	/* prefix + >= 128 random bits */
+#define SECRET_PLACEHOLDER_MAX	128
+#define SECRET_VALUE_MAX	16384	/* bytes of one value */
+#define SECRET_HOSTS_MAX	16	/* host patterns per secret */
+
+struct secret {
+	char name[SECRET_NAME_MAX + 1];
+	char placeholder[SECRET_PLACEHOLDER_MAX + 1];
+	size_t placeholder_len;
+	uint8_t *value;			/* malloc'd; wiped by secret_set_free */
+	size_t value_len;
+	/* Normalised patterns (proxyreq_pattern_valid): "h.example", "*.x.y". */
+	char *hosts[SECRET_HOSTS_MAX];
+	size_t nhosts;
+};
+
+struct secret_set {
+	struct secret *v;		/* n of cap */
+	size_t n, cap;
+	size_t placeholder_max;		/* longest placeholder: scan carry */
+};
+
+/* An empty set that will hold at most cap (<= SECRET_MAX) secrets. */
+struct secret_set *secret_set_new(size_t cap);
+
+/*
+ * Adds a secret; copies every argument (value included: wipe your own
+ * copy). Refused, with err set and nothing added, when:
+ *   - the set is full (its cap);
+ *   - name is not an environment name ([A-Za-z_][A-Za-z0-9_]*) or is
+ *     already in the set;
+ *   - placeholder is shorter than SECRET_PLACEHOLDER_MIN or longer than
+ *     SECRET_PLACEHOLDER_MAX, is not made of [A-Za-z0-9_-], or is a
+ *     substring of another placeholder of the set (or has one as its own
+ *     substring);
+ *   - value is empty, over SECRET_VALUE_MAX, or holds a byte a header
+ *     value cannot carry (NUL, CR, LF or another control but TAB): it is
+ *     put into request headers as it is;
+ *   - hosts is empty, longer than SECRET_HOSTS_MAX, or a pattern is not
+ *     valid (the --allow syntax: a name, or "*." and two labels or more).
+ * Returns 0 or -1.
+ */
+int secret_set_add(struct secret_set *, const char *name,
+    const char *placeholder, const void *value, size_t value_len,
+    const char *const *hosts, size_t nhosts, char *err, size_t errlen);
+
+/* Whether host (normalised, as proxyreq.h gives it) is one of s's hosts. */
+bool secret_host_match(const struct secret *s, const char *host);
+/* Whether any secret of the set lists host; NULL set: false. */
+bool secret_set_any_host(const struct secret_set *, const char *host);
+
+/* Wipes every value and frees the set; NULL is fine. */
+void secret_set_free(struct secret_set *);
+
+#endif
