@@ -45,6 +45,16 @@ netpolicy_mode_name(enum netpolicy_mode m)
  * Shared head of every chain. DHCP renewals go to the user-mode network's
  * own server on 192.168.5.2:67 (slirp and gvisor answer it themselves; it
  * is not a host port); without them the lease ends under a long lane.
+ *
+ * sshd's side of the forwarded ssh connection, which arrives from
+ * 192.168.5.2, is accepted by its source port too, not only as
+ * established: the rules load at boot while Lima's ssh sessions are open,
+ * and conntrack, which they switch on, picks such a connection up
+ * mid-stream. If the guest's packet is the first it sees (sshd answering
+ * a command that was already running), it is "new", and without this rule
+ * it and every retransmission of it would be dropped: on real Lima 2.2 the
+ * hostagent's readiness probe hung so (tests/regress/netpolicy.py holds
+ * it). Only root can bind port 22, and sshd holds it.
  */
 #define CHAIN_HEAD(policy) \
 	"table inet " NETPOLICY_TABLE "\n" \
@@ -53,6 +63,7 @@ netpolicy_mode_name(enum netpolicy_mode m)
 	"\tchain output {\n" \
 	"\t\ttype filter hook output priority 0; policy " policy ";\n" \
 	"\t\tct state established,related accept\n" \
+	"\t\tip daddr 192.168.5.2 tcp sport 22 accept\n" \
 	"\t\toif \"lo\" accept\n" \
 	"\t\tip daddr 192.168.5.2 udp sport 68 udp dport 67 accept\n"
 
@@ -131,7 +142,7 @@ static const char netpolicy_nosudo_script[] =
     "u='{{.User}}'\n"
     "rm -f /etc/sudoers.d/90-cloud-init-users\n"
     "for g in sudo wheel admin; do\n"
-    "\tif id -nG \"$u\" | tr ' ' '\\n' | grep -qx \"$g\"; then\n"
+    "\tif id -nG \"$u\" 2>/dev/null | tr ' ' '\\n' | grep -qx \"$g\"; then\n"
     "\t\tgpasswd -d \"$u\" \"$g\" >/dev/null; fi\n"
     "done\n"
     "if grep -rhsw -e \"$u\" /etc/sudoers /etc/sudoers.d | "

@@ -10,7 +10,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 lima_tier_enter "real-Lima smoke" "$0" "$@"
 . "$HERE/../regress/lib.sh"
 
-echo "# $("$SIM" --version); template $AGENT_LANE_LIMA_TEMPLATE;" \
+echo "# $("$SIM" --version); template ${AGENT_LANE_LIMA_TEMPLATE:-the default};" \
     "QEMU_SYSTEM_X86_64=${QEMU_SYSTEM_X86_64:-unset (KVM)}"
 start_daemon || exit 1
 t=$(date +%s%N)

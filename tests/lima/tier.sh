@@ -50,13 +50,27 @@ lima_user_can_run() {
 	    sh "$1" 2>/dev/null
 }
 
+# On a Mac (make poc): Homebrew's Lima as it is, its default VM type and
+# agent-laned's default base template; the suites run as you.
+lima_tier_mac() {
+	LIMACTL=$(command -v limactl) ||
+	    lima_skip_all "limactl is not installed (brew install lima)"
+	export LIMACTL AGENT_LANE_LIMACTL=$LIMACTL LIMA_SIM=$LIMACTL
+	export AL_LIMA_ENTERED=1 AL_REAL_LIMA=1 AL_LIMA_USER=$(id -un)
+	unset AGENT_LANE_LIMA_TEMPLATE QEMU_SYSTEM_X86_64
+}
+
 lima_tier_enter() {
 	local what=$1 self=$2 repo rel env
 	shift 2
 	LIMA_SUITE=$what
 	[ -n "${AL_LIMA_ENTERED:-}" ] && return 0
+	if [ "$(uname -s)" = Darwin ]; then
+		lima_tier_mac
+		return 0
+	fi
 	[ "$(uname -s)" = Linux ] ||
-	    lima_skip_all "needs a Linux host here (on a Mac: make poc, docs/POC.md)"
+	    lima_skip_all "needs Linux with QEMU, or a Mac with Homebrew's Lima (make poc)"
 	[ "$(uname -m)" = x86_64 ] || lima_skip_all "the test guest image is x86_64 only"
 	repo=$(cd "$(dirname "$self")/../.." && pwd)
 	rel=${self#"$repo"/}
