@@ -73,9 +73,12 @@ lima_tier_enter() {
 	[ "$(uname -s)" = Linux ] ||
 	    lima_skip_all "needs Linux with QEMU, or a Mac with Homebrew's Lima (make poc)"
 	[ "$(uname -m)" = x86_64 ] || lima_skip_all "the test guest image is x86_64 only"
-	repo=$(cd "$(dirname "$self")/../.." && pwd)
+	# The checkout is where this file is; the suite may live anywhere in
+	# it (tests/lima, bench).
+	repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	self=$(cd "$(dirname "$self")" && pwd)/$(basename "$self")
 	rel=${self#"$repo"/}
-	case $rel in /*) rel=tests/lima/$(basename "$self") ;; esac
+	case $rel in /*) lima_skip_all "$self is outside the checkout $repo" ;; esac
 	command -v qemu-system-x86_64 >/dev/null 2>&1 ||
 	    lima_skip_all "qemu-system-x86_64 is not installed (tests/install-deps.sh installs it)"
 	command -v ssh >/dev/null 2>&1 ||
