@@ -26,7 +26,7 @@ BOOT_S=${AL_BOOT_S:-0}
 # AL_REAL_LIMA=1 and LIMA_SIM to it), with longer waits (tw) and lifetimes
 # (life) where a boot is involved. REAL_LIMA=1 there.
 REAL_LIMA=${AL_REAL_LIMA:-0}
-case $SIM in */lima-vm/limactl) VM=1 ;; *) VM=$REAL_LIMA ;; esac
+VM=$REAL_LIMA
 
 # life N: a lane lifetime of N seconds once its VM is up (lifetimes count
 # from the create request, boot included).
