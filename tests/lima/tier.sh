@@ -13,8 +13,9 @@
 #   - when that user cannot read the checkout (a clone under /root, say),
 #     copies what the suites run into a world-readable staging directory;
 #   - then runs the suite again as that user, with the environment that
-#     `make -s lima-env` prints, LIMA_SIM pointing at the real limactl and
-#     AL_REAL_LIMA=1 for tests/regress/lib.sh.
+#     `make -s lima-env` prints, LIMA_SIM pointing at tests/lima/limactl
+#     (Lima's own, with the simulator's call log) and AL_REAL_LIMA=1 for
+#     tests/regress/lib.sh.
 # As any other user it runs the suite as that user, which is how the daemon
 # runs on a Mac. Where something cannot be had, the suite reports one SKIP
 # line with the reason; it never passes without having run.
@@ -56,7 +57,9 @@ lima_user_can_run() {
 lima_tier_mac() {
 	LIMACTL=$(command -v limactl) ||
 	    lima_skip_all "limactl is not installed (brew install lima)"
-	export LIMACTL AGENT_LANE_LIMACTL=$LIMACTL LIMA_SIM=$LIMACTL
+	export LIMACTL AGENT_LANE_LIMACTL=$LIMACTL
+	LIMA_SIM=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/limactl
+	export LIMA_SIM
 	export AL_LIMA_ENTERED=1 AL_REAL_LIMA=1 AL_LIMA_USER=$(id -un)
 	unset AGENT_LANE_LIMA_TEMPLATE QEMU_SYSTEM_X86_64
 }
@@ -96,7 +99,7 @@ lima_tier_enter() {
 		env=$(AL_LIMA_USER=$AL_LIMA_USER "$repo/tests/lima/env.sh" 2>&1) ||
 		    lima_skip_all "$(printf '%s' "$env" | tail -n 1)"
 		eval "$env"
-		export AL_LIMA_ENTERED=1 AL_REAL_LIMA=1 LIMA_SIM=$LIMACTL
+		export AL_LIMA_ENTERED=1 AL_REAL_LIMA=1 LIMA_SIM=$repo/tests/lima/limactl
 		return 0
 	fi
 	if ! id "$AL_LIMA_USER" >/dev/null 2>&1; then
@@ -122,7 +125,7 @@ lima_tier_enter() {
 	    LIMACTL="$LIMACTL" AGENT_LANE_LIMACTL="$AGENT_LANE_LIMACTL" \
 	    AGENT_LANE_LIMA_TEMPLATE="$AGENT_LANE_LIMA_TEMPLATE" \
 	    ${QEMU_SYSTEM_X86_64:+QEMU_SYSTEM_X86_64="$QEMU_SYSTEM_X86_64"} \
-	    LIMA_SIM="$LIMACTL" AL_REAL_LIMA=1 AL_LIMA_ENTERED=1 \
+	    LIMA_SIM="$repo/tests/lima/limactl" AL_REAL_LIMA=1 AL_LIMA_ENTERED=1 \
 	    AL_BOOT_S="$AL_BOOT_S" AL_LIMA_USER="$AL_LIMA_USER" \
 	    ${AGENT_LANED:+AGENT_LANED="$AGENT_LANED"} \
 	    ${AGENT_LANECTL:+AGENT_LANECTL="$AGENT_LANECTL"} \

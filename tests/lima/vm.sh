@@ -11,7 +11,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 lima_tier_enter "real-Lima VM checks" "$0" "$@"
 . "$HERE/../regress/lib.sh"
 
-LIMACTL=$SIM
+# LIMACTL: Lima's own limactl (tests/lima/tier.sh), called directly below.
 start_daemon || exit 1
 T0=$(date +%s%N)
 # --sudo: the checks of the guest's root below need it; the network policy
