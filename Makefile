@@ -2,8 +2,12 @@
 #
 #   make                 build build/agent-laned, build/agent-lanectl, libagentlane
 #   make check           build and run every test suite (one summary line at the end)
-#   make check-vm        the real-VM tier: regress suites and VM-only checks on
-#                        QEMU guests (tests/lima-vm; tens of minutes under TCG)
+#   make check-lima      the real-Lima tier: Lima 2.2's own limactl on QEMU
+#                        guests (tests/lima; tens of minutes under TCG)
+#   make -s lima-env     the shell assignments that run agent-laned on real
+#                        Lima the way the tier does
+#   make poc             on a Mac with Homebrew's Lima: the same real-Lima
+#                        checks, and a report to paste into an issue
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make deps            install build and test dependencies (apt or Homebrew)
 #
@@ -124,7 +128,7 @@ LIBLANED_A      := $(BUILD)/liblaned.a
 LANED           := $(BUILD)/agent-laned
 LANECTL         := $(BUILD)/agent-lanectl
 
-.PHONY: all check check-vm tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
+.PHONY: all check check-lima check-vm lima-env poc tests fuzz fuzz-targets install uninstall deps setup clean node asan bench
 # Objects made through pattern chains are kept, not deleted after linking.
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -276,9 +280,20 @@ node:
 check: tests asan fuzz node
 	@tests/check.sh
 
-# Real VMs (tests/lima-vm/README.md): builds the guest image on first use.
-check-vm: tests
-	@tests/check.sh vm-full
+# Real Lima (tests/lima/README.md): installs Lima 2.2 and builds the guest
+# image on first use.
+check-lima: tests
+	@tests/check.sh lima-full
+
+# The old name of the real-VM tier.
+check-vm: check-lima
+
+lima-env:
+	@tests/lima/env.sh
+
+# The runbook of docs/POC.md, on a Mac with Homebrew's Lima.
+poc: tests
+	@tests/lima/poc.sh
 
 # The newcomer's first command: dependencies, the Node package, everything.
 setup: deps

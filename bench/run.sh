@@ -14,8 +14,8 @@
 #   BENCH_BOOT_MS     simulated boot time for that section (default 3000)
 #   BENCH_LANES       lanes registered for the scale section (default 1000)
 #   BENCH_TLS_REQUESTS requests per side for the tls section (default 400)
-#   BENCH_VM          0: skip the real-VM rows (tests/lima-vm: VM boots,
-#                     minutes under TCG; one cold and one pooled create)
+#   BENCH_VM          0: skip the real-Lima rows (bench/lima.sh: Lima 2.2
+#                     on QEMU guests, minutes under TCG)
 set -u
 . "$(dirname "$0")/../tests/regress/lib.sh" >/dev/null
 trap 'finish >/dev/null 2>&1' EXIT
@@ -308,9 +308,6 @@ PY
 	echo "$ready $lsms $(( ${rec:-0} + ${adopt:-0} )) $rss $(( ${rec:-0} + ${adopt:-0} - ${list:-0} ))"
 }
 
-# The real-VM tier (tests/lima-vm) boots QEMU guests: one cold and one
-# pooled create (each boot takes most of a minute under TCG), and the exec
-# overhead against limactl shell, from tests/lima-vm/bench-create.sh.
 # What the intercepting proxy (secrets) adds to an HTTPS request, against
 # a direct TLS connection to the same loopback upstream.
 bench_tls() {
@@ -319,16 +316,14 @@ bench_tls() {
 	    "${BENCH_TLS_REQUESTS:-400}" >> "$ROWS"
 }
 
+# Real Lima (bench/lima.sh): Lima 2.2's own limactl on QEMU guests, each
+# create a boot of a minute or more under TCG.
 bench_vm() {
 	if [ "${BENCH_VM:-1}" = 0 ]; then
-		row "real VM create, cold vs pooled" "n/a" "n/a" "-" \
-		    "not measured (BENCH_VM=0)"
-	elif [ -x "$REPO/tests/lima-vm/bench-create.sh" ]; then
-		say "vm: real VMs (tests/lima-vm): one cold and one pooled create, minutes under TCG"
-		"$REPO/tests/lima-vm/bench-create.sh" >> "$ROWS"
+		row "real Lima rows" "n/a" "n/a" "-" "not measured (BENCH_VM=0)"
 	else
-		row "real VM create, cold vs pooled" "n/a" "n/a" "-" \
-		    "not measured (no tests/lima-vm/bench-create.sh)"
+		say "vm: real Lima (bench/lima.sh): boots take minutes under TCG"
+		"$REPO/bench/lima.sh" >> "$ROWS"
 	fi
 }
 
@@ -347,7 +342,7 @@ for w in $WHAT; do
 done
 drop_lane
 
-echo "Agent Lane benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cpus, limactl simulator (rows \"real VM\": tests/lima-vm, QEMU)"
+echo "Agent Lane benchmarks, $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cpus, limactl simulator (rows \"real Lima\": Lima 2.2 on QEMU, bench/lima.sh)"
 {
 	printf 'figure\tbaseline\tmeasured\tratio\tgoal\n'
 	cat "$ROWS"

@@ -143,8 +143,16 @@ config_defaults(struct config *c)
 		c->limactl = xstrdup(env);
 	else
 		c->limactl = xstrdup("limactl");
-	/* Images only: template:default would bring the home-directory mount. */
-	c->lima_template = xstrdup("template:_images/ubuntu-lts");
+	/*
+	 * Images only: template:default would bring the home-directory
+	 * mount. The environment names another base the same way it names
+	 * limactl (the real-Lima tests point lanes at a local guest image);
+	 * it is checked like the configuration key.
+	 */
+	if ((env = getenv("AGENT_LANE_LIMA_TEMPLATE")) != NULL && env[0] != '\0')
+		c->lima_template = xstrdup(env);
+	else
+		c->lima_template = xstrdup("template:_images/ubuntu-lts");
 
 	c->max_lanes = 4;
 	c->default_cpus = 2;

@@ -55,7 +55,7 @@ static const char provision_wrapper[] =
  * initramfs hook cost minutes per build under TCG. Exec's login shell
  * picks DOCKER_HOST up from /etc/profile.d. Changing this text changes
  * every docker image's id, as it should. Proved on a real guest by
- * tests/lima-vm/docker.sh (make check-vm).
+ * tests/lima/docker.sh (make check-lima).
  */
 static const char docker_script[] =
     "#!/bin/sh\n"

@@ -45,6 +45,16 @@ netpolicy_mode_name(enum netpolicy_mode m)
  * Shared head of every chain. DHCP renewals go to the user-mode network's
  * own server on 192.168.5.2:67 (slirp and gvisor answer it themselves; it
  * is not a host port); without them the lease ends under a long lane.
+ *
+ * sshd's side of the forwarded ssh connection, which arrives from
+ * 192.168.5.2, is accepted by its source port too, not only as
+ * established: the rules load at boot while Lima's ssh sessions are open,
+ * and conntrack, which they switch on, picks such a connection up
+ * mid-stream. If the guest's packet is the first it sees (sshd answering
+ * a command that was already running), it is "new", and without this rule
+ * it and every retransmission of it would be dropped: on real Lima 2.2 the
+ * hostagent's readiness probe hung so (tests/regress/netpolicy.py holds
+ * it). Only root can bind port 22, and sshd holds it.
  */
 #define CHAIN_HEAD(policy) \
 	"table inet " NETPOLICY_TABLE "\n" \
@@ -53,6 +63,7 @@ netpolicy_mode_name(enum netpolicy_mode m)
 	"\tchain output {\n" \
 	"\t\ttype filter hook output priority 0; policy " policy ";\n" \
 	"\t\tct state established,related accept\n" \
+	"\t\tip daddr 192.168.5.2 tcp sport 22 accept\n" \
 	"\t\toif \"lo\" accept\n" \
 	"\t\tip daddr 192.168.5.2 udp sport 68 udp dport 67 accept\n"
 
@@ -115,6 +126,29 @@ indent_into(char *buf, size_t len, size_t *off, const char *ind,
 	return true;
 }
 
+/*
+ * Guest root, taken away. Lima 2.2's `user.passwordlessSudo: false` does
+ * not remove sudo: cloud-init still writes "USER ALL=(ALL) ALL", and
+ * Lima's boot script then gives the user a random password in ~/password,
+ * which the user can read and hand to sudo. So every boot (cloud-init
+ * writes the rule again for a new instance, a clone included) the policy
+ * script removes every rule that names the lane user and the user from
+ * the groups Debian and others grant sudo to, and fails, leaving no
+ * stamp, if a rule for the user is still there. Lima expands {{.User}}
+ * (a Go template) to the guest user's name before the script reaches the
+ * guest; its LIMA_CIDATA_* variables are not for provision scripts.
+ */
+static const char netpolicy_nosudo_script[] =
+    "u='{{.User}}'\n"
+    "rm -f /etc/sudoers.d/90-cloud-init-users\n"
+    "for g in sudo wheel admin; do\n"
+    "\tif id -nG \"$u\" 2>/dev/null | tr ' ' '\\n' | grep -qx \"$g\"; then\n"
+    "\t\tgpasswd -d \"$u\" \"$g\" >/dev/null; fi\n"
+    "done\n"
+    "if grep -rhsw -e \"$u\" /etc/sudoers /etc/sudoers.d | "
+    "grep -qv '^[[:space:]]*#'; then\n"
+    "\techo \"agent-lane: a sudo rule still names $u\" >&2; exit 1; fi\n";
+
 int
 netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
     char *buf, size_t len)
@@ -135,14 +169,15 @@ netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
 	    "# agent-lane network policy: %s. Runs as root at every boot.\n"
 	    "set -eu\n"
 	    "rm -f " NETPOLICY_STAMP "\n"
+	    "%s"
 	    "nft -f - <<'AGENT_LANE_NFT'\n"
 	    "%s"
 	    "AGENT_LANE_NFT\n"
 	    "mkdir -p /run/agent-lane\n"
 	    "echo '%s %s' > " NETPOLICY_STAMP ".tmp\n"
 	    "mv -f " NETPOLICY_STAMP ".tmp " NETPOLICY_STAMP "\n",
-	    netpolicy_mode_name(m), rules, netpolicy_mode_name(m),
-	    sudo ? "advisory" : "enforced");
+	    netpolicy_mode_name(m), sudo ? "" : netpolicy_nosudo_script,
+	    rules, netpolicy_mode_name(m), sudo ? "advisory" : "enforced");
 	if (n < 0 || (size_t)n >= sizeof script)
 		return -1;
 	if (!sudo) {
@@ -196,7 +231,11 @@ netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
 	    mode, sudo ? "advisory" : "enforced",
 	    sudo ? "" :
 	    "if sudo -n true >/dev/null 2>&1; then\n"
-	    "\techo 'fail: the guest user has passwordless sudo'; exit 1; fi\n",
+	    "\techo 'fail: the guest user has passwordless sudo'; exit 1; fi\n"
+	    "if [ -r \"$HOME/password\" ] && sudo -S -k -p '' true "
+	    "<\"$HOME/password\" >/dev/null 2>&1; then\n"
+	    "\techo 'fail: the password Lima gave the guest user "
+	    "(~/password) opens sudo'; exit 1; fi\n",
 	    (unsigned)probe_port, (unsigned)probe_port, mode);
 	if (n < 0 || (size_t)n >= len)
 		return -1;

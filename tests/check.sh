@@ -9,15 +9,16 @@
 #
 #   tests/check.sh              everything (what `make check` runs)
 #   tests/check.sh unit regress only some groups:
-#       unit sim regress asan fuzz node vm
-#   tests/check.sh vm-full      the real-VM tier (`make check-vm`): the
+#       unit sim regress asan fuzz node lima
+#   tests/check.sh lima-full    the real-Lima tier (`make check-lima`): the
 #                               regress suites that are not specific to the
-#                               simulator, on QEMU VMs, plus the VM-only checks
+#                               simulator, and the checks only real Lima and
+#                               a real guest can make (tests/lima/README.md)
 set -u
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO" || exit 1
 
-GROUPS_WANTED=${*:-unit sim regress asan fuzz node vm}
+GROUPS_WANTED=${*:-unit sim regress asan fuzz node lima}
 PASSED=0
 FAILED=0
 SKIPPED=0
@@ -89,19 +90,50 @@ fuzz_suite() {
 	rm -rf "$work" "$work.log"
 }
 
-if want unit; then
-	for t in build/tests/test_*; do
-		[ -x "$t" ] && run_suite "unit/$(basename "$t")" unit_suite "$t"
+# A suite whose binary was not built is a failure, never a suite that
+# silently did not run.
+missing() {
+	echo "not ok 1 - $1 is not built (make tests asan fuzz)"
+	return 1
+}
+
+# run_built PREFIX BINDIR SRCDIR SRCGLOB RUNNER: one suite per source file
+# (tests/unit/test_*.c, tests/fuzz/fuzz_*.c), run from its binary.
+run_built() {
+	local prefix=$1 bindir=$2 src name
+	for src in $3/$4; do
+		name=$(basename "$src" .c)
+		if [ -x "$bindir/$name" ]; then
+			run_suite "$prefix/$name" "$5" "$bindir/$name"
+		else
+			run_suite "$prefix/$name" missing "$bindir/$name"
+		fi
 	done
+}
+
+# skip_group GROUP REASON: counts the group's suites as skipped.
+skip_group() {
+	local n=1
+	case $1 in
+	regress) n=$(ls tests/regress/*.sh | grep -vc '/lib\.sh$') ;;
+	lima-full) n=$(tests/lima/suites.sh | wc -w) ;;
+	lima) n=2 ;;
+	esac
+	SKIPPED=$((SKIPPED + n))
+	printf '%-40s %4d skipped (%s)\n' "$1" "$n" "$2"
+}
+
+if want unit; then
+	run_built unit build/tests tests/unit 'test_*.c' unit_suite
 fi
 # The simulator (bubblewrap) and everything that drives it are Linux-only;
-# on a Mac, docs/POC.md is the runbook against real Lima.
+# on a Mac, `make poc` (docs/POC.md) runs the real-Lima checks instead.
 if [ "$(uname -s)" != Linux ]; then
-	for g in sim regress node vm-full; do
-		want "$g" && echo "$g: skipped (needs Linux: the limactl simulator uses bubblewrap)"
+	for g in sim regress node lima lima-full; do
+		want "$g" && skip_group "$g" "needs Linux: the limactl simulator uses bubblewrap; on a Mac run make poc"
 	done
 	GROUPS_WANTED=$(echo " $GROUPS_WANTED " | sed -e 's/ sim / /' -e 's/ regress / /' \
-	    -e 's/ node / /' -e 's/ vm-full / /')
+	    -e 's/ node / /' -e 's/ lima / /' -e 's/ lima-full / /')
 fi
 
 if want sim; then
@@ -117,9 +149,9 @@ if want asan; then
 	# The same unit and regress suites against the ASan+UBSan build.
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:halt_on_error=1
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-	for t in build/asan/tests/test_*; do
-		[ -x "$t" ] && run_suite "asan/unit/$(basename "$t")" unit_suite "$t"
-	done
+	run_built asan/unit build/asan/tests tests/unit 'test_*.c' unit_suite
+	[ "$(uname -s)" = Linux ] ||
+	    skip_group regress "asan/regress: needs Linux (the limactl simulator)"
 	for t in tests/regress/*.sh; do
 		[ "$(basename "$t")" = lib.sh ] && continue
 		[ "$(uname -s)" = Linux ] || break
@@ -130,30 +162,27 @@ if want asan; then
 	unset ASAN_OPTIONS UBSAN_OPTIONS
 fi
 if want fuzz; then
-	for b in build/fuzz/fuzz_*; do
-		[ -x "$b" ] && run_suite "fuzz/$(basename "$b")" fuzz_suite "$b"
-	done
+	run_built fuzz build/fuzz tests/fuzz 'fuzz_*.c' fuzz_suite
 fi
 if want node; then
 	run_suite "node/provider-lima" sh -c \
 	    'cd client/sandcastle && node --test --test-reporter=tap test/'
 fi
 
-# The real-VM smoke test: one lane on QEMU (skips itself, with the reason,
-# where QEMU or the guest image is missing).
-if want vm; then
-	run_suite "lima-vm/smoke" tests/lima-vm/smoke.sh
+# Real Lima (tests/lima): every lane YAML through Lima 2.2's own `limactl
+# validate`, and one lane through create, exec, copy, the default policy
+# and rm on a real QEMU guest. Each reports itself skipped, with the
+# reason, where Lima or QEMU cannot be had; never passed without running.
+if want lima; then
+	run_suite "lima/validate" tests/lima/validate.sh
+	run_suite "lima/smoke" tests/lima/smoke.sh
 fi
-# The real-VM tier: one suite at a time, so at most two VMs run at once.
-# AL_BOOT_S bounds a TCG boot; lifetimes that span a boot add it.
-if want vm-full; then
-	for t in lifecycle exec copy service crash lifetimes; do
-		LIMA_SIM=$REPO/tests/lima-vm/limactl AL_BOOT_S=${AL_BOOT_S:-120} \
-		    run_suite "lima-vm/regress/$t" tests/regress/$t.sh
+# The real-Lima tier (`make check-lima`): one suite at a time, so that at
+# most two VMs boot at once on two cores.
+if want lima-full; then
+	for t in $(tests/lima/suites.sh); do
+		run_suite "lima/$t" tests/lima/run.sh "$t"
 	done
-	run_suite "lima-vm/test-vm" tests/lima-vm/test-vm.sh
-	run_suite "lima-vm/netpolicy" tests/lima-vm/netpolicy.sh
-	run_suite "lima-vm/docker" tests/lima-vm/docker.sh
 fi
 
 if [ "${#FAILED_SUITES[@]}" -gt 0 ]; then

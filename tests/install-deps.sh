@@ -24,11 +24,12 @@ if command -v apt-get >/dev/null 2>&1; then
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
 	    passwd mandoc ruby zsh fish nftables iproute2
-	# The real-VM tier (tests/lima-vm): QEMU, the guest image build
-	# (debootstrap, mke2fs), the cidata ISO, and ssh/scp as Lima uses them.
+	# Real Lima (tests/lima): QEMU and qemu-img, which Lima drives, the
+	# guest image build (debootstrap, mke2fs), OpenSSH's client, which
+	# Lima's shell and copy use, and curl for the network checks.
 	$SUDO apt-get install -y -q --no-install-recommends \
-	    qemu-system-x86 qemu-utils debootstrap e2fsprogs genisoimage \
-	    openssh-client
+	    qemu-system-x86 qemu-utils debootstrap e2fsprogs \
+	    openssh-client curl
 	if ! command -v node >/dev/null 2>&1; then
 		$SUDO apt-get install -y -q --no-install-recommends nodejs npm
 	fi
@@ -40,6 +41,16 @@ else
 	echo "install-deps: no apt-get or brew; install libevent, protobuf-c" \
 	    "(with protoc-c), sqlite3, libarchive, OpenSSL 3, cmocka and pkg-config" >&2
 	exit 1
+fi
+
+# Lima 2.2 itself, built by `go install` from the Go module proxy into a
+# cache outside the repository (tests/lima/install.sh). Without Go or the
+# proxy the real-Lima suites report themselves skipped, with the reason.
+if [ "$(uname -s)" = Linux ]; then
+	if ! "$(dirname "$0")/lima/install.sh" >/dev/null; then
+		echo "install-deps: Lima could not be installed (above); the" \
+		    "real-Lima suites will be skipped" >&2
+	fi
 fi
 
 node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)

@@ -9,7 +9,7 @@
 # The simulator's guests have no network (only lo), so nothing can be
 # enforced or checked in them: the daemon learns that from `limactl info`
 # and says "unenforced". The allow-lane proxy is therefore driven here from
-# the host side (127.0.0.1:PORT); tests/lima-vm/netpolicy.sh drives it from
+# the host side (127.0.0.1:PORT); tests/lima/netpolicy.sh drives it from
 # a real guest. The test build of the daemon (build/tests/agent-laned-test)
 # maps test names to a loopback server (AGENT_LANED_TEST_RESOLVE).
 . "$(dirname "$0")/lib.sh"

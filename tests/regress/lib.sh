@@ -6,8 +6,9 @@
 # Sourced by tests/regress/*.sh. Environment:
 #   AGENT_LANED, AGENT_LANECTL   binaries under test (default: build/)
 #   LIMA_SIM                     the limactl to drive (default: the simulator,
-#                                tests/lima-sim/limactl; `make check-vm` sets
-#                                the real-VM one, tests/lima-vm/limactl)
+#                                tests/lima-sim/limactl; `make check-lima`
+#                                sets Lima's own, with AL_REAL_LIMA=1 and
+#                                AGENT_LANE_LIMA_TEMPLATE: tests/lima/tier.sh)
 #   AL_BOOT_S                    seconds a lane's VM may take to boot (default
 #                                0: the simulator boots in milliseconds). Lane
 #                                lifetimes and waits that span a boot add it.
@@ -21,9 +22,11 @@ SIM=${LIMA_SIM:-$REPO/tests/lima-sim/limactl}
 export LIMA_SIM_BOOT_MS=${LIMA_SIM_BOOT_MS:-20}
 BOOT_S=${AL_BOOT_S:-0}
 # Real VMs: the suites that are not specific to the simulator run against
-# tests/lima-vm too (make check-vm), with longer waits (tw) and lifetimes
-# (life) where a boot is involved.
-case $SIM in */lima-vm/limactl) VM=1 ;; *) VM=0 ;; esac
+# Lima's own limactl too (make check-lima: tests/lima/tier.sh sets
+# AL_REAL_LIMA=1 and LIMA_SIM to it), with longer waits (tw) and lifetimes
+# (life) where a boot is involved. REAL_LIMA=1 there.
+REAL_LIMA=${AL_REAL_LIMA:-0}
+VM=$REAL_LIMA
 
 # life N: a lane lifetime of N seconds once its VM is up (lifetimes count
 # from the create request, boot included).

@@ -31,14 +31,32 @@ def sh(*args, ns=None):
 # The pre-ready check, run in the guest with a stand-in sudo on PATH: Lima's
 # answer for a user without the sudoers entry, or a passwordless one.
 BIN = "/run/np-bin"
+HOME = "/run/np-home"
+# The guest user's name, which Lima puts where the script says {{.User}}.
+LANE_USER = "al-np-lane"
 
 
-def set_sudo(passwordless):
+def set_sudo(passwordless, password=None):
+    """passwordless: sudo -n works. password: what Lima 2.2 leaves for
+    user.passwordlessSudo: false, a password in ~/password that sudo -S
+    accepts (the stand-in succeeds when stdin carries it)."""
     os.makedirs(BIN, exist_ok=True)
     with open(BIN + "/sudo", "w") as f:
-        f.write("#!/bin/sh\n" + ("exit 0\n" if passwordless else
-                "echo 'sudo: a password is required' >&2; exit 1\n"))
+        if passwordless:
+            f.write("#!/bin/sh\nexit 0\n")
+        elif password is not None:
+            f.write("#!/bin/sh\nfor a; do [ \"$a\" = -S ] && read -r p && "
+                    "[ \"$p\" = '%s' ] && exit 0; done\n"
+                    "echo 'sudo: a password is required' >&2; exit 1\n" % password)
+        else:
+            f.write("#!/bin/sh\necho 'sudo: a password is required' >&2; exit 1\n")
     os.chmod(BIN + "/sudo", 0o755)
+    os.makedirs(HOME, exist_ok=True)
+    if password is not None:
+        with open(HOME + "/password", "w") as f:
+            f.write(password + "\n")
+    elif os.path.exists(HOME + "/password"):
+        os.unlink(HOME + "/password")
 
 
 def set_stamp(text):
@@ -54,7 +72,8 @@ def set_stamp(text):
 def check(mode, probe=22):
     script = subprocess.run([PRINT, mode, "check", str(probe)], check=True,
                             capture_output=True, text=True).stdout
-    env = dict(os.environ, PATH=BIN + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
+    env = dict(os.environ, HOME=HOME,
+               PATH=BIN + ":" + os.environ.get("PATH", "/usr/bin:/bin"))
     r = subprocess.run(["nsenter", "-t", str(G), "-n", "sh", "-c", script],
                        capture_output=True, text=True, env=env)
     return r.returncode, r.stdout.strip()
@@ -151,9 +170,10 @@ def probe_all():
 
 # ssh arrives from 192.168.5.2: a guest server must still answer it.
 SERVER = r'''
-import socket
+import socket, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("192.168.5.15", 22)); s.listen(1); s.settimeout(5)
+sys.stdout.write("listening\n"); sys.stdout.flush()
 try:
     c, _ = s.accept(); c.sendall(b"SSH-2.0-guest\r\n" + c.recv(100))
 except OSError:
@@ -163,8 +183,8 @@ except OSError:
 
 def ssh_reply():
     srv = subprocess.Popen(["nsenter", "-t", str(G), "-n",
-                            "python3", "-c", SERVER])
-    time.sleep(0.3)
+                            "python3", "-c", SERVER], stdout=subprocess.PIPE, text=True)
+    srv.stdout.readline()   # it listens: no race with a loaded machine
     got = b""
     try:
         c = socket.create_connection(("192.168.5.15", 22), timeout=3,
@@ -204,13 +224,125 @@ report(r.returncode == 0 and not ssh_reply(),
 sh("nft", "delete", "table", "inet", "agentlane", ns=G)
 
 def provision(mode):
-    """Runs the system provision script of the mode's lane YAML in the guest."""
+    """Runs the system provision script of the mode's lane YAML in the
+    guest, with {{.User}} expanded as Lima does. The script edits sudoers:
+    /etc/sudoers and /etc/sudoers.d are this test's own copies (bind mounts
+    in this mount namespace), never the host's."""
     text = subprocess.run([PRINT, mode, "yaml", str(PROXY_PORT)], check=True,
                           capture_output=True, text=True).stdout
     body = text.split("  script: |\n", 1)[1]
     script = "".join(l[4:] + "\n" for l in body.split("\n") if l)
+    script = script.replace("{{.User}}", LANE_USER)
     return subprocess.run(["nsenter", "-t", str(G), "-n", "sh", "-c", script],
                           capture_output=True, text=True)
+
+
+def private_sudoers():
+    os.makedirs("/run/np-sudoers.d", exist_ok=True)
+    with open("/run/np-sudoers", "w") as f:
+        f.write("root ALL=(ALL:ALL) ALL\n")
+    for src, dst in (("/run/np-sudoers.d", "/etc/sudoers.d"),
+                     ("/run/np-sudoers", "/etc/sudoers")):
+        if not os.path.exists(dst):
+            if src.endswith(".d"):
+                os.makedirs(dst)
+            else:
+                open(dst, "w").close()
+        if subprocess.run(["mount", "--bind", src, dst]).returncode != 0:
+            print("not ok 1 - cannot bind a private %s" % dst)
+            sys.exit(1)
+
+
+def plant(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+private_sudoers()
+# What cloud-init writes for Lima 2.2's passwordlessSudo: false.
+plant("/etc/sudoers.d/90-cloud-init-users",
+      "# Created by cloud-init\n\n# User rules for %s\n%s ALL=(ALL) ALL\n"
+      % (LANE_USER, LANE_USER))
+set_stamp(None)
+r = provision("internet")
+report(r.returncode == 0 and not os.path.exists("/etc/sudoers.d/90-cloud-init-users"),
+       "the provision script removes cloud-init's sudo rule for the lane user (%s)"
+       % r.stderr.strip()[:200])
+plant("/etc/sudoers", "root ALL=(ALL:ALL) ALL\n%s ALL=(ALL) NOPASSWD: ALL\n" % LANE_USER)
+set_stamp(None)
+r = provision("internet")
+report(r.returncode != 0 and not os.path.exists("/run/agent-lane/netpolicy")
+       and "a sudo rule still names" in r.stderr,
+       "a sudo rule for the lane user that it cannot remove fails it, with no stamp (%s)"
+       % r.stderr.strip()[:200])
+plant("/etc/sudoers", "root ALL=(ALL:ALL) ALL\n# %s is not allowed\n" % LANE_USER)
+set_stamp(None)
+r = provision("internet")
+report(r.returncode == 0, "a comment naming the user is not a rule (%s)" % r.stderr.strip()[:200])
+sh("nft", "delete", "table", "inet", "agentlane", ns=G)
+
+
+# The rules load while a forwarded ssh session is open, and its next
+# packet is the guest's (sshd answering a command that was already
+# running): conntrack, which the rules switch on, picks the connection up
+# mid-stream and calls that first packet new. Seen on real Lima 2.2: the
+# hostagent's readiness probe hung until another session sent a packet.
+MIDSTREAM = r'''
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("192.168.5.15", 22)); s.listen(1); s.settimeout(5)
+sys.stdout.write("listening\n"); sys.stdout.flush()
+c, _ = s.accept()
+c.recv(10)
+sys.stdout.write("accepted\n"); sys.stdout.flush()
+sys.stdin.readline()          # the rules are loaded now
+c.sendall(b"reply-after-load")
+time.sleep(3)
+'''
+
+
+def midstream_reply(rules):
+    srv = subprocess.Popen(["nsenter", "-t", str(G), "-n", "python3", "-c", MIDSTREAM],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    srv.stdout.readline()
+    got = b""
+    try:
+        c = socket.create_connection(("192.168.5.15", 22), timeout=3,
+                                     source_address=("192.168.5.2", 0))
+        c.sendall(b"cmd")
+        srv.stdout.readline()
+        r = subprocess.run(["nsenter", "-t", str(G), "-n", "nft", "-f", "-"],
+                           input=rules, capture_output=True, text=True)
+        if r.returncode != 0:
+            return "nft: " + r.stderr.strip()
+        srv.stdin.write("go\n")
+        srv.stdin.flush()
+        c.settimeout(2.5)
+        try:
+            got = c.recv(100)
+        except socket.timeout:
+            got = b"(nothing)"
+    finally:
+        srv.kill()
+        srv.wait()
+        sh("nft", "delete", "table", "inet", "agentlane", ns=G)
+    return got.decode(errors="replace")
+
+
+def ruleset(mode):
+    return subprocess.run([PRINT, mode, "rules", str(PROXY_PORT)], check=True,
+                          capture_output=True, text=True).stdout
+
+
+WITHOUT_SSHD = "".join(l + "\n" for l in ruleset("internet").splitlines()
+                       if "tcp sport 22" not in l)
+got = midstream_reply(WITHOUT_SSHD)
+report(got == "(nothing)",
+       "the control: without the sshd rule, a session open while the rules load loses its reply (%s)" % got)
+for mode in ("internet", "none", "allow"):
+    got = midstream_reply(ruleset(mode))
+    report(got == "reply-after-load",
+           "%s: a session open while the rules load still gets the guest's reply (%s)" % (mode, got))
 
 
 for mode in ("internet", "none", "allow"):
@@ -236,6 +368,10 @@ for mode in ("internet", "none", "allow"):
     set_sudo(True)
     rc, out = check(mode)
     report(rc == 1 and "passwordless sudo" in out, "%s: passwordless sudo fails the check (%s)" % (mode, out))
+    set_sudo(False, password="d2851dad932f71d0")
+    rc, out = check(mode)
+    report(rc == 1 and "~/password" in out,
+           "%s: a password in ~/password that opens sudo fails the check (%s)" % (mode, out))
     set_sudo(False)
     # Loading again replaces the table (provisioning runs at every boot).
     r = provision(mode)

@@ -14,45 +14,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden.h"
 #include "netpolicy.h"
-
-static char *
-read_golden(const char *name, size_t *len)
-{
-	char path[1024], *buf;
-	const char *slash = strrchr(__FILE__, '/');
-	FILE *f;
-	long size;
-
-	snprintf(path, sizeof path, "%.*sgolden/%s",
-	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__, name);
-	if ((f = fopen(path, "rb")) == NULL)
-		fail_msg("%s: cannot open (run from the repository root)", path);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	size = ftell(f);
-	assert_true(size >= 0);
-	rewind(f);
-	buf = calloc(1, (size_t)size + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
 
 static void
 check_golden(enum netpolicy_mode m, uint16_t port, bool sudo, const char *file)
 {
-	char yaml[8192], *golden;
-	size_t glen;
+	char yaml[8192];
 	int n = netpolicy_yaml(m, port, sudo, yaml, sizeof yaml);
 
 	assert_true(n > 0);
-	golden = read_golden(file, &glen);
-	if ((size_t)n != glen || memcmp(yaml, golden, glen) != 0)
-		fail_msg("netpolicy YAML differs from tests/unit/golden/%s; "
-		    "rendered:\n%s", file, yaml);
-	free(golden);
+	golden_check(file, yaml, (size_t)n);
 }
 
 static void

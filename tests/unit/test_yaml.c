@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "golden.h"
 #include "lima.h"
 #include "netpolicy.h"
 
@@ -50,42 +51,12 @@ render(struct lima *l, uint32_t cpus, uint32_t memory_mib, uint32_t disk_gib)
 	return buf;
 }
 
-/* The golden file sits next to this source file. */
-static char *
-read_golden(const char *name, size_t *len)
-{
-	char path[1024], *buf;
-	const char *slash = strrchr(__FILE__, '/');
-	FILE *f;
-	long size;
-
-	snprintf(path, sizeof path, "%.*sgolden/%s",
-	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__, name);
-	if ((f = fopen(path, "rb")) == NULL)
-		fail_msg("%s: cannot open (run from the repository root)", path);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	size = ftell(f);
-	assert_true(size >= 0);
-	rewind(f);
-	buf = calloc(1, (size_t)size + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)size, f), (size_t)size);
-	fclose(f);
-	*len = (size_t)size;
-	return buf;
-}
-
 static void
 test_golden(void **state)
 {
-	char *yaml = render(*state, 2, 4096, 30), *golden;
-	size_t glen;
+	char *yaml = render(*state, 2, 4096, 30);
 
-	golden = read_golden("lane.yaml", &glen);
-	if (strlen(yaml) != glen || memcmp(yaml, golden, glen) != 0)
-		fail_msg("lane YAML differs from tests/unit/golden/lane.yaml; "
-		    "rendered:\n%s", yaml);
-	free(golden);
+	golden_check("lane.yaml", yaml, strlen(yaml));
 	free(yaml);
 }
 
@@ -101,20 +72,15 @@ check_policy_golden(struct lima *l, int mode, uint16_t port, bool sudo,
 	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
 	    .disk_gib = 30, .has_policy = true, .net_mode = mode,
 	    .proxy_port = port, .sudo = sudo };
-	char *yaml = calloc(1, 16384), *golden;
-	size_t glen;
+	char *yaml = calloc(1, 16384);
 	int n;
 
 	assert_non_null(yaml);
 	n = lima_yaml_render(l, &spec, yaml, 16384);
 	assert_true(n > 0);
-	golden = read_golden(file, &glen);
-	if ((size_t)n != glen || memcmp(yaml, golden, glen) != 0)
-		fail_msg("lane YAML differs from tests/unit/golden/%s; "
-		    "rendered:\n%s", file, yaml);
+	golden_check(file, yaml, (size_t)n);
 	/* The policy always fits the buffer the daemon renders into. */
 	assert_true(n < 8192);
-	free(golden);
 	free(yaml);
 }
 

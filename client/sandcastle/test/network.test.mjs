@@ -2,7 +2,7 @@
 // reaches the daemon, the lane reports its policy, an allow lane's commands
 // get the proxy variables, and bad options are refused before any call.
 // The simulator's guests have no network, so the policy reads "unenforced"
-// here (tests/lima-vm/netpolicy.sh has the real guests).
+// here (tests/lima/netpolicy.sh has the real guests).
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { lima, createLaneHandle } from "../dist/index.js";

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Checks only a real VM can make (part of `make check-vm`): a guest kernel
-# of its own, ssh as the exec transport (byte-exactness, exit statuses, a
-# dead ssh against a command's own 255, process groups), a 100 MiB tree
-# copied both ways, Lima's user-mode network, and limactl's own contract
-# on QEMU: cidata (user, provisioning, sudo), stop by ACPI, clone, delete.
-LIMA_SIM=${LIMA_SIM:-$(cd "$(dirname "$0")" && pwd)/limactl}
-export LIMA_SIM
-. "$(dirname "$0")/../regress/lib.sh"
+# Checks only a real VM and real Lima can make (part of `make check-lima`):
+# a guest kernel of its own, ssh as the exec transport (byte-exactness, exit
+# statuses, a dead ssh against a command's own 255, process groups), a
+# 100 MiB tree copied both ways, Lima's user-mode network, and the parts of
+# limactl's contract the daemon relies on, from Lima 2.2 itself: cidata
+# (user, provisioning, what passwordlessSudo: false really leaves), stop by
+# ACPI, clone, a half-made instance, start --timeout, delete.
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/tier.sh"
+lima_tier_enter "real-Lima VM checks" "$0" "$@"
+. "$HERE/../regress/lib.sh"
 
-LIMACTL=$SIM
+# LIMACTL: Lima's own limactl (tests/lima/tier.sh), called directly below.
 start_daemon || exit 1
 T0=$(date +%s%N)
 # --sudo: the checks of the guest's root below need it; the network policy
-# is then advisory but still loaded (tests/lima-vm/netpolicy.sh covers a
+# is then advisory but still loaded (tests/lima/netpolicy.sh covers a
 # default lane: no sudo, enforced).
 L=$(ctl create --timeout 30m --sudo)
 check_eq "a lane is created on a real VM" ready "$(lane_state "$L")"
@@ -21,7 +24,7 @@ g() { ctl exec "$L" -- "$@"; }
 
 # --- the guest is a VM --------------------------------------------------
 GK=$(g uname -r)
-check_match "the guest runs a Debian cloud kernel" 'cloud-amd64$' "$GK"
+check_eq "the guest runs a Linux kernel" Linux "$(g uname -s)"
 check "the guest kernel is not the host's ($GK vs $(uname -r))" test "$GK" != "$(uname -r)"
 check "nor is its boot id" test "$(g cat /proc/sys/kernel/random/boot_id)" != \
     "$(cat /proc/sys/kernel/random/boot_id)"
@@ -132,7 +135,7 @@ kill "$HTTPD"; wait "$HTTPD" 2>/dev/null
 # --- the guest user and root ------------------------------------------------
 check_match "with --sudo the lane user keeps passwordless sudo" '^ok$' "$(g sudo -n echo ok)"
 check_match "root's password is locked" '^root:[!*]' "$(g sudo -n grep '^root:' /etc/shadow)"
-check_match "the home is /home/NAME.linux" '^/home/[a-z0-9_-]+\.linux$' "$(g sh -c 'echo "$HOME"')"
+check_match "the home is Lima 2.2's /home/NAME.guest" '^/home/[a-z0-9_-]+\.guest$' "$(g sh -c 'echo "$HOME"')"
 
 ctl rm "$L" >/dev/null
 check "rm removes the VM" test ! -e "$(instance_dir "$L")"
@@ -153,16 +156,17 @@ cleanup_vms() {
 	finish
 }
 trap cleanup_vms EXIT
-cat > "$T/p.yaml" <<'EOF'
-minimumLimaVersion: 2.0.0
+cat > "$T/p.yaml" <<EOF
+minimumLimaVersion: 2.2.0
 base:
-- template:_images/ubuntu-lts
+- ${AGENT_LANE_LIMA_TEMPLATE:-template:_images/ubuntu-lts}
 cpus: 1
 memory: 1GiB
 disk: 4GiB
 plain: true
 mounts: []
 ssh:
+  loadDotSSHPubKeys: false
   forwardAgent: false
 propagateProxyEnv: false
 hostResolver:
@@ -173,48 +177,41 @@ provision:
 - mode: system
   script: |
     #!/bin/sh
-    echo "$(id -u) $LIMA_CIDATA_NAME" > /etc/provisioned-system
-- mode: user
-  script: |
-    #!/bin/sh
-    echo "$(id -un)" > "$HOME/provisioned-user"
+    echo "\$(id -u) {{.Name}} {{.User}}" > /etc/provisioned-system
 EOF
-sed 's/^mounts: \[\]$/mounts:\n- location: "~"/' "$T/p.yaml" > "$T/m.yaml"
-OUT=$(lc create --name=m "$T/m.yaml" 2>&1); RC=$?
-check_eq "a key it cannot honour (mounts) fails create" 1 "$RC"
-check_match "loudly" 'level=fatal.*mounts' "$OUT"
-check "and leaves no instance" test ! -e "$LIMA_HOME/m"
 check "create from a YAML file" lc create --name=p "$T/p.yaml"
 check "the user key pair is made like Lima's" test -s "$LIMA_HOME/_config/user" -a -s "$LIMA_HOME/_config/user.pub"
-check_match "the disk is a qcow2 overlay over the cached image" 'backing file: .*/disk\.qcow2' \
-    "$(qemu-img info -U "$LIMA_HOME/p/disk")"
+INFO=$(qemu-img info -U "$LIMA_HOME/p/disk")
+check_match "the disk is a copy of the image" '^file format: qcow2' "$INFO"
+check_nomatch "with no backing file" '^backing file:' "$INFO"
 t=$(date +%s%N)
 check "start waits for ssh and provisioning" lc start --timeout 20m p
 echo "# limactl start (1 vCPU, 1 GiB): $(( ($(date +%s%N) - t) / 1000000 )) ms"
-check_eq "system provisioning ran as root" "0 p" "$(lc shell p -- cat /etc/provisioned-system)"
-check_eq "user provisioning ran as the user" "$(lc shell p -- id -un)" "$(lc shell p -- cat provisioned-user)"
+check_eq "system provisioning ran as root, with Lima's template variables expanded" \
+    "0 p $(id -un)" "$(lc shell p -- cat /etc/provisioned-system)"
 lc shell p -- sudo -n true 2>/dev/null
-check_eq "passwordlessSudo: false leaves no sudo" 1 "$?"
+check_eq "passwordlessSudo: false leaves no passwordless sudo" 1 "$?"
+# What Lima 2.2 leaves instead, and why lanes remove the sudo rule
+# themselves (daemon/netpolicy.c); this fails the day Lima stops doing it.
+check "but Lima 2.2 gives the user a password in ~/password" lc shell p -- test -s password
+check "which opens sudo" lc shell p -- sh -c 'sudo -S -k -p "" true < password'
 check_match "list --json says Running with the QEMU pid" '"status":"Running".*"driverPID":[0-9]+' \
     "$(lc list --json p)"
 check_match "the hostname is lima-NAME" '^lima-p$' "$(lc shell p -- hostname)"
 ID1=$(lc shell p -- cat /etc/machine-id)
 t=$(date +%s%N)
-check "stop powers the guest down (QMP system_powerdown)" lc stop p
+check "stop powers the guest down" lc stop p
 echo "# limactl stop: $(( ($(date +%s%N) - t) / 1000000 )) ms"
-check_match "by ACPI" 'system_powerdown' "$(cat "$LIMA_HOME/p/ha.stderr.log")"
-check_nomatch "without having to kill QEMU" 'did not power down' "$(cat "$LIMA_HOME/p/ha.stderr.log")"
 check_eq "it is Stopped" Stopped "$(lc list --format '{{.Status}}' p)"
 OUT=$(lc shell p -- true 2>&1); RC=$?
 check_eq "shell on a stopped instance exits 1" 1 "$RC"
 check_match "saying so" 'is stopped' "$OUT"
 check "clone copies the stopped instance" lc clone p q
-check "with its own overlay" test "$(qemu-img info -U "$LIMA_HOME/q/disk" | grep -c '^backing file:')" = 1 \
-    -a ! "$LIMA_HOME/q/disk" -ef "$LIMA_HOME/p/disk"
+check "with a disk of its own" test ! "$LIMA_HOME/q/disk" -ef "$LIMA_HOME/p/disk"
 check "the clone starts" lc start --timeout 20m q
 check_match "with its own hostname" '^lima-q$' "$(lc shell q -- hostname)"
 check "and its own machine id" test "$(lc shell q -- cat /etc/machine-id)" != "$ID1"
-check_eq "provisioning ran again for it" "0 q" "$(lc shell q -- cat /etc/provisioned-system)"
+check_eq "provisioning ran again for it" "0 q $(id -un)" "$(lc shell q -- cat /etc/provisioned-system)"
 OUT=$(lc clone q r 2>&1); RC=$?
 check_eq "cloning a running instance fails" 1 "$RC"
 check_match "as Lima says" 'cannot clone a running instance' "$OUT"
@@ -222,6 +219,16 @@ check "delete --force on a running instance" lc delete --force q
 check "removes it" test ! -e "$LIMA_HOME/q"
 check "and its QEMU" wait_for 5 no_qemu "$LIMA_HOME/q"
 check "delete of the stopped one" lc delete p
+# A directory without lima.yaml: what a create or clone stopped half-way
+# leaves. Lima refuses to delete it (daemon/vm.c removes it itself).
+mkdir -p "$LIMA_HOME/h" && : > "$LIMA_HOME/h/disk"
+OUT=$(lc delete --force h 2>&1); RC=$?
+check_eq "delete of a half-made instance (no lima.yaml) fails" 1 "$RC"
+check_match "saying why" 'NOT deleted' "$OUT"
+echo "# limactl: $(printf '%s' "$OUT" | tail -n 1)"
+check "and keeps the directory" test -d "$LIMA_HOME/h"
+check_eq "list says Broken" Broken "$(lc list --format '{{.Status}}' h 2>/dev/null)"
+rm -rf "$LIMA_HOME/h"
 check "start --timeout expiry" sh -c "'$LIMACTL' --tty=false create --name=s '$T/p.yaml' 2>/dev/null &&
     ! '$LIMACTL' --tty=false start --timeout 2s s 2>'$T/s.err'"
 check_match "says it got no running event" 'did not receive an event with the `running` status' "$(cat "$T/s.err")"

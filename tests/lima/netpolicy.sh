@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The lane network policy on real VMs (part of `make check-vm`): the real
-# agent-laned and agent-lanectl drive tests/lima-vm/limactl, so every lane
+# The lane network policy on real Lima (part of `make check-lima`): the real
+# agent-laned and agent-lanectl drive Lima 2.2's own limactl, so every lane
 # gets its policy the way users' lanes do (the YAML's provision script, no
 # guest root, the pre-ready check before `ready`). A server on host
 # 127.0.0.1 plays the developer's local service.
@@ -12,10 +12,12 @@
 #
 # It also prints, as "# measured:" lines, what a default lane can still
 # reach (SECURITY.md keeps the table).
-export LIMA_SIM=${LIMA_SIM:-$(cd "$(dirname "$0")" && pwd)/limactl}
-. "$(dirname "$0")/../regress/lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/tier.sh"
+lima_tier_enter "the network policy on real Lima" "$0" "$@"
+. "$HERE/../regress/lib.sh"
 TESTD=$(dirname "$LANED")/tests/agent-laned-test
-[ "$VM" = 1 ] || { echo "not ok 1 - LIMA_SIM is not tests/lima-vm/limactl"; exit 1; }
+[ "$REAL_LIMA" = 1 ] || { echo "not ok 1 - not on real Lima (run it through tests/lima/run.sh)"; exit 1; }
 
 json() {	# json LANE EXPR
 	ctl show --json "$1" 2>/dev/null | python3 -c "import json,sys; l=json.load(sys.stdin); print($2)"
@@ -97,6 +99,9 @@ check_match "its events say so" "network +internet enforced" "$(ctl events "$D")
 P=$(sshport "$D")
 out=$(ctl exec "$D" -- sudo -n true 2>&1); rc=$?
 check "sudo -n true fails ($out)" test "$rc" -ne 0
+out=$(ctl exec "$D" -- sh -c 'sudo -S -k -p "" true < ~/password' 2>&1); rc=$?
+check "nor does the password Lima 2.2 gives the user (~/password) open sudo ($out)" \
+    test "$rc" -ne 0
 out=$(ctl exec "$D" -- /usr/sbin/nft flush ruleset 2>&1); rc=$?
 check "nft flush ruleset fails ($out)" test "$rc" -ne 0
 check_eq "the rules' stamp is still there" "internet enforced" \

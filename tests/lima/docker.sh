@@ -1,29 +1,14 @@
 #!/usr/bin/env bash
-# `image build --docker` on a real VM (part of `make check-vm`): the image
-# gets Docker Engine from Debian packages, rootless for the lane user; a
-# lane cloned from it runs a container as that user, without sudo, through
-# agent-lanectl exec. No registry is reachable, so the container image is
-# made in the guest from a Debian package: busybox-static's binary packed
-# with tar and loaded with `docker import`.
-# Where this machine cannot run a VM, or the guest kernel lacks what
-# rootless Docker needs, it reports a SKIP with the reason; it never passes
-# without having run a container.
+# `image build --docker` on real Lima (part of `make check-lima`): the image
+# gets Docker Engine from Debian packages, rootless for the lane user, in a
+# VM that real `limactl clone` then copies; a lane cloned from it runs a
+# container as that user, without sudo, through agent-lanectl exec. No
+# registry is reachable, so the container image is made in the guest from a
+# Debian package: busybox-static's binary packed with tar and loaded with
+# `docker import`. It never passes without having run a container.
 HERE=$(cd "$(dirname "$0")" && pwd)
-
-skip_all() {
-	echo "ok 1 - rootless Docker in a lane # SKIP $*"
-	exit 0
-}
-
-[ "$(uname -s)" = Linux ] || skip_all "needs Linux (QEMU with the guest image built here)"
-[ "$(uname -m)" = x86_64 ] || skip_all "the guest image is x86_64 only"
-for t in qemu-system-x86_64 qemu-img ssh ssh-keygen scp; do
-	command -v "$t" >/dev/null 2>&1 || skip_all "$t is not installed (tests/install-deps.sh installs it)"
-done
-python3 -c 'import yaml' 2>/dev/null || skip_all "python3-yaml is not installed"
-"$HERE/build-image.sh" >/dev/null 2>&1 || skip_all "the guest image cannot be built here"
-
-export LIMA_SIM=$HERE/limactl
+. "$HERE/tier.sh"
+lima_tier_enter "rootless Docker in a lane on real Lima" "$0" "$@"
 . "$HERE/../regress/lib.sh"
 
 start_daemon || exit 1

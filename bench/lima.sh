@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# The real-Lima rows of `make bench` (bench/run.sh runs this; alone:
+# bench/lima.sh): agent-laned driving Lima 2.2's own limactl on QEMU guests
+# (TCG where KVM is unusable), each figure against a baseline measured in
+# the same run. Boots take a minute or more under TCG, so each create is
+# measured BENCH_LIMA_BOOTS times (default 1) and the table says so; exec
+# and copy are medians of alternating pairs. Never pass/fail.
+#
+# Rows (FIGURE, BASELINE, MEASURED, RATIO, GOAL, tab-separated, on stdout;
+# progress on stderr):
+#   cold create -> ready       against `limactl create` + `limactl start`
+#                              of the same lane YAML, by hand
+#   create -> first output     from the warm pool against cold
+#   exec -- true               against `limactl shell LANE -- true`
+#   copy in / out of a tree    against a raw `tar | limactl shell -- tar`
+#                              pipe (what copy-in is underneath) and back
+#   a Sandcastle run           a trivial createSandbox + run on a lane from
+#                              an image, against `agent-lanectl run --image`
+#                              doing the same copy-in, command and copy-out
+#
+#   BENCH_LIMA_EXEC_RUNS  exec pairs (default 11)
+#   BENCH_LIMA_COPY_MIB   the copied tree (default 64)
+#   BENCH_LIMA_BOOTS      creates per side (default 1)
+#   BENCH_LIMA_SANDCASTLE 0: skip the Sandcastle row
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../tests/lima/tier.sh"
+lima_skip_all() {
+	printf '%s\t%s\t%s\t%s\t%s\n' "real Lima rows" "n/a" "n/a" "-" "not measured: $*"
+	exit 0
+}
+lima_tier_enter "real-Lima benchmarks" "$0" "$@"
+. "$HERE/../tests/regress/lib.sh" >/dev/null
+trap 'finish >/dev/null 2>&1' EXIT
+RUNS=${BENCH_LIMA_EXEC_RUNS:-11}
+MIB=${BENCH_LIMA_COPY_MIB:-64}
+BOOTS=${BENCH_LIMA_BOOTS:-1}
+SHAPE="--cpus 2 --memory 2 --disk 10"
+
+say() { echo "bench-lima: $*" >&2; }
+row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
+ms() { python3 -c 'import time; print(int(time.monotonic() * 1000))'; }
+lc() { LIMA_HOME=$STATE/lima "$SIM" --tty=false "$@"; }
+med() { python3 -c 'import statistics, sys; print("%.0f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
+
+start_daemon || exit 1
+say "$("$SIM" --version), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# --- cold create: ours against limactl by hand ----------------------------
+ours=() theirs=()
+for i in $(seq 1 "$BOOTS"); do
+	say "cold create $i/$BOOTS: agent-lanectl create"
+	t=$(ms); L=$(ctl create -q --timeout 2h $SHAPE) || exit 1; ours+=($(( $(ms) - t )))
+	[ "$i" -lt "$BOOTS" ] && ctl rm "$L" >/dev/null
+	say "cold create $i/$BOOTS: limactl create + start of the same YAML"
+	cp "$(instance_dir "$L")/lima.yaml" "$T/by-hand.yaml"
+	t=$(ms)
+	lc create --name=byhand "$T/by-hand.yaml" >/dev/null 2>&1 &&
+	    lc start --timeout 20m byhand >/dev/null 2>&1 || say "limactl by hand failed"
+	theirs+=($(( $(ms) - t )))
+	lc delete --force byhand >/dev/null 2>&1
+done
+c=$(med "${ours[@]}") b=$(med "${theirs[@]}")
+row "real Lima cold create -> ready ($BOOTS run(s) each)" "$((b / 1000)) s limactl create+start" \
+    "$((c / 1000)) s" "$(awk -v a="$c" -v b="$b" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" "-"
+
+# --- exec against limactl shell -------------------------------------------
+say "exec: $RUNS pairs against limactl shell in $L"
+LIMA_HOME=$STATE/lima python3 - "$SIM" "$L" "$LANECTL" "$SOCK" "$RUNS" <<'PY'
+import statistics, subprocess, sys, time
+sim, lane, ctl, sock, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
+direct = [sim, "--tty=false", "shell", "--workdir=/", lane, "--", "true"]
+ours = [ctl, "--socket", sock, "exec", "-n", lane, "--", "true"]
+def once(argv):
+    t0 = time.perf_counter()
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t0) * 1000
+for argv in (direct, ours):
+    once(argv)
+d, o = [], []
+for _ in range(runs):
+    d.append(once(direct))
+    o.append(once(ours))
+md, mo = statistics.median(d), statistics.median(o)
+print("real Lima exec -- true, median of %d pairs\t%.0f ms limactl shell\t%.0f ms\t%.2fx\twithin +10%%"
+      % (runs, md, mo, mo / md))
+PY
+
+# --- copy in and out against a raw tar pipe through limactl shell ---------
+src=$T/src
+mkdir -p "$src"
+head -c $((MIB * 1048576)) /dev/urandom | split -b 1048576 -a 4 - "$src/f."
+ctl exec "$L" -- mkdir -p /tmp/raw /tmp/ours >/dev/null
+say "copy: $MIB MiB tree, raw tar pipe and agent-lanectl cp, in and out"
+t=$(ms); tar -C "$src" -cf - . | lc shell --workdir=/ "$L" -- tar -C /tmp/raw -xf -; raw_in=$(( $(ms) - t ))
+t=$(ms); ctl cp "$src" "$L:/tmp/ours/src" >/dev/null; in=$(( $(ms) - t ))
+mkdir -p "$T/rawback"
+t=$(ms); lc shell --workdir=/ "$L" -- tar -C /tmp/raw -cf - . | tar -C "$T/rawback" -xf -; raw_out=$(( $(ms) - t ))
+t=$(ms); ctl cp "$L:/tmp/ours/src" "$T/back" >/dev/null; out=$(( $(ms) - t ))
+diff -r "$src" "$T/back" >/dev/null || say "copy-out differs!"
+awk -v m="$MIB" -v ri="$raw_in" -v i="$in" -v ro="$raw_out" -v o="$out" 'BEGIN {
+	OFS = "\t"
+	print "real Lima copy-in " m " MiB tree", sprintf("%.1f MiB/s raw tar | limactl shell", m / (ri / 1000)), sprintf("%.1f MiB/s", m / (i / 1000)), sprintf("%.2f", ri / i), ">= 0.8"
+	print "real Lima copy-out " m " MiB tree", sprintf("%.1f MiB/s raw limactl shell | tar", m / (ro / 1000)), sprintf("%.1f MiB/s", m / (o / 1000)), sprintf("%.2f", ro / o), ">= 0.8"
+}'
+ctl rm "$L" >/dev/null
+stop_daemon
+
+# --- the warm pool against cold ---------------------------------------------
+first_output() {
+	python3 - "$LANECTL" "$SOCK" "$SHAPE" <<'PY'
+import subprocess, sys, time
+ctl, sock, shape = sys.argv[1], sys.argv[2], sys.argv[3].split()
+t0 = time.perf_counter()
+name = subprocess.run([ctl, "--socket", sock, "create", "-q", "--timeout", "1h"] + shape,
+                      check=True, stdout=subprocess.PIPE).stdout.decode().strip()
+p = subprocess.Popen([ctl, "--socket", sock, "exec", name, "--", "echo", "x"],
+                     stdout=subprocess.PIPE)
+p.stdout.read(1)
+t = (time.perf_counter() - t0) * 1000
+p.wait()
+print("%s %.0f" % (name, t))
+PY
+}
+say "pool: one pooled lane, then its create -> first output"
+start_daemon --pool-size 1 --pool-max-boots 1 --default-cpus 2 \
+    --default-memory 2 --default-disk 10 || exit 1
+booted() {
+	ctl ls --all --json | python3 -c '
+import json, sys
+sys.exit(0 if any(l["state"] == "pooled" and l["workspace"] for l in json.load(sys.stdin)) else 1)'
+}
+if wait_for $((AL_BOOT_S * 3)) booted; then
+	read -r P pooled < <(first_output)
+	ctl rm "$P" >/dev/null
+	row "real Lima create -> first output, pooled vs the cold create above" \
+	    "$((c / 1000)) s cold (to ready)" "$pooled ms" \
+	    "$(awk -v a="$c" -v b="$pooled" 'BEGIN { printf "%.0fx faster", a / b }')" "-"
+else
+	row "real Lima create -> first output, pooled" "-" "n/a" "-" "the pool did not fill"
+fi
+stop_daemon
+
+# --- a trivial Sandcastle run on a lane from an image -----------------------
+if [ "${BENCH_LIMA_SANDCASTLE:-1}" != 0 ] && [ -f "$REPO/client/sandcastle/dist/index.js" ]; then
+	start_daemon || exit 1
+	say "sandcastle: an image, then agent-lanectl run --image and createSandbox + run"
+	printf '#!/bin/sh\necho tool > /usr/local/bin/bench-tool; chmod 755 /usr/local/bin/bench-tool\n' > "$T/tool.sh"
+	ctl image build bench --provision "$T/tool.sh" >/dev/null 2>&1 || say "image build failed"
+	repo=$T/repo
+	mkdir -p "$repo" && (cd "$repo" && git init -q -b main && echo hi > f &&
+	    git -c user.name=b -c user.email=b@b add f && git -c user.name=b -c user.email=b@b commit -qm init)
+	t=$(ms)
+	ctl run -q --image bench --cp "$repo:repo" --out repo/f:"$T/f.out" -- sh -c 'cd repo && echo done >> f' >/dev/null
+	run_ms=$(( $(ms) - t ))
+	t=$(ms)
+	(cd "$REPO/client/sandcastle" && node - "$SOCK" "$repo" <<'JS'
+const [sock, repo] = process.argv.slice(2);
+const { createSandbox } = await import("@ai-hero/sandcastle");
+const { lima } = await import("./dist/index.js");
+const agent = {
+  name: "bench-agent", env: {}, captureSessions: false,
+  buildPrintCommand: () => ({ command: "echo done >> f && git -c user.name=b -c user.email=b@b commit -qam bench" }),
+  parseStreamLine: (line) => [{ type: "text", text: line }],
+};
+const sandbox = await createSandbox({ branch: "bench/run", cwd: repo,
+  sandbox: lima({ image: "bench", socketPath: sock, timeoutMinutes: 30 }) });
+try { await sandbox.run({ agent, prompt: "x", maxIterations: 1 }); }
+finally { await sandbox.close(); }
+JS
+	) >/dev/null 2>"$T/sc.err" || { say "the Sandcastle run failed:"; tail -5 "$T/sc.err" >&2; }
+	sc_ms=$(( $(ms) - t ))
+	row "real Lima Sandcastle run on a lane from an image (1 run)" \
+	    "$((run_ms / 1000)) s agent-lanectl run --image" "$((sc_ms / 1000)) s" \
+	    "$(awk -v a="$sc_ms" -v b="$run_ms" 'BEGIN { printf "%.2fx", a / b }')" "-"
+	stop_daemon
+fi
