@@ -32,6 +32,7 @@
 #include "reaper.h"
 #include "registry.h"
 #include "util.h"
+#include "wipe.h"
 #ifdef LANED_TEST_HOOKS
 #include "testhooks.h"
 #endif
@@ -307,7 +308,7 @@ main(int argc, char **argv)
 		fatalx("registry: %s", err);
 
 	/* Before libevent allocates anything: buffers held secrets. */
-	compat_libevent_wipe_on_free();
+	wipe_libevent_on_free();
 	/*
 	 * The changelist folds the several epoll_ctl calls a connection's
 	 * interest changes make within one loop turn (enable write, disable,

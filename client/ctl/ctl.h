@@ -30,8 +30,16 @@ enum ctl_complete {
 	CTL_COMPLETE_WORDS,	/* the first operand is one of words */
 };
 
+struct ctl;
+
+/*
+ * One command: what runs it, and what its help, the parser, the completion
+ * scripts and the man page test know of it. commands.c holds the table;
+ * adding a command is one entry there and its handler.
+ */
 struct ctl_command {
 	const char *name;
+	int (*run)(struct ctl *, int argc, char **argv);
 	const char *alias;	/* or NULL */
 	const char *operands;	/* in the usage line, after [OPTIONS] */
 	const char *summary;	/* one line, for the command list */
@@ -46,6 +54,8 @@ struct ctl_command {
 	bool json;		/* takes --json */
 	enum ctl_complete complete;
 	const char *words;	/* CTL_COMPLETE_WORDS, space-separated */
+	bool units;		/* its help ends with the units paragraph */
+	bool hidden;		/* for scripts: not in the help or completion */
 };
 
 #define CTL_COMMAND_AT_ONCE (-1)
@@ -73,21 +83,29 @@ struct ctl {
 	const char *socket;	/* --socket; NULL: the library's default */
 	bool json;		/* --json */
 	void *owned;		/* ctl_parse()'s arrays, freed by main */
+	const struct ctl_command *cmd;		/* the one running */
+	/* main's table, for the commands that list commands (help, completion) */
+	const struct ctl_command *commands;
+	size_t ncommands;
 };
 
 /* ctl_parse() returns this when the command should go on. */
 #define CTL_CONTINUE (-1)
 
+/* commands.c: every command, in the order the help lists them. */
 extern const struct ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
+
+/* help.c: the global options, and help made from the tables. */
 extern const struct ctl_option ctl_global_options[];
-/* By name or alias; NULL if none. */
-const struct ctl_command *ctl_command_find(const char *name);
-/* The help of one command, or with NULL the summary of all. */
-void ctl_help(FILE *, const struct ctl_command *);
+/* In ctl->commands, by name or alias; NULL if none. */
+const struct ctl_command *ctl_command_find(const struct ctl *,
+    const char *name);
+/* The help of one command, or with NULL the summary of ctl->commands. */
+void ctl_help(FILE *, const struct ctl *, const struct ctl_command *);
 
 /*
- * Splits argv (argv[0] is the command's name) into options, operands and,
+ * Splits argv (argv[0] is ctl->cmd's name) into options, operands and,
  * for exec, the guest command. Global options (--socket, --json, -h,
  * --help) are taken anywhere before "--"; a word that starts with "-" is
  * never an operand unless it is "-" or comes after "--". Prints help or a
@@ -101,8 +119,24 @@ bool ctl_is(const struct ctl_arg *, const char *name);
 /* Connects ctl->client to --socket or the default; false (said) if OOM. */
 bool ctl_client_open(struct ctl *);
 
-/* A signal asked us to stop (the call cleans up; main re-raises it). */
+/*
+ * interrupt.c: SIGINT, SIGTERM and SIGHUP stop the call in progress and let
+ * it clean up; main then dies of the signal (ctl_interrupt_reraise).
+ */
+void ctl_interrupt_catch(void);
+/* A signal asked us to stop. */
 bool ctl_interrupted(void);
+/* If one did: die of it now, as the caller expects. */
+void ctl_interrupt_reraise(void);
+
+/*
+ * ctlcompat.c: what differs between macOS and Linux for the CLI, so that
+ * no other file has an #ifdef. The path of this executable: 0 or -1.
+ */
+int ctl_compat_self_path(char *buf, size_t len);
+/* The host's per-user service manager: "launchd" or "systemd". */
+const char *ctl_compat_service_manager(void);
+
 /* Prints "agent-lanectl: CODE: message" (unless interrupted), returns status. */
 int ctl_fail(const struct ctl *, const struct al_error *, int status);
 void ctl_put_safe(FILE *, const char *);

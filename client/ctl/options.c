@@ -2,9 +2,9 @@
  * agent-lanectl option parsing, one parser for every command: options and
  * operands in any order, --name VALUE, --name=VALUE, -x VALUE, -xVALUE and
  * grouped short flags (-qa), global options anywhere before "--", and help
- * answered here, never sent to the daemon. The option tables are in help.c,
- * so that the parser, the help, the man page test and the completion
- * scripts cannot disagree.
+ * answered here, never sent to the daemon. The option tables are in the
+ * command table (commands.c) and help.c, so that the parser, the help, the
+ * man page test and the completion scripts cannot disagree.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -105,7 +105,7 @@ take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
 int
 ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 {
-	const struct ctl_command *cmd = ctl_command_find(argv[0]);
+	const struct ctl_command *cmd = ctl->cmd;
 	struct parsed_store *st;
 	const struct ctl_option *o;
 	char err[256] = "";
@@ -114,6 +114,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 
 	memset(p, 0, sizeof *p);
 	if (cmd == NULL) {
+		/* main sets it before a command runs: cannot happen. */
 		ctl_errx("%s: no such command", argv[0]);
 		return CTL_EXIT_USAGE;
 	}
@@ -205,7 +206,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 	p->command[p->ncommand] = NULL;
 
 	if (help) {
-		ctl_help(stdout, cmd);
+		ctl_help(stdout, ctl, cmd);
 		return 0;
 	}
 	if (err[0] == '\0' && ctl->json && !cmd->json)
