@@ -14,21 +14,33 @@ ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
 	ctl_progress_abort();	/* the message starts a line of its own */
 	if (ctl_interrupted())
 		return status;
-	fprintf(stderr, "agent-lanectl: %s: %s\n", al_code_name(err->code),
-	    err->message);
+	fprintf(stderr, "agent-lanectl: %s: ", al_code_name(err->code));
+	ctl_put_safe(stderr, err->message);
+	fputc('\n', stderr);
 	ctl_hint(ctl, err);
 	return status;
 }
 
 /*
- * Writes s with control characters as '?': a path the user typed or a
- * guest produced must not drive the terminal it is echoed to.
+ * Writes s by the daemon's rule (text_sanitize): a path the user typed or
+ * a guest produced must not drive the terminal it is echoed to, whether by
+ * an ESC, a C1 control (U+009B is CSI) or a raw 0x9b byte.
  */
 void
 ctl_put_safe(FILE *f, const char *s)
 {
-	for (; *s != '\0'; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	size_t n;
+
+	while (*p != '\0') {
+		n = text_utf8_decode(p, 4, &cp);
+		if (n == 0 || text_is_control(cp))
+			fputc('?', f);
+		else
+			fwrite(p, 1, n, f);
+		p += n == 0 ? 1 : n;
+	}
 }
 
 void
@@ -159,14 +171,22 @@ ctl_json_string(FILE *f, const char *s)
 				 * JSON: a byte that is not well-formed UTF-8
 				 * becomes U+FFFD.
 				 */
-				size_t n = text_utf8_len(p);
+				uint32_t cp;
+				size_t n = text_utf8_decode(p, 4, &cp);
 
+				/*
+				 * Escaped, a C1 control or a bidi override
+				 * cannot steer a terminal that shows the
+				 * JSON; it means the same to a parser.
+				 */
 				if (n == 0)
 					fputs("\\ufffd", f);
-				else {
+				else if (text_is_control(cp))
+					fprintf(f, "\\u%04x", (unsigned)cp);
+				else
 					fwrite(p, 1, n, f);
+				if (n > 0)
 					p += n - 1;
-				}
 			}
 		}
 	}
