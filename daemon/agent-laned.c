@@ -71,8 +71,10 @@ usage(int status)
 	    "and exit\n"
 	    "  --version                 print the version and exit\n"
 	    "\n"
-	    "Every configuration key is also a flag (--KEY VALUE or --KEY=VALUE);\n"
-	    "plain numbers are minutes for lifetimes, seconds for timeouts:\n");
+	    "Every configuration key is also a flag (--KEY VALUE or --KEY=VALUE).\n"
+	    "Durations and sizes carry their unit (90s, 30m, 1h30m; 512M, 8G): a\n"
+	    "plain number is taken only where the name says its unit (the keys\n"
+	    "ending in bytes) or it counts things (cpus), and 0 is zero in any unit:\n");
 	config_usage(f);
 	exit(status);
 }

@@ -37,6 +37,28 @@ reserve_stdio(void)
 	return 0;
 }
 
+/* "unknown command "ps"; did you mean "ls"?" */
+static int
+unknown_command(const struct ctl *ctl, const char *word)
+{
+	const char *names[2 * 64], *near;
+	size_t n = 0;
+
+	for (size_t i = 0; i < ctl->ncommands && n + 2 <= sizeof names /
+	    sizeof *names; i++) {
+		if (ctl->commands[i].hidden)
+			continue;
+		names[n++] = ctl->commands[i].name;
+		if (ctl->commands[i].alias != NULL)
+			names[n++] = ctl->commands[i].alias;
+	}
+	if ((near = ctl_nearest(word, names, n)) != NULL)
+		return ctl_usage("unknown command \"%s\"; did you mean \"%s\"? "
+		    "(see agent-lanectl --help)", word, near);
+	return ctl_usage("unknown command \"%s\" (see agent-lanectl --help)",
+	    word);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -68,6 +90,7 @@ main(int argc, char **argv)
 			i++;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			ctl.json = true;
+			ctl_json_errors(true);
 			i++;
 		} else if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
@@ -95,8 +118,7 @@ main(int argc, char **argv)
 		/* It opens the client in ctl_parse, after its own --socket. */
 		rc = c->run(&ctl, argc - i, argv + i);
 	} else
-		rc = ctl_usage("unknown command \"%s\" (see agent-lanectl "
-		    "--help)", argv[i]);
+		rc = unknown_command(&ctl, argv[i]);
 	/* Whatever ended the command, a progress line ends with a newline. */
 	ctl_progress_abort();
 	al_client_free(ctl.client);

@@ -14,8 +14,8 @@
 /* The options of the lane a command creates: create's and run's. */
 #define LANE_OPTIONS_RESOURCES \
 	{ 0, "cpus", "N", "virtual CPUs" }, \
-	{ 0, "memory", "SIZE", "memory; a plain number is GiB (4, 0.5, 512M)" }, \
-	{ 0, "disk", "SIZE", "disk, whole GiB; a plain number is GiB" }, \
+	{ 0, "memory", "SIZE", "memory (4G, 0.5G, 512M)" }, \
+	{ 0, "disk", "SIZE", "disk, whole GiB (30G)" }, \
 	{ 0, "timeout", "DURATION", "hard lifetime from creation" }, \
 	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" }, \
 	{ 0, "name", "ALIAS", "a second name for the lane, unique among live " \
@@ -68,8 +68,9 @@ static const struct ctl_option image_options[] = {
 	{ 0, "docker", NULL, "build: install rootless Docker Engine for the "
 	    "lane user" },
 	{ 0, "cpus", "N", "build: virtual CPUs of the build VM" },
-	{ 0, "memory", "SIZE", "build: memory; a plain number is GiB" },
-	{ 0, "disk", "SIZE", "build: disk, whole GiB (lanes get at least this)" },
+	{ 0, "memory", "SIZE", "build: memory (4G, 512M)" },
+	{ 0, "disk", "SIZE", "build: disk, whole GiB (30G; lanes get at least "
+	    "this)" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -185,6 +186,7 @@ const struct ctl_command ctl_commands[] = {
 		    "daemon destroys it. --keep keeps it instead.\n",
 		.options = run_options,
 		.operands_then_command = CTL_COMMAND_AT_ONCE,
+		.units = true,
 	},
 	{
 		.name = "ls",
@@ -356,6 +358,7 @@ const struct ctl_command ctl_commands[] = {
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,
 		.words = "build ls show rm",
+		.units = true,
 	},
 	{
 		.name = "daemon",

@@ -137,18 +137,50 @@ int ctl_compat_self_path(char *buf, size_t len);
 /* The host's per-user service manager: "launchd" or "systemd". */
 const char *ctl_compat_service_manager(void);
 
-/* Prints "agent-lanectl: CODE: message" (unless interrupted), returns status. */
+/*
+ * Errors (util.c). Each is one line on standard error, finishing any
+ * progress line first: "agent-lanectl: [WHAT: ][LANE: ][CODE: ]message",
+ * or with --json one object {"error":{"code","command","lane","message",
+ * "hint"}} (absent keys left out). A CONNECT error whose socket path does
+ * not exist or is a socket gets the hint of how to start a daemon. CODE
+ * is the library's (al_code_name), or ours below, which the text leaves
+ * out: the message says what is wrong.
+ */
+#define CTL_CODE_USAGE "USAGE"		/* our own check of the command line */
+#define CTL_CODE_FAILED "FAILED"	/* anything else we refused or failed */
+#define CTL_CODE_INTERRUPTED "INTERRUPTED"	/* ^C (SIGINT, SIGTERM, SIGHUP) */
+/* --json was given: errors from now on are JSON. */
+void ctl_json_errors(bool on);
+/* hint: a line of advice after it; NULL: CONNECT's, if it applies. */
+void ctl_report(const struct ctl *, const char *code, const char *what,
+    const char *lane, const char *message, const char *hint);
+/* status, or CTL_EXIT_USAGE for the daemon's INVALID_ARGUMENT. */
+int ctl_exit_status(const struct al_error *, int status);
+/* Reports err (unless interrupted); returns ctl_exit_status(err, status). */
 int ctl_fail(const struct ctl *, const struct al_error *, int status);
 void ctl_put_safe(FILE *, const char *);
-/* For CONNECT: how to start the daemon or point at another socket. */
+/* For CONNECT, in text: how to start the daemon or point at another socket. */
 void ctl_hint(const struct ctl *, const struct al_error *);
+/* Reports a usage error (code USAGE); returns CTL_EXIT_USAGE. */
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Reports a failure of ours (code FAILED). */
 void ctl_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A duration; a plain number is seconds, as everywhere in the CLI. */
-bool ctl_duration(const char *s, uint64_t *ms);
+/* The candidate nearest word (a typo of it), or NULL if none is near. */
+const char *ctl_nearest(const char *word, const char *const *cands, size_t n);
+
+/*
+ * Option values by the one rule for plain numbers (proto/units.h): a
+ * duration or size carries its unit; opt names the option in messages.
+ * 0, or CTL_EXIT_USAGE after saying why.
+ */
+int ctl_opt_duration(const char *opt, const char *v, uint64_t min_ms,
+    uint64_t *ms);
+int ctl_opt_memory(const char *opt, const char *v, uint32_t *mib);
+int ctl_opt_disk(const char *opt, const char *v, uint32_t *gib);
+/* A count (cpus, entries): a plain number up to max. */
 bool ctl_uint(const char *s, uint64_t max, uint64_t *out);
-/* A size; a plain number counts plain_unit bytes. */
+/* A size whose name says its unit (--max-bytes): a plain number counts plain_unit bytes. */
 bool ctl_size(const char *s, uint64_t plain_unit, uint64_t *out);
 /* Well-formed UTF-8 without C0 controls or DEL (label values). */
 bool ctl_utf8_text(const char *s);
@@ -159,7 +191,10 @@ void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 void ctl_json_string(FILE *, const char *);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);
-/* net NULL: the lane's network policy is not printed. */
+/*
+ * lanejson.c: a lane and its network policy as one JSON object, the same
+ * for every command that prints a lane (no newline).
+ */
 void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *);
 
 /*
@@ -215,6 +250,12 @@ struct ctl_create_args {
  */
 int ctl_create_prepare(struct ctl *, const struct ctl_parsed *,
     struct al_create_opts *, struct ctl_create_args *a);
+/*
+ * A create (or run's) failed: finishes the progress line and says what
+ * became of the lane and where its logs are. Returns the exit status.
+ */
+int ctl_create_failed(struct ctl *, const struct ctl_create_state *,
+    const struct al_error *, bool detach, int status);
 /* A create's progress callback; arg is a struct ctl_create_state. */
 void ctl_create_progress(const char *phase, const char *message, void *arg);
 /*

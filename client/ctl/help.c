@@ -10,10 +10,12 @@
 
 #include "ctl.h"
 
+/* The one rule for plain numbers (proto/units.h), as agent-laned says it. */
 #define UNITS_TEXT \
-	"Durations: 30s, 90m, 2h, 1h30m, 1.5h, 1d; a plain number is seconds.\n" \
-	"Sizes: 512M, 8G, 8GiB, 8GB, 1.5G (binary multiples); a plain number\n" \
-	"is GiB for --memory and --disk and bytes for --max-bytes.\n"
+	"Durations: 90s, 30m, 2h, 1h30m, 1.5h, 1d. Sizes: 512M, 8G, 8GiB, 8GB,\n" \
+	"1.5G (binary multiples). Durations and sizes carry their unit: a plain\n" \
+	"number is taken only where the name says its unit (--max-bytes) or it\n" \
+	"counts things (--cpus), and 0 is zero in any unit.\n"
 
 const struct ctl_option ctl_global_options[] = {
 	{ 0, "socket", "PATH", "the daemon's socket (default: $AGENT_LANE_SOCKET, "

@@ -84,6 +84,30 @@ usage_error(char *buf, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* "unknown option --cpu; did you mean --cpus?" */
+static void
+unknown_long(char *err, const struct ctl_command *cmd, const char *name,
+    size_t len)
+{
+	const char *names[128], *near;
+	char word[64];
+	size_t n = 0;
+
+	snprintf(word, sizeof word, "%.*s", (int)len, name);
+	for (const struct ctl_option *o = cmd->options; o->name != NULL &&
+	    n < sizeof names / sizeof *names; o++)
+		names[n++] = o->name;
+	for (const struct ctl_option *o = ctl_global_options; o->name != NULL &&
+	    n < sizeof names / sizeof *names; o++)
+		names[n++] = o->name;
+	if ((near = ctl_nearest(word, names, n)) != NULL)
+		usage_error(err, "%s: unknown option --%.*s; did you mean --%s?",
+		    cmd->name, (int)len, name, near);
+	else
+		usage_error(err, "%s: unknown option --%.*s", cmd->name,
+		    (int)len, name);
+}
+
 /* Records one option; the globals act on ctl at once. */
 static void
 take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
@@ -93,8 +117,10 @@ take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
 		*help = true;
 	else if (strcmp(o->name, "socket") == 0)
 		ctl->socket = value;
-	else if (strcmp(o->name, "json") == 0)
+	else if (strcmp(o->name, "json") == 0) {
 		ctl->json = true;
+		ctl_json_errors(true);
+	}
 	else {
 		p->opts[p->nopts].opt = o;
 		p->opts[p->nopts].value = value;
@@ -164,8 +190,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 
 			if ((o = find_long(cmd->options, name, len)) == NULL &&
 			    (o = find_long(ctl_global_options, name, len)) == NULL) {
-				usage_error(err, "%s: unknown option --%.*s",
-				    cmd->name, (int)len, name);
+				unknown_long(err, cmd, name, len);
 				continue;
 			}
 			if (o->arg == NULL && eq != NULL)
@@ -209,12 +234,18 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 		ctl_help(stdout, ctl, cmd);
 		return 0;
 	}
+	/* A lane named "" is no lane: a usage error, not the daemon's. */
+	for (size_t k = 0; err[0] == '\0' && k < p->noperands; k++)
+		if (p->operands[k][0] == '\0' &&
+		    (cmd->complete == CTL_COMPLETE_LANES ||
+		    (cmd->complete == CTL_COMPLETE_LANE && k == 0)))
+			usage_error(err, "%s: a lane name is empty", cmd->name);
 	if (err[0] == '\0' && ctl->json && !cmd->json)
 		usage_error(err, "%s: --json: the command prints nothing to "
 		    "format", cmd->name);
 	if (err[0] != '\0') {
-		ctl_errx("%s (see agent-lanectl help %s)", err, cmd->name);
-		return CTL_EXIT_USAGE;
+		return ctl_usage("%s (see agent-lanectl help %s)", err,
+		    cmd->name);
 	}
 	if (!ctl_client_open(ctl))
 		return CTL_EXIT_FAILURE;

@@ -14,7 +14,7 @@ export AL_BOOT_S=${AL_BOOT_S:-120}
 . "$(dirname "$0")/../regress/lib.sh" >/dev/null
 trap 'finish >/dev/null 2>&1' EXIT
 RUNS=${BENCH_VM_EXEC_RUNS:-11}
-SHAPE="--cpus 2 --memory 2 --disk 10"
+SHAPE="--cpus 2 --memory 2G --disk 10G"
 
 say() { echo "bench-vm: $*" >&2; }
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
@@ -78,7 +78,7 @@ stop_daemon
 
 say "pooled create (the pool boots one VM first)"
 start_daemon --pool-size 1 --pool-max-boots 1 --default-cpus 2 \
-    --default-memory 2 --default-disk 10 || exit 1
+    --default-memory 2G --default-disk 10G || exit 1
 booted() {
 	ctl ls --all --json | python3 -c '
 import json, sys

@@ -13,7 +13,7 @@ MIB=${FIG_COPY_MIB:-100}
 start_daemon || exit 1
 echo "limactl: $SIM ($(nproc) cpus; load $(cut -d' ' -f1-3 /proc/loadavg))"
 t0=$(date +%s%N)
-L=$(ctl create --cpus 2 --memory 2 --disk 10 --timeout 2h)
+L=$(ctl create --cpus 2 --memory 2G --disk 10G --timeout 2h)
 echo "cold create -> ready:          $(( ($(date +%s%N) - t0) / 1000000 )) ms"
 
 LIMA_HOME=$STATE/lima python3 - "$SIM" "$L" "$LANECTL" "$SOCK" "$RUNS" <<'PY'

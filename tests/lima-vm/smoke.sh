@@ -32,7 +32,7 @@ export LIMA_SIM=$HERE/limactl
 
 start_daemon || exit 1
 t=$(date +%s%N)
-L=$(ctl create --cpus 2 --memory 1 --disk 4 --timeout 30m)
+L=$(ctl create --cpus 2 --memory 1G --disk 4G --timeout 30m)
 check_eq "a lane is created on a real VM" ready "$(lane_state "$L")"
 echo "# create -> ready: $(( ($(date +%s%N) - t) / 1000000 )) ms"
 GK=$(ctl exec "$L" -- uname -r)

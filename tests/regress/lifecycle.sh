@@ -4,7 +4,7 @@
 
 start_daemon || exit 1
 
-L=$(ctl create --cpus 2 --memory 2 --disk 10 --timeout 10m --label run=lifecycle)
+L=$(ctl create --cpus 2 --memory 2G --disk 10G --timeout 10m --label run=lifecycle)
 check_match "create prints a lane name" '^al-[0-9a-f]{16}$' "$L"
 check_eq "lane is ready after create" ready "$(lane_state "$L")"
 

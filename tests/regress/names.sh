@@ -60,8 +60,13 @@ check_match "an unknown prefix is NOT_FOUND" 'NOT_FOUND' "$OUT"
 # ---- Validation and uniqueness ----------------------------------------------
 for bad in Web al-1234 "a b" .x -- "$(printf 'a%.0s' $(seq 64))" "we/b"; do
 	OUT=$(ctl create --name "$bad" 2>&1); RC=$?
-	check_eq "--name '$bad' is refused" "1 INVALID_ARGUMENT" "$RC $(echo "$OUT" | grep -o INVALID_ARGUMENT | head -1)"
+	check_eq "--name '$bad' is refused by the daemon, exit 2 as a usage error" "2 INVALID_ARGUMENT" "$RC $(echo "$OUT" | grep -o INVALID_ARGUMENT | head -1)"
 done
+N0=$(ctl ls --all -q | wc -l)
+OUT=$(ctl create --name '' 2>&1); RC=$?
+check_eq "--name '' is refused (it would make an unnamed lane)" "2" "$RC"
+check_match "saying an alias is needed" '--name needs an alias' "$OUT"
+check_eq "and makes no lane" "$N0" "$(ctl ls --all -q | wc -l)"
 OUT=$(ctl create --name web 2>&1); RC=$?
 check_eq "a live lane's alias cannot be taken again" 1 "$RC"
 check_match "ALREADY_EXISTS, naming the lane that has it" "ALREADY_EXISTS.*$L" "$OUT"
