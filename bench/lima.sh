@@ -34,7 +34,7 @@ trap 'finish >/dev/null 2>&1' EXIT
 RUNS=${BENCH_LIMA_EXEC_RUNS:-11}
 MIB=${BENCH_LIMA_COPY_MIB:-64}
 BOOTS=${BENCH_LIMA_BOOTS:-1}
-SHAPE="--cpus 2 --memory 2 --disk 10"
+SHAPE="--cpus 2 --memory 2G --disk 10G"
 
 say() { echo "bench-lima: $*" >&2; }
 row() { printf '%s\t%s\t%s\t%s\t%s\n' "$@"; }
@@ -124,7 +124,7 @@ PY
 }
 say "pool: one pooled lane, then its create -> first output"
 start_daemon --pool-size 1 --pool-max-boots 1 --default-cpus 2 \
-    --default-memory 2 --default-disk 10 || exit 1
+    --default-memory 2G --default-disk 10G || exit 1
 booted() {
 	ctl ls --all --json | python3 -c '
 import json, sys

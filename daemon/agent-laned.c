@@ -33,6 +33,7 @@
 #include "registry.h"
 #include "tls.h"
 #include "util.h"
+#include "wipe.h"
 #ifdef LANED_TEST_HOOKS
 #include "testhooks.h"
 #endif
@@ -71,8 +72,10 @@ usage(int status)
 	    "and exit\n"
 	    "  --version                 print the version and exit\n"
 	    "\n"
-	    "Every configuration key is also a flag (--KEY VALUE or --KEY=VALUE);\n"
-	    "plain numbers are minutes for lifetimes, seconds for timeouts:\n");
+	    "Every configuration key is also a flag (--KEY VALUE or --KEY=VALUE).\n"
+	    "Durations and sizes carry their unit (90s, 30m, 1h30m; 512M, 8G): a\n"
+	    "plain number is taken only where the name says its unit (the keys\n"
+	    "ending in bytes) or it counts things (cpus), and 0 is zero in any unit:\n");
 	config_usage(f);
 	exit(status);
 }
@@ -325,7 +328,7 @@ main(int argc, char **argv)
 		fatalx("registry: %s", err);
 
 	/* Before libevent allocates anything: buffers held secrets. */
-	compat_libevent_wipe_on_free();
+	wipe_libevent_on_free();
 	/*
 	 * The changelist folds the several epoll_ctl calls a connection's
 	 * interest changes make within one loop turn (enable write, disable,

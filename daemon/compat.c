@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,13 +22,10 @@
 #include <malloc.h>
 #endif
 
-#include <event2/event.h>
-
 #include "compat.h"
-#include "wire.h"
 
-static size_t
-usable_size(void *p)
+size_t
+compat_malloc_size(void *p)
 {
 #if defined(__APPLE__)
 	return malloc_size(p);
@@ -36,56 +34,24 @@ usable_size(void *p)
 #endif
 }
 
-static void *
-wipe_malloc(size_t n)
-{
-	return malloc(n);
-}
-
-static void
-wipe_free(void *p)
-{
-	if (p == NULL)
-		return;
-	wire_wipe(p, usable_size(p));
-	free(p);
-}
-
-/* Never realloc in place: the old block is wiped before it is let go. */
-static void *
-wipe_realloc(void *p, size_t n)
-{
-	size_t old;
-	void *q;
-
-	if (p == NULL)
-		return malloc(n);
-	if ((q = malloc(n != 0 ? n : 1)) == NULL)
-		return NULL;
-	old = usable_size(p);
-	memcpy(q, p, old < n ? old : n);
-	wipe_free(p);
-	return q;
-}
-
-void
-compat_libevent_wipe_on_free(void)
-{
-	event_set_mem_functions(wipe_malloc, wipe_realloc, wipe_free);
-}
-
-const char *
-compat_sqlite_pragmas(void)
+bool
+compat_fsync_stops_at_cache(void)
 {
 #if defined(__APPLE__)
-	/*
-	 * fsync() on macOS does not reach the platter; without F_FULLFSYNC,
-	 * synchronous=FULL is not power-safe there, for commits or for WAL
-	 * checkpoints.
-	 */
-	return "PRAGMA fullfsync = ON; PRAGMA checkpoint_fullfsync = ON;";
+	/* fsync() on macOS does not reach the platter; F_FULLFSYNC does. */
+	return true;
 #else
-	return "";
+	return false;
+#endif
+}
+
+int
+compat_spawn_cloexec_default(void)
+{
+#if defined(POSIX_SPAWN_CLOEXEC_DEFAULT)
+	return POSIX_SPAWN_CLOEXEC_DEFAULT;
+#else
+	return 0;
 #endif
 }
 

@@ -1,12 +1,16 @@
 /*
- * The descriptor, randomness, memory-wiping and durability calls whose
- * spelling differs between Linux and macOS. Every descriptor the daemon owns is close-on-exec from birth
+ * The descriptor, randomness, allocator, durability and spawn facts whose
+ * spelling differs between Linux and macOS: platform code only, no policy
+ * (what to wipe, which pragmas to set live with the code that decides).
+ * Its siblings are peercred.c (peer credentials) and sockact.c (socket
+ * activation). Every descriptor the daemon owns is close-on-exec from birth
  * where the platform allows it (Lima's hostagent outlives `limactl start` and
  * would otherwise inherit the registry, the socket or a client connection).
  */
 #ifndef LANED_COMPAT_H
 #define LANED_COMPAT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/socket.h>
 
@@ -37,20 +41,23 @@ void compat_nosigpipe(int fd);
 int compat_peer_closed(int fd);
 /* Bytes queued on a socket for us to read; -1 on error. */
 int compat_unread(int fd);
+/* The usable size of a block malloc(3) returned (at least what was asked). */
+size_t compat_malloc_size(void *);
 /*
- * Makes libevent wipe every block it frees (call before any libevent
- * allocation): its buffers held client frames and guest-bound frames, and
- * reading a frame across buffer chains leaves copies in chains freed
- * inside libevent.
+ * Whether fsync(2) leaves data in the drive's cache, so that only
+ * F_FULLFSYNC makes it durable (macOS).
  */
-void compat_libevent_wipe_on_free(void);
 /*
  * Raises the soft RLIMIT_NOFILE towards the hard one (launchd starts
  * agents with a soft limit of 256; macOS caps a process at OPEN_MAX
  * whatever the hard limit says). Returns the soft limit in force after.
  */
 unsigned long long compat_nofile_raise(void);
-/* SQLite pragmas the platform needs for durable commits ("" for none). */
-const char *compat_sqlite_pragmas(void);
+bool compat_fsync_stops_at_cache(void);
+/*
+ * POSIX_SPAWN_CLOEXEC_DEFAULT where the platform has it (macOS: the child
+ * gets no descriptor it was not given), else 0.
+ */
+int compat_spawn_cloexec_default(void);
 
 #endif

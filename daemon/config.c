@@ -22,10 +22,11 @@ enum config_type {
 	CT_STRING,	/* free text */
 	CT_PATH,	/* absolute path */
 	CT_U32,		/* plain integer */
-	CT_MEMORY,	/* "4GiB", "512MiB"; a plain number is GiB; stored as MiB */
-	CT_GIB,		/* a plain number of GiB, "40GiB" also accepted */
-	CT_SECONDS,	/* duration; a plain number is seconds, as in the CLI */
-	CT_BYTES,	/* size: "256MiB", a plain number is bytes */
+	/* Sizes and durations need their unit (units.h): "4G", "90s". */
+	CT_MEMORY,	/* "4GiB", "512MiB", whole MiB; stored as MiB */
+	CT_GIB,		/* "40G", whole GiB; stored as GiB */
+	CT_DURATION,	/* "90s", "30m", "1h30m"; stored as ms */
+	CT_BYTES,	/* size: "256MiB"; the name says bytes, so "4096" is too */
 	CT_BOOL,
 	CT_SHAPE,	/* "COUNT [cpus=N] [memory=SIZE] [disk=N]", repeatable */
 	CT_NETMODE,	/* internet, none or allow */
@@ -51,14 +52,14 @@ static const struct config_key config_keys[] = {
 	K(max_lanes, CT_U32, 1, 1024, "live lanes at once"),
 	K(default_cpus, CT_U32, 1, 256, "cpus of a lane when not asked"),
 	K(max_cpus, CT_U32, 1, 256, "most cpus a lane may ask for"),
-	K(default_memory_mib, CT_MEMORY, 256, 1u << 22, "memory of a lane (GiB unless suffixed)"),
+	K(default_memory_mib, CT_MEMORY, 256, 1u << 22, "memory of a lane (4G, 512M)"),
 	K(max_memory_mib, CT_MEMORY, 256, 1u << 22, "most memory a lane may ask for"),
-	K(default_disk_gib, CT_GIB, 1, 65536, "disk of a lane in GiB"),
+	K(default_disk_gib, CT_GIB, 1, 65536, "disk of a lane, whole GiB (30G)"),
 	K(max_disk_gib, CT_GIB, 1, 65536, "most disk a lane may ask for"),
-	K(default_lifetime_ms, CT_SECONDS, 1000, 366ull * 86400000, "hard lifetime when not asked"),
-	K(max_lifetime_ms, CT_SECONDS, 1000, 366ull * 86400000, "longest lifetime from creation, extensions included"),
-	K(default_idle_timeout_ms, CT_SECONDS, 0, 366ull * 86400000, "idle timeout when not asked; 0 = none"),
-	K(max_exec_timeout_ms, CT_SECONDS, 0, 366ull * 86400000, "longest per-exec timeout; 0 = lane deadline only"),
+	K(default_lifetime_ms, CT_DURATION, 1000, 366ull * 86400000, "hard lifetime when not asked"),
+	K(max_lifetime_ms, CT_DURATION, 1000, 366ull * 86400000, "longest lifetime from creation, extensions included"),
+	K(default_idle_timeout_ms, CT_DURATION, 0, 366ull * 86400000, "idle timeout when not asked; 0 = none"),
+	K(max_exec_timeout_ms, CT_DURATION, 0, 366ull * 86400000, "longest per-exec timeout; 0 = lane deadline only"),
 	K(max_copy_out_bytes, CT_BYTES, 1, 1ull << 44, "copy-out bound"),
 	K(max_frame_bytes, CT_BYTES, 4096, 1u << 20, "largest protocol frame accepted"),
 	K(max_connections, CT_U32, 4, 4096, "client connections at once"),
@@ -68,26 +69,26 @@ static const struct config_key config_keys[] = {
 	K(max_log_bytes, CT_BYTES, 65536, 1ull << 32, "the daemon's log file and its one rotated copy together"),
 	K(max_lane_log_bytes, CT_BYTES, 4096, 1ull << 30, "per Lima log file of a lane: kept after a failed start, sent by logs"),
 	K(log_file_only, CT_BOOL, 0, 1, "log to <state_dir>/log/agent-laned.log alone once it is open, not to stderr too"),
-	K(request_timeout_ms, CT_SECONDS, 100, 3600000, "time for a client to send hello and its request"),
-	K(start_timeout_ms, CT_SECONDS, 1000, 86400000, "limactl start timeout"),
-	K(command_timeout_ms, CT_SECONDS, 1000, 86400000, "timeout of other limactl calls"),
-	K(destroy_retry_max_ms, CT_SECONDS, 100, 86400000, "longest pause between limactl delete retries"),
-	K(retention_ms, CT_SECONDS, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
-	K(tick_ms, CT_SECONDS, 100, 3600000, "wall-clock deadline re-check period"),
+	K(request_timeout_ms, CT_DURATION, 100, 3600000, "time for a client to send hello and its request"),
+	K(start_timeout_ms, CT_DURATION, 1000, 86400000, "limactl start timeout"),
+	K(command_timeout_ms, CT_DURATION, 1000, 86400000, "timeout of other limactl calls"),
+	K(destroy_retry_max_ms, CT_DURATION, 100, 86400000, "longest pause between limactl delete retries"),
+	K(retention_ms, CT_DURATION, 0, 3660ull * 86400000, "how long ended lanes stay in the registry"),
+	K(tick_ms, CT_DURATION, 100, 3600000, "wall-clock deadline re-check period"),
 	K(max_images, CT_U32, 1, 1024, "images kept at once (builds included)"),
-	K(image_build_timeout_ms, CT_SECONDS, 1000, 86400000, "deadline of one image build"),
+	K(image_build_timeout_ms, CT_DURATION, 1000, 86400000, "deadline of one image build"),
 	K(debug, CT_BOOL, 0, 1, "debug logging"),
 	K(pool_size, CT_U32, 0, POOL_LANES_MAX, "warm pool: booted lanes of the default shape kept ready; 0 = off"),
 	K(pool_shape, CT_SHAPE, 0, POOL_LANES_MAX, "warm pool: \"N cpus=C memory=M disk=D image=I\" keeps N of another shape (repeatable)"),
-	K(pool_max_age_ms, CT_SECONDS, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
+	K(pool_max_age_ms, CT_DURATION, 1000, 366ull * 86400000, "warm pool: a pooled lane older than this is replaced"),
 	K(pool_max_boots, CT_U32, 1, 64, "warm pool: lanes booting for the pool at once"),
 	K(network, CT_NETMODE, 0, 0, "network policy of a lane when not asked: internet, none or allow"),
 	K(allow, CT_ALLOW, 0, 0, "hosts an allow lane reaches when it names none (\"*.npmjs.org\" patterns; repeatable)"),
 	K(proxy_max_connections, CT_U32, 1, 4096, "allow lanes: proxied connections open at once per lane"),
 	K(proxy_max_conn_bytes, CT_BYTES, 1024, 1ull << 44, "allow lanes: bytes through one proxied connection"),
 	K(proxy_max_lane_bytes, CT_BYTES, 1024, 1ull << 50, "allow lanes: bytes through one lane's proxy in all"),
-	K(proxy_idle_timeout_ms, CT_SECONDS, 1000, 86400000, "allow lanes: a proxied connection with no traffic is closed"),
-	K(proxy_head_timeout_ms, CT_SECONDS, 1000, 3600000, "allow lanes: a request head must be whole this long after its connection opened"),
+	K(proxy_idle_timeout_ms, CT_DURATION, 1000, 86400000, "allow lanes: a proxied connection with no traffic is closed"),
+	K(proxy_head_timeout_ms, CT_DURATION, 1000, 3600000, "allow lanes: a request head must be whole this long after its connection opened"),
 	K(proxy_max_heads, CT_U32, 1, 4096, "allow lanes: proxied connections still sending their request head, at once"),
 	K(proxy_max_certs, CT_U32, 1, 4096, "lanes with secrets: leaf certificates one lane's CA keeps at once (one per host)"),
 	K(proxy_events_per_min, CT_U32, 1, 100000, "allow lanes: proxy records per lane and minute (the rest are counted)"),
@@ -330,14 +331,10 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 				goto bad;
 			sh.cpus = (uint32_t)v;
 		} else if (strcmp(tok, "memory") == 0) {
-			if (units_parse_size(eq, &v) != 0)
+			/* As the memory keys: with its unit, whole MiB. */
+			if (units_parse_size_unit(eq, UNITS_UNIT_REQUIRED,
+			    &v) != 0)
 				goto bad;
-			/* As memory keys: a plain number is GiB. */
-			if (eq[strspn(eq, "0123456789")] == '\0') {
-				if (v > (1u << 22) / 1024)
-					goto bad;
-				v <<= 30;
-			}
 			if (v % (1u << 20) != 0 || (v >> 20) < 256 ||
 			    (v >> 20) > (1u << 22))
 				goto bad;
@@ -347,13 +344,11 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 				goto bad;
 			str_copy(sh.image, eq, sizeof sh.image);
 		} else if (strcmp(tok, "disk") == 0) {
-			if (units_parse_size(eq, &v) != 0)
+			/* As the disk keys: with its unit, whole GiB. */
+			if (units_parse_size_unit(eq, UNITS_UNIT_REQUIRED,
+			    &v) != 0 || v % (1u << 30) != 0)
 				goto bad;
-			if (eq[strspn(eq, "0123456789")] != '\0') {
-				if (v % (1u << 30) != 0)
-					goto bad;
-				v >>= 30;
-			}
+			v >>= 30;
 			if (v < 1 || v > 65536)
 				goto bad;
 			sh.disk_gib = (uint32_t)v;
@@ -366,8 +361,8 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 	return 0;
 bad:
 	snprintf(err, errlen, "pool_shape: \"%s\" is not \"COUNT [cpus=N] "
-	    "[memory=SIZE] [disk=GIB] [image=NAME]\" (COUNT 1..%d)", value,
-	    POOL_LANES_MAX);
+	    "[memory=SIZE] [disk=SIZE] [image=NAME]\" (COUNT 1..%d; sizes "
+	    "with their unit: memory=4G disk=30G)", value, POOL_LANES_MAX);
 	return -1;
 }
 
@@ -446,32 +441,35 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 			rc = -1;
 		break;
 	case CT_MEMORY:
-		if (value[strspn(value, "0123456789")] == '\0') {
-			rc = units_parse_size(value, &v);
-			if (rc == 0 && v > UINT64_MAX / 1024)
-				rc = -1;
-			v *= 1024;
-		} else if ((rc = units_parse_size(value, &v)) == 0) {
+		if ((rc = units_parse_size_unit(value, UNITS_UNIT_REQUIRED,
+		    &v)) == 0) {
 			if (v % (1u << 20) != 0)
 				rc = -1;
 			v >>= 20;
 		}
 		break;
 	case CT_GIB:
-		if (value[strspn(value, "0123456789")] == '\0')
-			rc = units_parse_size(value, &v);
-		else if ((rc = units_parse_size(value, &v)) == 0) {
+		if ((rc = units_parse_size_unit(value, UNITS_UNIT_REQUIRED,
+		    &v)) == 0) {
 			if (v % (1u << 30) != 0)
 				rc = -1;
 			v >>= 30;
 		}
 		break;
-	case CT_SECONDS:
-		rc = units_parse_duration_ms(value, UNITS_MS_PER_S, &v);
+	case CT_DURATION:
+		rc = units_parse_duration_ms(value, UNITS_UNIT_REQUIRED, &v);
 		break;
 	case CT_BYTES:
+		/* Their names end in "bytes": a plain number is bytes. */
 		rc = units_parse_size(value, &v);
 		break;
+	}
+	if (rc == UNITS_NO_UNIT) {
+		snprintf(err, errlen, "%s: \"%s\" needs its unit (%s%s or %s%s): "
+		    "a plain number is taken only where the key's name says "
+		    "the unit", key, value, value, k->type == CT_DURATION ? "s" :
+		    "G", value, k->type == CT_DURATION ? "m" : "M");
+		return -1;
 	}
 	if (rc != 0) {
 		snprintf(err, errlen, "%s: invalid value \"%s\"", key, value);
@@ -658,7 +656,7 @@ config_print(const struct config *c, FILE *f)
 			fprintf(f, "%s = %uMiB\n", name, *(const uint32_t *)field);
 			break;
 		case CT_GIB:
-			fprintf(f, "%s = %u\n", name, *(const uint32_t *)field);
+			fprintf(f, "%s = %uGiB\n", name, *(const uint32_t *)field);
 			break;
 		case CT_BYTES:
 			if (k->max <= UINT32_MAX)
@@ -668,7 +666,7 @@ config_print(const struct config *c, FILE *f)
 				fprintf(f, "%s = %llu\n", name,
 				    (unsigned long long)*(const uint64_t *)field);
 			break;
-		case CT_SECONDS:
+		case CT_DURATION:
 			units_format_duration(*(const uint64_t *)field, dur,
 			    sizeof dur);
 			fprintf(f, "%s = %s\n", name, dur);
@@ -696,7 +694,7 @@ config_print(const struct config *c, FILE *f)
 					fprintf(f, " memory=%uMiB",
 					    sh->memory_mib);
 				if (sh->disk_gib != 0)
-					fprintf(f, " disk=%u", sh->disk_gib);
+					fprintf(f, " disk=%uGiB", sh->disk_gib);
 				fprintf(f, "\n");
 			}
 			break;

@@ -257,11 +257,8 @@ proc_spawn(struct event_base *base, struct proc_list *list,
 	sigaddset(&dfl, SIGINT);
 	sigaddset(&dfl, SIGTERM);
 	sigaddset(&dfl, SIGQUIT);
-	flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-	    POSIX_SPAWN_SETSIGDEF;
-#if defined(POSIX_SPAWN_CLOEXEC_DEFAULT)
-	flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
-#endif
+	flags = (short)(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+	    POSIX_SPAWN_SETSIGDEF | compat_spawn_cloexec_default());
 	if ((rc = posix_spawnattr_init(&attr)) != 0 ||
 	    (rc = posix_spawnattr_setflags(&attr, flags)) != 0 ||
 	    (rc = posix_spawnattr_setpgroup(&attr, 0)) != 0 ||

@@ -154,6 +154,18 @@ exec_sql(struct registry *r, const char *sql)
 	return REG_OK;
 }
 
+/*
+ * Durable commits: synchronous=FULL is not power-safe where fsync(2) stops
+ * at the drive's cache (macOS) unless SQLite uses F_FULLFSYNC, for commits
+ * and for WAL checkpoints.
+ */
+static const char *
+durable_pragmas(void)
+{
+	return compat_fsync_stops_at_cache() ? "PRAGMA fullfsync = ON; "
+	    "PRAGMA checkpoint_fullfsync = ON;" : "";
+}
+
 static int
 pragma_int(struct registry *r, const char *sql, int *out)
 {
@@ -346,7 +358,7 @@ registry_create(const char *path, char *err, size_t errlen)
 	}
 	if (exec_sql(&r0, "PRAGMA journal_mode = WAL") != REG_OK ||
 	    exec_sql(&r0, "PRAGMA synchronous = FULL") != REG_OK ||
-	    exec_sql(&r0, compat_sqlite_pragmas()) != REG_OK ||
+	    exec_sql(&r0, durable_pragmas()) != REG_OK ||
 	    registry_migrate(&r0, err, errlen) != REG_OK) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "%s: %s", tmp,
@@ -450,7 +462,7 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 	 */
 	if (exec_sql(r, "PRAGMA journal_mode = WAL") != REG_OK ||
 	    exec_sql(r, "PRAGMA synchronous = FULL") != REG_OK ||
-	    exec_sql(r, compat_sqlite_pragmas()) != REG_OK ||
+	    exec_sql(r, durable_pragmas()) != REG_OK ||
 	    exec_sql(r, "PRAGMA foreign_keys = ON") != REG_OK ||
 	    registry_migrate(r, err, errlen) != REG_OK ||
 	    registry_check(r, path, true, err, errlen) != REG_OK) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "text.h"
 #include "util.h"
 
 void *
@@ -119,79 +120,11 @@ str_sanitize_ascii(char *s)
 			*s = '?';
 }
 
-/*
- * The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF) and its code point, or 0.
- * The NUL terminator is never a continuation byte, so this stops there.
- */
-static size_t
-utf8_decode(const unsigned char *s, uint32_t *cp)
-{
-	size_t n;
-	uint32_t c, min;
-
-	if (s[0] < 0x80) {
-		*cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		c = s[0] & 0x1f;
-		min = 0x80;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		c = s[0] & 0x0f;
-		min = 0x800;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		c = s[0] & 0x07;
-		min = 0x10000;
-	} else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
-
-/*
- * Code points that steer a terminal rather than print: C0 and C1 controls,
- * DEL, and the bidirectional overrides and isolates, which can make a
- * message display as something it does not say.
- */
-static bool
-utf8_is_control(uint32_t c)
-{
-	return c < 0x20 || (c >= 0x7f && c <= 0x9f) ||
-	    (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069) ||
-	    c == 0x2028 || c == 0x2029;
-}
-
+/* The one rule, shared with the CLI (proto/text.c). */
 void
 str_sanitize(char *s)
 {
-	unsigned char *r = (unsigned char *)s, *w = r;
-	uint32_t cp;
-	size_t n;
-
-	while (*r != '\0') {
-		n = utf8_decode(r, &cp);
-		if (n == 0 || utf8_is_control(cp)) {
-			*w++ = '?';
-			r += n == 0 ? 1 : n;
-			continue;
-		}
-		/* w never passes r: each sequence is kept whole or shrinks. */
-		memmove(w, r, n);
-		w += n;
-		r += n;
-	}
-	*w = '\0';
+	text_sanitize(s);
 }
 
 struct timeval

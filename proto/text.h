@@ -1,23 +1,61 @@
 /*
- * Text checks shared by the daemon and the CLI: what may go into a label
- * value (and so into logs and JSON output) is decided in one place.
+ * Text rules shared by the daemon and the CLI, each decided in one place:
+ * what may go into a label value (and so into logs and JSON output), and
+ * how text from outside (a guest, limactl, a daemon) is made safe for a
+ * protobuf string and a terminal.
  */
 #ifndef AGENTLANE_TEXT_H
 #define AGENTLANE_TEXT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
- * The length of the well-formed UTF-8 sequence at p, or 0 if there is
- * none (RFC 3629: no overlong forms, no surrogates, nothing above
- * U+10FFFF).
+ * The length of the well-formed UTF-8 sequence at p, at most len bytes,
+ * and its code point; 0 if there is none (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF). Reads no byte past one that fails.
  */
+size_t text_utf8_decode(const unsigned char *p, size_t len, uint32_t *cp);
+/* text_utf8_decode of a NUL-terminated string. */
 size_t text_utf8_len(const unsigned char *);
+/* p[0..len) is the start of a well-formed sequence that len cut short. */
+bool text_utf8_cut(const unsigned char *p, size_t len);
+/*
+ * Code points that steer a terminal rather than print: C0 and C1 controls
+ * (U+009B is CSI, U+009D OSC, U+009C ST), DEL, and the bidirectional
+ * overrides and isolates, which can make text display as something it
+ * does not say.
+ */
+bool text_is_control(uint32_t cp);
 /*
  * Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
  * above U+10FFFF) holding no control character, C0, DEL or C1.
  */
 bool text_utf8_printable(const char *);
+
+/*
+ * The rule for text from outside, in place: well-formed UTF-8 is kept;
+ * each invalid byte (a raw 0x9b too), and each control character
+ * (text_is_control), becomes '?'. The result is never longer.
+ */
+void text_sanitize(char *s);
+
+/*
+ * The same rule on a stream that arrives in chunks (a boot console): a
+ * sequence cut by a chunk's end is held for the next. lines: line ends
+ * and tabs are kept and carriage returns dropped, as a log wants. put
+ * writes the pieces; false from it stops and is returned.
+ */
+struct text_stream {
+	bool lines;
+	unsigned char carry[4];
+	size_t ncarry;
+};
+bool text_stream_put(struct text_stream *, const void *data, size_t len,
+    bool (*put)(const void *, size_t, void *), void *arg);
+/* At the stream's end: a sequence it ended in is one '?' a byte. */
+bool text_stream_end(struct text_stream *,
+    bool (*put)(const void *, size_t, void *), void *arg);
 
 #endif

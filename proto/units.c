@@ -96,6 +96,16 @@ scale_decimal(uint64_t whole, uint64_t frac, uint64_t scale, uint64_t unit,
 	return add_checked(a, b / scale, out);
 }
 
+/* A plain number where the unit is required: only zero is taken. */
+static int
+plain_zero(uint64_t whole, uint64_t frac, uint64_t *out)
+{
+	if (whole != 0 || frac != 0)
+		return UNITS_NO_UNIT;
+	*out = 0;
+	return 0;
+}
+
 int
 units_parse_duration_ms(const char *s, uint64_t plain_unit_ms, uint64_t *out)
 {
@@ -115,6 +125,8 @@ units_parse_duration_ms(const char *s, uint64_t plain_unit_ms, uint64_t *out)
 	if (s == NULL || (p = parse_decimal(s, &whole, &frac, &scale)) == NULL)
 		return -1;
 	if (*p == '\0') {
+		if (plain_unit_ms == UNITS_UNIT_REQUIRED)
+			return plain_zero(whole, frac, out);
 		if (scale_decimal(whole, frac, scale, plain_unit_ms, &total) == -1)
 			return -1;
 		goto done;
@@ -168,6 +180,8 @@ units_parse_size_unit(const char *s, uint64_t plain_unit, uint64_t *out)
 
 	if (s == NULL || (end = parse_decimal(s, &whole, &frac, &scale)) == NULL)
 		return -1;
+	if (*end == '\0' && plain_unit == UNITS_UNIT_REQUIRED)
+		return plain_zero(whole, frac, out);
 	if (*end == '\0')
 		return scale_decimal(whole, frac, scale, plain_unit, out);
 	/*

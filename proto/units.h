@@ -13,13 +13,28 @@
 #define UNITS_MS_PER_MIN (60ull * 1000ull)
 
 /*
+ * The one rule for plain numbers, for the daemon's configuration and
+ * flags, the CLI and the provider alike: a number without a unit is taken
+ * only where the name of the key, option or field says the unit
+ * (max_copy_out_bytes, --max-bytes, timeoutMinutes, memoryGiB) or where it
+ * counts things (cpus, max_lanes). Every other duration or size must
+ * carry its unit ("90s", "30m", "8G"): a plain "90" could as well be
+ * seconds as minutes, a plain "8" bytes as GiB, so it is refused. "0"
+ * alone is zero in any unit and is taken.
+ *
+ * plain_unit: what a plain number counts where the name says it, or
+ * UNITS_UNIT_REQUIRED; a plain number then fails with UNITS_NO_UNIT.
+ */
+#define UNITS_UNIT_REQUIRED 0
+#define UNITS_NO_UNIT (-2)
+
+/*
  * "250ms", "30s", "90m", "2h", "1d", compounds largest unit first ("1h30m",
  * "1d12h", each unit once) and a decimal fraction in the last component
- * ("1.5h", "2h0.5m"); a plain number, "90" or "1.5", is counted in
- * plain_unit_ms (agent-lanectl: seconds everywhere; the daemon's
- * configuration: what each key documents). A fraction must come out as
- * whole milliseconds. Returns 0, or -1 for anything else (including
- * overflow past ~146 years).
+ * ("1.5h", "2h0.5m"); a plain number, "90" or "1.5", as the rule above
+ * says. A fraction must come out as whole milliseconds. Returns 0,
+ * UNITS_NO_UNIT, or -1 for anything else (including overflow past ~146
+ * years).
  */
 int units_parse_duration_ms(const char *s, uint64_t plain_unit_ms, uint64_t *out);
 
@@ -27,7 +42,8 @@ int units_parse_duration_ms(const char *s, uint64_t plain_unit_ms, uint64_t *out
  * "4096", "512K", "64MiB", "8G", "8GB", "8g", "1.5G": B, K, M, G or T in
  * either case, optionally followed by "B" or "iB"; every multiple is binary
  * (1G = 1GB = 1GiB = 2^30). A fraction must come out as whole bytes. A
- * plain number counts plain_unit bytes (units_parse_size: 1). 0 or -1.
+ * plain number as the rule above says (units_parse_size: bytes, for the
+ * keys whose names end in "bytes"). 0, UNITS_NO_UNIT or -1.
  */
 int units_parse_size_unit(const char *s, uint64_t plain_unit, uint64_t *out);
 int units_parse_size(const char *s, uint64_t *out);

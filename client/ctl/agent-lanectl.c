@@ -6,47 +6,10 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ctl.h"
-#include "wire.h"
-
-/* The signal that interrupted a call; re-raised once it has cleaned up. */
-static volatile sig_atomic_t caught;
-
-bool
-ctl_interrupted(void)
-{
-	return caught != 0;
-}
-
-static void
-interrupt_cb(int sig)
-{
-	caught = sig;
-	al_interrupt();
-}
-
-/*
- * SIGINT, SIGTERM and SIGHUP stop the call in progress (without SA_RESTART,
- * so blocking calls return) and let it clean up: a copy-out removes its
- * temporary file, an exec's connection closes and its command is killed.
- */
-static void
-catch_interrupts(void)
-{
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = interrupt_cb;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = 0;
-	(void)sigaction(SIGINT, &sa, NULL);
-	(void)sigaction(SIGTERM, &sa, NULL);
-	(void)sigaction(SIGHUP, &sa, NULL);
-}
 
 /*
  * A descriptor 0, 1 or 2 that our caller closed (`2>&-`) would be the next
@@ -74,76 +37,37 @@ reserve_stdio(void)
 	return 0;
 }
 
-/* What runs each command; help.c describes them. */
-static const struct {
-	const char *name;
-	int (*fn)(struct ctl *, int, char **);
-} commands[] = {
-	{ "create", cmd_create },
-	{ "run", cmd_run },
-	{ "ls", cmd_ls },
-	{ "list", cmd_ls },
-	{ "show", cmd_show },
-	{ "rm", cmd_rm },
-	{ "extend", cmd_extend },
-	{ "events", cmd_events },
-	{ "logs", cmd_logs },
-	{ "reap", cmd_reap },
-	{ "exec", cmd_exec },
-	{ "shell", cmd_shell },
-	{ "cp", cmd_cp },
-	{ "daemon", cmd_daemon },
-	{ "image", cmd_image },
-	{ "version", cmd_version },
-	{ "help", cmd_help },
-	{ "completion", cmd_completion },
-	{ "__lanes", cmd_complete_lanes },
-};
-
-int
-cmd_version(struct ctl *ctl, int argc, char **argv)
+/* "unknown command "ps"; did you mean "ls"?" */
+static int
+unknown_command(const struct ctl *ctl, const char *word)
 {
-	struct ctl_parsed p;
-	struct al_daemon_info info;
-	struct al_error err;
-	int rc;
+	const char *names[2 * 64], *near;
+	size_t n = 0;
 
-	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return rc;
-	if (p.noperands > 0)
-		return ctl_usage("version takes no arguments");
-	if (al_hello(ctl->client, &info, &err) != AL_OK) {
-		/* The client's version is worth printing all the same. */
-		if (ctl->json) {
-			printf("{\"client\":{\"version\":");
-			ctl_json_string(stdout, AGENT_LANE_VERSION);
-			printf(",\"protocol\":%u},\"daemon\":null}\n",
-			    WIRE_PROTOCOL_VERSION);
-		} else
-			printf("agent-lanectl %s (protocol %u)\n",
-			    AGENT_LANE_VERSION, WIRE_PROTOCOL_VERSION);
-		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	for (size_t i = 0; i < ctl->ncommands && n + 2 <= sizeof names /
+	    sizeof *names; i++) {
+		if (ctl->commands[i].hidden)
+			continue;
+		names[n++] = ctl->commands[i].name;
+		if (ctl->commands[i].alias != NULL)
+			names[n++] = ctl->commands[i].alias;
 	}
-	if (ctl->json) {
-		printf("{\"client\":{\"version\":");
-		ctl_json_string(stdout, AGENT_LANE_VERSION);
-		printf(",\"protocol\":%u},\"daemon\":{\"version\":",
-		    WIRE_PROTOCOL_VERSION);
-		ctl_json_string(stdout, info.version);
-		printf(",\"protocol\":%u}}\n", info.protocol_version);
-		return 0;
-	}
-	printf("agent-lanectl %s (protocol %u)\n", AGENT_LANE_VERSION,
-	    WIRE_PROTOCOL_VERSION);
-	printf("agent-laned %s (protocol %u)\n", info.version,
-	    info.protocol_version);
-	return 0;
+	if ((near = ctl_nearest(word, names, n)) != NULL)
+		return ctl_usage("unknown command \"%s\"; did you mean \"%s\"? "
+		    "(see agent-lanectl --help)", word, near);
+	return ctl_usage("unknown command \"%s\" (see agent-lanectl --help)",
+	    word);
 }
 
 int
 main(int argc, char **argv)
 {
-	struct ctl ctl = { .prog = "agent-lanectl" };
+	struct ctl ctl = {
+		.prog = "agent-lanectl",
+		.commands = ctl_commands,
+		.ncommands = ctl_ncommands,
+	};
+	const struct ctl_command *c;
 	int i = 1, rc;
 
 	if (reserve_stdio() == -1)
@@ -155,7 +79,7 @@ main(int argc, char **argv)
 	 */
 	/* A closed output pipe is an error to report, not a reason to die. */
 	signal(SIGPIPE, SIG_IGN);
-	catch_interrupts();
+	ctl_interrupt_catch();
 	/* Global options before the command; ctl_parse takes them after. */
 	while (i < argc && argv[i][0] == '-') {
 		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
@@ -166,12 +90,14 @@ main(int argc, char **argv)
 			i++;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			ctl.json = true;
+			ctl_json_errors(true);
 			i++;
 		} else if (strcmp(argv[i], "-h") == 0 ||
 		    strcmp(argv[i], "--help") == 0) {
 			/* "-h create" is the help of create. */
-			ctl_help(stdout, i + 1 < argc ?
-			    ctl_command_find(argv[i + 1]) : NULL);
+			c = i + 1 < argc ? ctl_command_find(&ctl, argv[i + 1]) :
+			    NULL;
+			ctl_help(stdout, &ctl, c != NULL && !c->hidden ? c : NULL);
 			return 0;
 		} else if (strcmp(argv[i], "-V") == 0 ||
 		    strcmp(argv[i], "--version") == 0) {
@@ -184,35 +110,21 @@ main(int argc, char **argv)
 			    "--help)", argv[i]);
 	}
 	if (i >= argc) {
-		ctl_help(stderr, NULL);
+		ctl_help(stderr, &ctl, NULL);
 		return CTL_EXIT_USAGE;
 	}
-	rc = -1;
-	for (size_t j = 0; j < sizeof commands / sizeof *commands; j++)
-		if (strcmp(argv[i], commands[j].name) == 0) {
-			/*
-			 * Commands described in help.c open the client in
-			 * ctl_parse, after their own --socket; others here.
-			 */
-			if (ctl_command_find(argv[i]) == NULL &&
-			    !ctl_client_open(&ctl))
-				rc = CTL_EXIT_FAILURE;
-			else
-				rc = commands[j].fn(&ctl, argc - i, argv + i);
-			break;
-		}
-	if (rc == -1)
-		rc = ctl_usage("unknown command \"%s\" (see agent-lanectl "
-		    "--help)", argv[i]);
+	if ((c = ctl_command_find(&ctl, argv[i])) != NULL) {
+		ctl.cmd = c;
+		/* It opens the client in ctl_parse, after its own --socket. */
+		rc = c->run(&ctl, argc - i, argv + i);
+	} else
+		rc = unknown_command(&ctl, argv[i]);
 	/* Whatever ended the command, a progress line ends with a newline. */
 	ctl_progress_abort();
 	al_client_free(ctl.client);
 	ctl_free_parsed(&ctl);
-	if (caught != 0) {
-		/* Cleaned up; now die of the signal, as the caller expects. */
-		signal(caught, SIG_DFL);
-		raise(caught);
-	}
+	/* Cleaned up; now die of the signal, as the caller expects. */
+	ctl_interrupt_reraise();
 	if (fflush(stdout) == EOF && rc == 0)
 		rc = CTL_EXIT_FAILURE;
 	return rc;

@@ -30,8 +30,16 @@ enum ctl_complete {
 	CTL_COMPLETE_WORDS,	/* the first operand is one of words */
 };
 
+struct ctl;
+
+/*
+ * One command: what runs it, and what its help, the parser, the completion
+ * scripts and the man page test know of it. commands.c holds the table;
+ * adding a command is one entry there and its handler.
+ */
 struct ctl_command {
 	const char *name;
+	int (*run)(struct ctl *, int argc, char **argv);
 	const char *alias;	/* or NULL */
 	const char *operands;	/* in the usage line, after [OPTIONS] */
 	const char *summary;	/* one line, for the command list */
@@ -46,6 +54,8 @@ struct ctl_command {
 	bool json;		/* takes --json */
 	enum ctl_complete complete;
 	const char *words;	/* CTL_COMPLETE_WORDS, space-separated */
+	bool units;		/* its help ends with the units paragraph */
+	bool hidden;		/* for scripts: not in the help or completion */
 };
 
 #define CTL_COMMAND_AT_ONCE (-1)
@@ -73,21 +83,29 @@ struct ctl {
 	const char *socket;	/* --socket; NULL: the library's default */
 	bool json;		/* --json */
 	void *owned;		/* ctl_parse()'s arrays, freed by main */
+	const struct ctl_command *cmd;		/* the one running */
+	/* main's table, for the commands that list commands (help, completion) */
+	const struct ctl_command *commands;
+	size_t ncommands;
 };
 
 /* ctl_parse() returns this when the command should go on. */
 #define CTL_CONTINUE (-1)
 
+/* commands.c: every command, in the order the help lists them. */
 extern const struct ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
+
+/* help.c: the global options, and help made from the tables. */
 extern const struct ctl_option ctl_global_options[];
-/* By name or alias; NULL if none. */
-const struct ctl_command *ctl_command_find(const char *name);
-/* The help of one command, or with NULL the summary of all. */
-void ctl_help(FILE *, const struct ctl_command *);
+/* In ctl->commands, by name or alias; NULL if none. */
+const struct ctl_command *ctl_command_find(const struct ctl *,
+    const char *name);
+/* The help of one command, or with NULL the summary of ctl->commands. */
+void ctl_help(FILE *, const struct ctl *, const struct ctl_command *);
 
 /*
- * Splits argv (argv[0] is the command's name) into options, operands and,
+ * Splits argv (argv[0] is ctl->cmd's name) into options, operands and,
  * for exec, the guest command. Global options (--socket, --json, -h,
  * --help) are taken anywhere before "--"; a word that starts with "-" is
  * never an operand unless it is "-" or comes after "--". Prints help or a
@@ -101,20 +119,68 @@ bool ctl_is(const struct ctl_arg *, const char *name);
 /* Connects ctl->client to --socket or the default; false (said) if OOM. */
 bool ctl_client_open(struct ctl *);
 
-/* A signal asked us to stop (the call cleans up; main re-raises it). */
+/*
+ * interrupt.c: SIGINT, SIGTERM and SIGHUP stop the call in progress and let
+ * it clean up; main then dies of the signal (ctl_interrupt_reraise).
+ */
+void ctl_interrupt_catch(void);
+/* A signal asked us to stop. */
 bool ctl_interrupted(void);
-/* Prints "agent-lanectl: CODE: message" (unless interrupted), returns status. */
+/* If one did: die of it now, as the caller expects. */
+void ctl_interrupt_reraise(void);
+
+/*
+ * ctlcompat.c: what differs between macOS and Linux for the CLI, so that
+ * no other file has an #ifdef. The path of this executable: 0 or -1.
+ */
+int ctl_compat_self_path(char *buf, size_t len);
+/* The host's per-user service manager: "launchd" or "systemd". */
+const char *ctl_compat_service_manager(void);
+
+/*
+ * Errors (util.c). Each is one line on standard error, finishing any
+ * progress line first: "agent-lanectl: [WHAT: ][LANE: ][CODE: ]message",
+ * or with --json one object {"error":{"code","command","lane","message",
+ * "hint"}} (absent keys left out). A CONNECT error whose socket path does
+ * not exist or is a socket gets the hint of how to start a daemon. CODE
+ * is the library's (al_code_name), or ours below, which the text leaves
+ * out: the message says what is wrong.
+ */
+#define CTL_CODE_USAGE "USAGE"		/* our own check of the command line */
+#define CTL_CODE_FAILED "FAILED"	/* anything else we refused or failed */
+#define CTL_CODE_INTERRUPTED "INTERRUPTED"	/* ^C (SIGINT, SIGTERM, SIGHUP) */
+/* --json was given: errors from now on are JSON. */
+void ctl_json_errors(bool on);
+/* hint: a line of advice after it; NULL: CONNECT's, if it applies. */
+void ctl_report(const struct ctl *, const char *code, const char *what,
+    const char *lane, const char *message, const char *hint);
+/* status, or CTL_EXIT_USAGE for the daemon's INVALID_ARGUMENT. */
+int ctl_exit_status(const struct al_error *, int status);
+/* Reports err (unless interrupted); returns ctl_exit_status(err, status). */
 int ctl_fail(const struct ctl *, const struct al_error *, int status);
 void ctl_put_safe(FILE *, const char *);
-/* For CONNECT: how to start the daemon or point at another socket. */
+/* For CONNECT, in text: how to start the daemon or point at another socket. */
 void ctl_hint(const struct ctl *, const struct al_error *);
+/* Reports a usage error (code USAGE); returns CTL_EXIT_USAGE. */
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Reports a failure of ours (code FAILED). */
 void ctl_errx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* A duration; a plain number is seconds, as everywhere in the CLI. */
-bool ctl_duration(const char *s, uint64_t *ms);
+/* The candidate nearest word (a typo of it), or NULL if none is near. */
+const char *ctl_nearest(const char *word, const char *const *cands, size_t n);
+
+/*
+ * Option values by the one rule for plain numbers (proto/units.h): a
+ * duration or size carries its unit; opt names the option in messages.
+ * 0, or CTL_EXIT_USAGE after saying why.
+ */
+int ctl_opt_duration(const char *opt, const char *v, uint64_t min_ms,
+    uint64_t *ms);
+int ctl_opt_memory(const char *opt, const char *v, uint32_t *mib);
+int ctl_opt_disk(const char *opt, const char *v, uint32_t *gib);
+/* A count (cpus, entries): a plain number up to max. */
 bool ctl_uint(const char *s, uint64_t max, uint64_t *out);
-/* A size; a plain number counts plain_unit bytes. */
+/* A size whose name says its unit (--max-bytes): a plain number counts plain_unit bytes. */
 bool ctl_size(const char *s, uint64_t plain_unit, uint64_t *out);
 /* Well-formed UTF-8 without C0 controls or DEL (label values). */
 bool ctl_utf8_text(const char *s);
@@ -125,7 +191,10 @@ void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 void ctl_json_string(FILE *, const char *);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);
-/* net NULL: the lane's network policy is not printed. */
+/*
+ * lanejson.c: a lane and its network policy as one JSON object, the same
+ * for every command that prints a lane (no newline).
+ */
 void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *);
 
 /*
@@ -181,6 +250,12 @@ struct ctl_create_args {
  */
 int ctl_create_prepare(struct ctl *, const struct ctl_parsed *,
     struct al_create_opts *, struct ctl_create_args *a);
+/*
+ * A create (or run's) failed: finishes the progress line and says what
+ * became of the lane and where its logs are. Returns the exit status.
+ */
+int ctl_create_failed(struct ctl *, const struct ctl_create_state *,
+    const struct al_error *, bool detach, int status);
 /* A create's progress callback; arg is a struct ctl_create_state. */
 void ctl_create_progress(const char *phase, const char *message, void *arg);
 /*

@@ -15,9 +15,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#if defined(__APPLE__)
-#include <mach-o/dyld.h>
-#endif
 
 #include "ctl.h"
 #include "units.h"
@@ -47,18 +44,8 @@ self_dir(char *buf, size_t len)
 {
 	char path[PATH_MAX], real[PATH_MAX], *slash;
 
-#if defined(__APPLE__)
-	uint32_t size = sizeof path;
-
-	if (_NSGetExecutablePath(path, &size) != 0)
+	if (ctl_compat_self_path(path, sizeof path) == -1)
 		return -1;
-#else
-	ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
-
-	if (n <= 0)
-		return -1;
-	path[n] = '\0';
-#endif
 	if (realpath(path, real) == NULL || (slash = strrchr(real, '/')) == NULL)
 		return -1;
 	*slash = '\0';
@@ -667,11 +654,8 @@ daemon_control(struct ctl *ctl, enum platform plat, const char *verb)
 int
 cmd_daemon(struct ctl *ctl, int argc, char **argv)
 {
-#if defined(__APPLE__)
-	enum platform plat = PLAT_LAUNCHD;
-#else
-	enum platform plat = PLAT_SYSTEMD;
-#endif
+	enum platform plat = strcmp(ctl_compat_service_manager(),
+	    "launchd") == 0 ? PLAT_LAUNCHD : PLAT_SYSTEMD;
 	struct ctl_parsed p;
 	const char *verb, *v;
 	bool load = true;

@@ -63,9 +63,8 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 				    "environment", v);
 			env[nenv++] = v;
 		} else if (ctl_is(&p.opts[i], "timeout")) {
-			if (!ctl_duration(v, &ms) || ms == 0)
-				return ctl_usage("--timeout needs a duration: 30 "
-				    "(seconds), 30s, 5m, 1h30m");
+			if ((r = ctl_opt_duration("--timeout", v, 1, &ms)) != 0)
+				return r;
 			o.timeout_ms = ms;
 		} else if (ctl_is(&p.opts[i], "no-stdin"))
 			o.stdin_fd = -1;
@@ -89,8 +88,7 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 		if (!interactive)
 			o.stdin_fd = -1;
 		if (o.tty_fd != -1 && (o.winch_fd = ctl_tty_winch_fd()) == -1) {
-			ctl_errx("%s: %s", is_shell ? "shell" : "exec",
-			    strerror(errno));
+			ctl_errx("%s: %s", p.cmd->name, strerror(errno));
 			return CTL_EXIT_EXEC_FAILURE;
 		}
 		raw = interactive && isatty(STDIN_FILENO);
@@ -143,7 +141,7 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 	o.argv = is_shell ? shell_argv : argv;
 	if (raw && ctl_tty_raw(STDIN_FILENO) == -1) {
 		ctl_errx("%s: cannot put the terminal in raw mode: %s",
-		    is_shell ? "shell" : "exec", strerror(errno));
+		    p.cmd->name, strerror(errno));
 		r = -1;
 		err.code = AL_IO;
 		snprintf(err.message, sizeof err.message, "raw mode");
@@ -164,17 +162,19 @@ out:
 	if (r == -1 && ctl_interrupted())
 		return CTL_EXIT_EXEC_FAILURE;	/* main re-raises the signal */
 	if (r == -1) {
+		char msg[sizeof err.message + 4200];
+
 		/* The daemon's message does not say which directory. */
 		if (o.workdir != NULL && strstr(err.message,
 		    "working directory") != NULL)
-			fprintf(stderr, "agent-lanectl: exec: %s: --workdir %s: "
-			    "%s\n", al_code_name(err.code), o.workdir,
+			snprintf(msg, sizeof msg, "--workdir %s: %s", o.workdir,
 			    err.message);
 		else
-			fprintf(stderr, "agent-lanectl: exec: %s: %s\n",
-			    al_code_name(err.code), err.message);
-		ctl_hint(ctl, &err);
-		return CTL_EXIT_EXEC_FAILURE;
+			snprintf(msg, sizeof msg, "%s", err.message);
+		/* Named as typed: shell, run or exec. */
+		ctl_report(ctl, al_code_name(err.code), p.cmd->name, NULL, msg,
+		    NULL);
+		return ctl_exit_status(&err, CTL_EXIT_EXEC_FAILURE);
 	}
 	/* The shell's convention: 128+N for a command killed by signal N. */
 	*ran = true;

@@ -104,6 +104,18 @@ ctl_build_image(struct ctl *ctl, struct al_image_build_opts *o,
 	o->stderr_fd = STDERR_FILENO;
 	rc = al_image_build(ctl->client, o, im, &err) == AL_OK ? 0 : -1;
 	free_scripts(scripts, n);
+	if (rc == -1 && ctl_interrupted()) {
+		char msg[256];
+
+		/* Our connection's close is what cancels it: say so. */
+		bool named = o->name != NULL && o->name[0] != '\0';
+
+		snprintf(msg, sizeof msg, "image build%s%s cancelled; the daemon "
+		    "deletes its half-built VM", named ? " " : "",
+		    named ? o->name : "");
+		ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, NULL, msg, NULL);
+		return CTL_EXIT_FAILURE;
+	}
 	if (rc == -1)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (im->cached)
@@ -165,17 +177,12 @@ image_build(struct ctl *ctl, const struct ctl_parsed *p)
 				return ctl_usage("--cpus needs a positive number");
 			o.cpus = (uint32_t)n;
 		} else if (ctl_is(&p->opts[i], "memory")) {
-			if (!ctl_size(v, 1ull << 30, &n) || n < (256ull << 20) ||
-			    n > (4096ull << 30) || n % (1ull << 20) != 0)
-				return ctl_usage("--memory needs a size from 256M "
-				    "to 4096G in whole MiB: 8G, 512M, 0.5 (GiB)");
-			o.memory_mib = (uint32_t)(n >> 20);
+			if ((r = ctl_opt_memory("--memory", v,
+			    &o.memory_mib)) != 0)
+				return r;
 		} else if (ctl_is(&p->opts[i], "disk")) {
-			if (!ctl_size(v, 1ull << 30, &n) || n == 0 ||
-			    n > (65536ull << 30) || n % (1ull << 30) != 0)
-				return ctl_usage("--disk needs whole GiB from 1 to "
-				    "65536: 30, 30G, 30GiB");
-			o.disk_gib = (uint32_t)(n >> 30);
+			if ((r = ctl_opt_disk("--disk", v, &o.disk_gib)) != 0)
+				return r;
 		}
 	}
 	if (p->noperands != 2)

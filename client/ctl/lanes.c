@@ -19,6 +19,43 @@ ctl_create_progress(const char *phase, const char *message, void *arg)
 	ctl_progress_phase(phase, message);
 }
 
+int
+ctl_create_failed(struct ctl *ctl, const struct ctl_create_state *cs,
+    const struct al_error *err, bool detach, int status)
+{
+	const char *cmd = ctl->cmd->name;
+	char msg[256], hint[256];
+
+	/* Ended with a newline before anything else is said. */
+	ctl_progress_end(ctl_interrupted() ? "interrupted" : "failed");
+	if (ctl_interrupted()) {
+		/*
+		 * Our connection is closed: the daemon destroys a lane whose
+		 * creator left before ready. Say which, since main dies of
+		 * the signal next and nothing else will.
+		 */
+		if (cs->name[0] != '\0')
+			snprintf(msg, sizeof msg, "%s interrupted; lane %s %s",
+			    cmd, cs->name, detach ? "carries on (--detach)" :
+			    "is being destroyed");
+		else
+			snprintf(msg, sizeof msg, "%s interrupted; %s", cmd,
+			    detach ? "the lane carries on (--detach)" :
+			    "any lane it began is being destroyed");
+		/* The message names the lane already. */
+		ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, NULL, msg, NULL);
+		return status;
+	}
+	if (cs->name[0] == '\0')
+		return ctl_fail(ctl, err, status);
+	/* A lane that failed keeps its Lima logs until rm: say where. */
+	snprintf(hint, sizeof hint, "lane %s failed; `agent-lanectl logs %s` "
+	    "shows its boot and hostagent logs (kept until `agent-lanectl rm "
+	    "%s`)", cs->name, cs->name, cs->name);
+	ctl_report(ctl, al_code_name(err->code), NULL, NULL, err->message, hint);
+	return ctl_exit_status(err, status);
+}
+
 /* --label KEY=VALUE into labels[*n]. */
 static int
 parse_label(const char *v, struct al_label *labels, size_t *n)
@@ -62,37 +99,42 @@ ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
 				return ctl_usage("--cpus needs a positive number");
 			o->cpus = (uint32_t)n;
 		} else if (ctl_is(&p->opts[i], "memory")) {
-			if (!ctl_size(v, 1ull << 30, &n) || n < (256ull << 20) ||
-			    n > (4096ull << 30) || n % (1ull << 20) != 0)
-				return ctl_usage("--memory needs a size from 256M "
-				    "to 4096G in whole MiB: 8G, 512M, 0.5 (GiB)");
-			o->memory_mib = (uint32_t)(n >> 20);
+			if ((rc = ctl_opt_memory("--memory", v,
+			    &o->memory_mib)) != 0)
+				return rc;
 		} else if (ctl_is(&p->opts[i], "disk")) {
-			if (!ctl_size(v, 1ull << 30, &n) || n == 0 ||
-			    n > (65536ull << 30) || n % (1ull << 30) != 0)
-				return ctl_usage("--disk needs whole GiB from 1 to "
-				    "65536: 30, 30G, 30GiB");
-			o->disk_gib = (uint32_t)(n >> 30);
+			if ((rc = ctl_opt_disk("--disk", v, &o->disk_gib)) != 0)
+				return rc;
 		} else if (ctl_is(&p->opts[i], "timeout")) {
-			if (!ctl_duration(v, &n) || n < 1000)
-				return ctl_usage("--timeout needs a duration of at "
-				    "least 1s: 90m, 1h30m, 1.5h, 5400 (seconds)");
+			if ((rc = ctl_opt_duration("--timeout", v, 1000,
+			    &n)) != 0)
+				return rc;
 			o->timeout_s = n / 1000;
 		} else if (ctl_is(&p->opts[i], "idle-timeout")) {
-			if (!ctl_duration(v, &n) || n < 1000)
-				return ctl_usage("--idle-timeout needs a duration of "
-				    "at least 1s: 30m, 1h, 600 (seconds)");
+			if ((rc = ctl_opt_duration("--idle-timeout", v, 1000,
+			    &n)) != 0)
+				return rc;
 			o->idle_timeout_s = n / 1000;
 		} else if (ctl_is(&p->opts[i], "detach"))
 			o->detach = true;
-		else if (ctl_is(&p->opts[i], "name"))
+		else if (ctl_is(&p->opts[i], "name")) {
+			/* "" would be no alias at all: say so, not ignore it. */
+			if (v[0] == '\0')
+				return ctl_usage("%s: --name needs an alias "
+				    "([a-z0-9][a-z0-9._-], up to 63)",
+				    p->cmd->name);
 			/* Checked by the daemon, the one place that decides. */
 			o->alias = v;
+		}
 		else if (ctl_is(&p->opts[i], "label")) {
 			if ((rc = parse_label(v, a->labels, &o->nlabels)) != 0)
 				return rc;
-		} else if (ctl_is(&p->opts[i], "image"))
+		} else if (ctl_is(&p->opts[i], "image")) {
+			if (v[0] == '\0')
+				return ctl_usage("%s: --image needs an image name",
+				    p->cmd->name);
 			o->image = v;
+		}
 		else if (ctl_is(&p->opts[i], "quiet"))
 			a->quiet = true;
 		else if (ctl_is(&p->opts[i], "provision")) {
@@ -107,6 +149,9 @@ ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
 				    "allow");
 			o->network = v;
 		} else if (ctl_is(&p->opts[i], "allow")) {
+			if (v[0] == '\0')
+				return ctl_usage("%s: --allow needs a host or "
+				    "*.domain", p->cmd->name);
 			if (o->nallow == AL_ALLOW_MAX)
 				return ctl_usage("at most %d --allow hosts",
 				    AL_ALLOW_MAX);
@@ -157,24 +202,9 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	ctl_progress_start("create", a.quiet);
 	ctl_progress_phase("connecting", "");
-	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
-		/* Ended with a newline before anything else is said. */
-		ctl_progress_end(ctl_interrupted() ? "interrupted" : "failed");
-		/*
-		 * Our connection is closed: the daemon destroys a lane whose
-		 * creator left before ready. Say which, since main dies of
-		 * the signal next and nothing else will.
-		 */
-		if (ctl_interrupted() && cs.name[0] != '\0')
-			fprintf(stderr, "agent-lanectl: create interrupted; lane "
-			    "%s %s\n", cs.name, o.detach ? "carries on "
-			    "(--detach)" : "is being destroyed");
-		else if (ctl_interrupted())
-			fprintf(stderr, "agent-lanectl: create interrupted; %s\n",
-			    o.detach ? "the lane carries on (--detach)" :
-			    "any lane it began is being destroyed");
-		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-	}
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)
+		return ctl_create_failed(ctl, &cs, &err, o.detach,
+		    CTL_EXIT_FAILURE);
 	ctl_progress_end("ready");
 	if (ctl->json) {
 		struct al_lane_net net;
@@ -188,6 +218,14 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 	} else
 		printf("%s\n", lane.name);
 	return 0;
+}
+
+/* Destroyed or failed: its deadline no longer applies. */
+static bool
+lane_ended(const struct al_lane *l)
+{
+	return l->ended_at_ms != 0 || l->state == AL_LANE_DESTROYED ||
+	    l->state == AL_LANE_FAILED;
 }
 
 static void
@@ -374,7 +412,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 			printf("%s\n", lanes[i].name);
 		else {
 			ctl_time(lanes[i].created_at_ms, created, sizeof created);
-			if (lanes[i].ended_at_ms != 0)
+			if (lane_ended(&lanes[i]))
 				snprintf(deadline, sizeof deadline, "ended");
 			else
 				relative(lanes[i].deadline_ms, deadline,
@@ -455,7 +493,11 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	ctl_time(l.created_at_ms, t, sizeof t);
 	printf("created:      %s\n", t);
 	ctl_time(l.deadline_ms, t, sizeof t);
-	relative(l.deadline_ms, rel, sizeof rel);
+	/* An ended lane has no deadline left to count down to. */
+	if (lane_ended(&l))
+		snprintf(rel, sizeof rel, "lane %s", al_state_name(l.state));
+	else
+		relative(l.deadline_ms, rel, sizeof rel);
 	printf("deadline:     %s (%s)\n", t, rel);
 	if (l.idle_timeout_s > 0)
 		printf("idle timeout: %llus\n", (unsigned long long)l.idle_timeout_s);
@@ -515,14 +557,13 @@ cmd_rm(struct ctl *ctl, int argc, char **argv)
 			if (force && err.code == AL_NOT_FOUND)
 				continue;
 			if (!ctl_interrupted())
-				fprintf(stderr, "agent-lanectl: %s: %s: %s\n",
-				    name, al_code_name(err.code), err.message);
-			rc = CTL_EXIT_FAILURE;
-			if (err.code == AL_CONNECT) {
-				/* No daemon: the next lanes would say the same. */
-				ctl_hint(ctl, &err);
+				ctl_report(ctl, al_code_name(err.code), NULL,
+				    name, err.message, NULL);
+			if (rc != CTL_EXIT_USAGE)
+				rc = ctl_exit_status(&err, CTL_EXIT_FAILURE);
+			/* No daemon: the next lanes would say the same. */
+			if (err.code == AL_CONNECT)
 				break;
-			}
 			continue;
 		}
 		snprintf(names[ndone], sizeof names[ndone], "%s", l.name);
@@ -557,15 +598,20 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	if (p.noperands != 2)
 		return ctl_usage("usage: agent-lanectl extend LANE DURATION");
-	if (!ctl_duration(p.operands[1], &ms) || ms < 1000)
-		return ctl_usage("extend: bad duration \"%s\": at least 1s, e.g. "
-		    "30m, 1h30m, 1.5h, 600 (seconds)", p.operands[1]);
+	if ((rc = ctl_opt_duration("extend: DURATION", p.operands[1], 1000,
+	    &ms)) != 0)
+		return rc;
 	if (al_extend(ctl->client, p.operands[0], ms / 1000, &l, &capped,
 	    &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
+		struct al_lane_net net;
+
+		/* The lane as every command prints it: with its policy. */
+		if (al_get_net(ctl->client, l.name, &l, &net, &err) != AL_OK)
+			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 		fputs("{\"lane\":", stdout);
-		ctl_lane_json(stdout, &l, NULL);
+		ctl_lane_json(stdout, &l, &net);
 		printf(",\"capped\":%s}\n", capped ? "true" : "false");
 		return 0;
 	}

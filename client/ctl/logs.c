@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "text.h"
 
 /* --json: one object a line; a longer line is cut into pieces this long. */
 #define LOGS_JSON_LINE_MAX 65536
@@ -18,29 +19,30 @@ struct logs_out {
 	char line[LOGS_JSON_LINE_MAX + 1];	/* json: the line so far */
 	size_t len;
 	bool headers;		/* a lane's: "==> FILE <==" before each file */
-	bool safe;		/* a terminal: no control characters */
+	bool safe;		/* a terminal: the daemon's text rule */
+	struct text_stream ts;	/* safe: a sequence cut between chunks */
 	char source[64];	/* the file last written */
 	bool line_open;		/* its last byte was not a line end */
 };
 
+static bool
+put_out(const void *p, size_t len, void *arg)
+{
+	return fwrite(p, 1, len, arg) == len;
+}
+
 /*
  * A guest writes the boot console: on a terminal its bytes must not drive
- * it. Line ends and tabs stay, carriage returns go, the rest becomes '?'.
+ * it. The daemon's rule (text_sanitize): well-formed UTF-8 stays, each
+ * invalid byte (a raw 0x9b, which 8-bit terminals take as CSI) and each
+ * control character (C0, DEL, C1 such as U+009B CSI and U+009D OSC, bidi
+ * overrides) becomes '?'; line ends and tabs stay, carriage returns go.
  */
 static bool
-put_safe(FILE *f, const unsigned char *p, size_t len)
+put_safe(struct logs_out *o, const void *p, size_t len)
 {
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = p[i];
-
-		if (ch == '\r')
-			continue;
-		if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f)
-			ch = '?';
-		if (putc(ch, f) == EOF)
-			return false;
-	}
-	return true;
+	o->ts.lines = true;
+	return text_stream_put(&o->ts, p, len, put_out, stdout);
 }
 
 /* --json: the line collected so far, as one object. */
@@ -94,6 +96,9 @@ chunk_cb(const char *source, const void *data, size_t len, void *arg)
 		return json_chunk(o, source, data, len);
 
 	if (o->headers && strcmp(source, o->source) != 0) {
+		/* A sequence the last file ended in is not the next one's. */
+		if (o->safe && !text_stream_end(&o->ts, put_out, stdout))
+			return false;
 		/* tail(1)'s look: a blank line between files. */
 		printf("%s==> ", o->source[0] != '\0' ?
 		    (o->line_open ? "\n\n" : "\n") : "");
@@ -101,7 +106,7 @@ chunk_cb(const char *source, const void *data, size_t len, void *arg)
 		printf(" <==\n");
 		snprintf(o->source, sizeof o->source, "%s", source);
 	}
-	if (o->safe ? !put_safe(stdout, data, len) :
+	if (o->safe ? !put_safe(o, data, len) :
 	    fwrite(data, 1, len, stdout) != len)
 		return false;
 	o->line_open = ((const char *)data)[len - 1] != '\n';
@@ -141,11 +146,14 @@ cmd_logs(struct ctl *ctl, int argc, char **argv)
 	/* What the last file had after its last line end. */
 	if (out.json)
 		(void)json_flush(&out);
-	else if (out.line_open && !ctl_interrupted())
+	else if (out.safe)
+		(void)text_stream_end(&out.ts, put_out, stdout);
+	if (!out.json && out.line_open && !ctl_interrupted())
 		putchar('\n');
 	if (rc == -1) {
+		/* Where to read it meanwhile; --json keeps stderr one object. */
 		if (err.code == AL_CONNECT && lo.lane == NULL &&
-		    !ctl_interrupted())
+		    !ctl_interrupted() && !ctl->json)
 			fprintf(stderr, "agent-lanectl: the daemon's log is "
 			    "STATE_DIR/log/agent-laned.log (default "
 			    "~/.agent-lane/log/agent-laned.log); under systemd "

@@ -2,9 +2,9 @@
  * agent-lanectl option parsing, one parser for every command: options and
  * operands in any order, --name VALUE, --name=VALUE, -x VALUE, -xVALUE and
  * grouped short flags (-qa), global options anywhere before "--", and help
- * answered here, never sent to the daemon. The option tables are in help.c,
- * so that the parser, the help, the man page test and the completion
- * scripts cannot disagree.
+ * answered here, never sent to the daemon. The option tables are in the
+ * command table (commands.c) and help.c, so that the parser, the help, the
+ * man page test and the completion scripts cannot disagree.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -84,6 +84,30 @@ usage_error(char *buf, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* "unknown option --cpu; did you mean --cpus?" */
+static void
+unknown_long(char *err, const struct ctl_command *cmd, const char *name,
+    size_t len)
+{
+	const char *names[128], *near;
+	char word[64];
+	size_t n = 0;
+
+	snprintf(word, sizeof word, "%.*s", (int)len, name);
+	for (const struct ctl_option *o = cmd->options; o->name != NULL &&
+	    n < sizeof names / sizeof *names; o++)
+		names[n++] = o->name;
+	for (const struct ctl_option *o = ctl_global_options; o->name != NULL &&
+	    n < sizeof names / sizeof *names; o++)
+		names[n++] = o->name;
+	if ((near = ctl_nearest(word, names, n)) != NULL)
+		usage_error(err, "%s: unknown option --%.*s; did you mean --%s?",
+		    cmd->name, (int)len, name, near);
+	else
+		usage_error(err, "%s: unknown option --%.*s", cmd->name,
+		    (int)len, name);
+}
+
 /* Records one option; the globals act on ctl at once. */
 static void
 take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
@@ -93,8 +117,10 @@ take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
 		*help = true;
 	else if (strcmp(o->name, "socket") == 0)
 		ctl->socket = value;
-	else if (strcmp(o->name, "json") == 0)
+	else if (strcmp(o->name, "json") == 0) {
 		ctl->json = true;
+		ctl_json_errors(true);
+	}
 	else {
 		p->opts[p->nopts].opt = o;
 		p->opts[p->nopts].value = value;
@@ -105,7 +131,7 @@ take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
 int
 ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 {
-	const struct ctl_command *cmd = ctl_command_find(argv[0]);
+	const struct ctl_command *cmd = ctl->cmd;
 	struct parsed_store *st;
 	const struct ctl_option *o;
 	char err[256] = "";
@@ -114,6 +140,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 
 	memset(p, 0, sizeof *p);
 	if (cmd == NULL) {
+		/* main sets it before a command runs: cannot happen. */
 		ctl_errx("%s: no such command", argv[0]);
 		return CTL_EXIT_USAGE;
 	}
@@ -163,8 +190,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 
 			if ((o = find_long(cmd->options, name, len)) == NULL &&
 			    (o = find_long(ctl_global_options, name, len)) == NULL) {
-				usage_error(err, "%s: unknown option --%.*s",
-				    cmd->name, (int)len, name);
+				unknown_long(err, cmd, name, len);
 				continue;
 			}
 			if (o->arg == NULL && eq != NULL)
@@ -205,15 +231,21 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 	p->command[p->ncommand] = NULL;
 
 	if (help) {
-		ctl_help(stdout, cmd);
+		ctl_help(stdout, ctl, cmd);
 		return 0;
 	}
+	/* A lane named "" is no lane: a usage error, not the daemon's. */
+	for (size_t k = 0; err[0] == '\0' && k < p->noperands; k++)
+		if (p->operands[k][0] == '\0' &&
+		    (cmd->complete == CTL_COMPLETE_LANES ||
+		    (cmd->complete == CTL_COMPLETE_LANE && k == 0)))
+			usage_error(err, "%s: a lane name is empty", cmd->name);
 	if (err[0] == '\0' && ctl->json && !cmd->json)
 		usage_error(err, "%s: --json: the command prints nothing to "
 		    "format", cmd->name);
 	if (err[0] != '\0') {
-		ctl_errx("%s (see agent-lanectl help %s)", err, cmd->name);
-		return CTL_EXIT_USAGE;
+		return ctl_usage("%s (see agent-lanectl help %s)", err,
+		    cmd->name);
 	}
 	if (!ctl_client_open(ctl))
 		return CTL_EXIT_FAILURE;

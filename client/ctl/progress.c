@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "text.h"
 
 /* A phase that lasts this long gets its hint (a first image download). */
 #define PROGRESS_HINT_MS 5000
@@ -50,16 +51,12 @@ ms_since(const struct timespec *t)
 	    (now.tv_nsec - t->tv_nsec) / 1000000;
 }
 
-/* Daemon and limactl text on our terminal: no control characters. */
+/* Daemon and limactl text on our terminal: the daemon's rule. */
 static void
 copy_safe(char *dst, size_t len, const char *src)
 {
-	size_t i;
-
-	for (i = 0; i + 1 < len && src[i] != '\0'; i++)
-		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ?
-		    '?' : src[i];
-	dst[i] = '\0';
+	snprintf(dst, len, "%s", src);
+	text_sanitize(dst);
 }
 
 static void

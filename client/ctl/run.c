@@ -166,12 +166,8 @@ cmd_run(struct ctl *ctl, int argc, char **argv)
 	ctl_progress_phase("connecting", "");
 	if ((keep ? al_create(ctl->client, &o, &lane, &err) :
 	    al_create_owned(ctl->client, &o, &lane, &owner, &err)) != AL_OK) {
-		/* Ended with a newline before anything else is said. */
-		ctl_progress_end(ctl_interrupted() ? "interrupted" : "failed");
-		if (ctl_interrupted() && cs.name[0] != '\0')
-			fprintf(stderr, "agent-lanectl: run interrupted; lane %s "
-			    "is being destroyed\n", cs.name);
-		rc = ctl_fail(ctl, &err, CTL_EXIT_EXEC_FAILURE);
+		rc = ctl_create_failed(ctl, &cs, &err, false,
+		    CTL_EXIT_EXEC_FAILURE);
 		goto done;
 	}
 	ctl_progress_end("ready");

@@ -1,57 +1,204 @@
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctl.h"
 #include "text.h"
 #include "units.h"
 
-int
-ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
+/*
+ * --json: errors go to standard error as one JSON object a line, so that
+ * a program reading our output can read our failures too. Set once the
+ * command line says --json (main, ctl_parse).
+ */
+static bool json_errors;
+
+void
+ctl_json_errors(bool on)
 {
-	ctl_progress_abort();	/* the message starts a line of its own */
-	if (ctl_interrupted())
-		return status;
-	fprintf(stderr, "agent-lanectl: %s: %s\n", al_code_name(err->code),
-	    err->message);
-	ctl_hint(ctl, err);
-	return status;
+	json_errors = on;
 }
 
 /*
- * Writes s with control characters as '?': a path the user typed or a
- * guest produced must not drive the terminal it is echoed to.
+ * What agent-laned would say of the socket's directory: it must be a 0700
+ * directory of ours, and it makes only the last level.
+ */
+static void
+dir_note(const char *sock, char *buf, size_t len)
+{
+	char dir[1024], *slash;
+	struct stat sb;
+
+	buf[0] = '\0';
+	snprintf(dir, sizeof dir, "%s", sock);
+	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
+		return;
+	*slash = '\0';
+	if (stat(dir, &sb) == 0) {
+		if (S_ISDIR(sb.st_mode) && (sb.st_uid != getuid() ||
+		    (sb.st_mode & 077) != 0))
+			snprintf(buf, len, "\n  (it refuses %s: the socket's "
+			    "directory must be yours and mode 0700)", dir);
+		return;
+	}
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir) {
+		*slash = '\0';
+		if (stat(dir, &sb) == -1) {
+			*slash = '/';
+			snprintf(buf, len, "\n  (first: (umask 077; mkdir -p %s))",
+			    dir);
+		}
+	}
+}
+
+/* Where the client's socket is, as the hint for CONNECT says it. */
+static void
+hint_text(const struct ctl *ctl, char *buf, size_t len)
+{
+	const char *sock = al_client_socket(ctl->client);
+	char note[1200];
+
+	dir_note(sock, note, sizeof note);
+	snprintf(buf, len, "no daemon answers on %s. Either:\n"
+	    "  start the service:        agent-lanectl daemon start "
+	    "(once: agent-lanectl daemon install)\n"
+	    "  run it in the foreground: agent-laned --socket %s%s\n"
+	    "  or use another socket:    --socket PATH, or "
+	    "AGENT_LANE_SOCKET=PATH", sock, sock, note);
+}
+
+/* The hint goes with CONNECT errors only; the path itself is not wrong. */
+static bool
+has_hint(const struct ctl *ctl, const char *code)
+{
+	const char *sock;
+	struct stat sb;
+
+	if (ctl == NULL || ctl->client == NULL || strcmp(code, "CONNECT") != 0)
+		return false;
+	sock = al_client_socket(ctl->client);
+	/* A directory or a file is not a daemon that is not running. */
+	return stat(sock, &sb) == -1 || S_ISSOCK(sb.st_mode);
+}
+
+static void
+json_field(const char *k, const char *v)
+{
+	if (v == NULL)
+		return;
+	fprintf(stderr, ",\"%s\":", k);
+	ctl_json_string(stderr, v);
+}
+
+/* Our own codes say nothing the message does not: the text omits them. */
+static bool
+code_shown(const char *code)
+{
+	return strcmp(code, CTL_CODE_USAGE) != 0 &&
+	    strcmp(code, CTL_CODE_FAILED) != 0 &&
+	    strcmp(code, CTL_CODE_INTERRUPTED) != 0;
+}
+
+void
+ctl_report(const struct ctl *ctl, const char *code, const char *what,
+    const char *lane, const char *message, const char *hint_given)
+{
+	char hint[2560];
+	bool hinted = hint_given != NULL || has_hint(ctl, code);
+
+	ctl_progress_abort();	/* the message starts a line of its own */
+	if (hint_given != NULL)
+		snprintf(hint, sizeof hint, "%s", hint_given);
+	else if (hinted)
+		hint_text(ctl, hint, sizeof hint);
+	if (json_errors) {
+		fputs("{\"error\":{\"code\":", stderr);
+		ctl_json_string(stderr, code);
+		json_field("command", what);
+		json_field("lane", lane);
+		json_field("message", message);
+		json_field("hint", hinted ? hint : NULL);
+		fputs("}}\n", stderr);
+		return;
+	}
+	fputs("agent-lanectl: ", stderr);
+	if (what != NULL)
+		fprintf(stderr, "%s: ", what);
+	if (lane != NULL) {
+		ctl_put_safe(stderr, lane);
+		fputs(": ", stderr);
+	}
+	if (code_shown(code))
+		fprintf(stderr, "%s: ", code);
+	ctl_put_safe(stderr, message);
+	fputc('\n', stderr);
+	if (hinted)
+		fprintf(stderr, "agent-lanectl: %s\n", hint);
+}
+
+int
+ctl_exit_status(const struct al_error *err, int status)
+{
+	/* The daemon refusing an argument is a usage error, as ours are. */
+	return err->code == AL_INVALID_ARGUMENT ? CTL_EXIT_USAGE : status;
+}
+
+int
+ctl_fail(const struct ctl *ctl, const struct al_error *err, int status)
+{
+	if (!ctl_interrupted())
+		ctl_report(ctl, al_code_name(err->code), NULL, NULL,
+		    err->message, NULL);
+	else
+		ctl_progress_abort();
+	return ctl_exit_status(err, status);
+}
+
+/*
+ * Writes s by the daemon's rule (text_sanitize): a path the user typed or
+ * a guest produced must not drive the terminal it is echoed to, whether by
+ * an ESC, a C1 control (U+009B is CSI) or a raw 0x9b byte.
  */
 void
 ctl_put_safe(FILE *f, const char *s)
 {
-	for (; *s != '\0'; s++)
-		fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+	const unsigned char *p = (const unsigned char *)s;
+	uint32_t cp;
+	size_t n;
+
+	while (*p != '\0') {
+		n = text_utf8_decode(p, 4, &cp);
+		if (n == 0 || text_is_control(cp))
+			fputc('?', f);
+		else
+			fwrite(p, 1, n, f);
+		p += n == 0 ? 1 : n;
+	}
 }
 
 void
 ctl_hint(const struct ctl *ctl, const struct al_error *err)
 {
-	if (err->code != AL_CONNECT || ctl_interrupted() || ctl->client == NULL)
+	char hint[2560];
+
+	if (ctl_interrupted() || json_errors ||
+	    !has_hint(ctl, al_code_name(err->code)))
 		return;
-	fprintf(stderr, "agent-lanectl: no daemon answers on %s. Either:\n"
-	    "  start the service:        agent-lanectl daemon start "
-	    "(once: agent-lanectl daemon install)\n"
-	    "  run it in the foreground: agent-laned --socket %s\n"
-	    "  or use another socket:    --socket PATH, or "
-	    "AGENT_LANE_SOCKET=PATH\n", al_client_socket(ctl->client),
-	    al_client_socket(ctl->client));
+	hint_text(ctl, hint, sizeof hint);
+	fprintf(stderr, "agent-lanectl: %s\n", hint);
 }
 
-static void __attribute__((format(printf, 1, 0)))
-ctl_vwarn(const char *fmt, va_list ap)
+static void __attribute__((format(printf, 2, 0)))
+ctl_vwarn(const char *code, const char *fmt, va_list ap)
 {
-	ctl_progress_abort();
-	fputs("agent-lanectl: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char msg[1024];
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	ctl_report(NULL, code, NULL, NULL, msg, NULL);
 }
 
 int
@@ -60,7 +207,7 @@ ctl_usage(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	ctl_vwarn(fmt, ap);
+	ctl_vwarn(CTL_CODE_USAGE, fmt, ap);
 	va_end(ap);
 	return CTL_EXIT_USAGE;
 }
@@ -71,14 +218,123 @@ ctl_errx(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	ctl_vwarn(fmt, ap);
+	ctl_vwarn(CTL_CODE_FAILED, fmt, ap);
 	va_end(ap);
 }
 
-bool
-ctl_duration(const char *s, uint64_t *ms)
+/*
+ * The optimal string alignment distance of a and b (edits, adjacent
+ * transpositions counted as one), capped at CTL_NEAR_MAX + 1.
+ */
+#define CTL_NEAR_MAX 2
+static size_t
+edit_distance(const char *a, const char *b)
 {
-	return units_parse_duration_ms(s, UNITS_MS_PER_S, ms) == 0;
+	size_t la = strlen(a), lb = strlen(b), d[34][34];
+
+	if (la > 32 || lb > 32)
+		return CTL_NEAR_MAX + 1;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++)
+		for (size_t j = 1; j <= lb; j++) {
+			size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (d[i - 1][j] + 1 < c)
+				c = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < c)
+				c = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < c)
+				c = d[i - 2][j - 2] + 1;
+			d[i][j] = c;
+		}
+	return d[la][lb];
+}
+
+const char *
+ctl_nearest(const char *word, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	size_t bestd = CTL_NEAR_MAX + 1, len = strlen(word);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t d = edit_distance(word, cands[i]);
+
+		/* A start of the word counts as one edit: --mem, --cpu. */
+		if (len >= 3 && strncmp(cands[i], word, len) == 0 && d > 1)
+			d = 1;
+		/* At most a third of a short word may change. */
+		if (d < bestd && d * 3 <= len + 1) {
+			best = cands[i];
+			bestd = d;
+		}
+	}
+	return best;
+}
+
+/* A plain number where a unit is needed: say so, and what it could be. */
+static int
+no_unit(const char *opt, const char *v, const char *u1, const char *u2)
+{
+	return ctl_usage("%s %s: say its unit (%s%s or %s%s): a plain number is "
+	    "taken only where the name says its unit", opt, v, v, u1, v, u2);
+}
+
+int
+ctl_opt_duration(const char *opt, const char *v, uint64_t min_ms,
+    uint64_t *ms)
+{
+	int rc = units_parse_duration_ms(v, UNITS_UNIT_REQUIRED, ms);
+
+	if (rc == UNITS_NO_UNIT)
+		return no_unit(opt, v, "s", "m");
+	if (rc != 0 || *ms < min_ms || *ms == 0)
+		return ctl_usage("%s needs a duration of at least %s: 90s, 30m, "
+		    "1h30m, 1.5h", opt, min_ms > 1 ? "1s" : "1ms");
+	return 0;
+}
+
+/* A size with its unit from min to max in whole units: 0 or the status. */
+static int
+opt_size(const char *opt, const char *v, uint64_t min, uint64_t max,
+    uint64_t unit, const char *forms, uint64_t *out)
+{
+	uint64_t n;
+	int rc = units_parse_size_unit(v, UNITS_UNIT_REQUIRED, &n);
+
+	if (rc == UNITS_NO_UNIT)
+		return no_unit(opt, v, "G", unit == 1ull << 30 ? "GiB" : "M");
+	if (rc != 0 || n < min || n > max || n % unit != 0)
+		return ctl_usage("%s needs %s", opt, forms);
+	*out = n / unit;
+	return 0;
+}
+
+int
+ctl_opt_memory(const char *opt, const char *v, uint32_t *mib)
+{
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = opt_size(opt, v, 256ull << 20, 4096ull << 30, 1ull << 20,
+	    "a size from 256M to 4096G in whole MiB: 8G, 512M, 0.5G", &n)) == 0)
+		*mib = (uint32_t)n;
+	return rc;
+}
+
+int
+ctl_opt_disk(const char *opt, const char *v, uint32_t *gib)
+{
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = opt_size(opt, v, 1ull << 30, 65536ull << 30, 1ull << 30,
+	    "whole GiB from 1G to 65536G: 30G, 30GiB", &n)) == 0)
+		*gib = (uint32_t)n;
+	return rc;
 }
 
 bool
@@ -159,14 +415,22 @@ ctl_json_string(FILE *f, const char *s)
 				 * JSON: a byte that is not well-formed UTF-8
 				 * becomes U+FFFD.
 				 */
-				size_t n = text_utf8_len(p);
+				uint32_t cp;
+				size_t n = text_utf8_decode(p, 4, &cp);
 
+				/*
+				 * Escaped, a C1 control or a bidi override
+				 * cannot steer a terminal that shows the
+				 * JSON; it means the same to a parser.
+				 */
 				if (n == 0)
 					fputs("\\ufffd", f);
-				else {
+				else if (text_is_control(cp))
+					fprintf(f, "\\u%04x", (unsigned)cp);
+				else
 					fwrite(p, 1, n, f);
+				if (n > 0)
 					p += n - 1;
-				}
 			}
 		}
 	}
@@ -184,73 +448,4 @@ ctl_time(int64_t ms, char *buf, size_t len)
 		return;
 	}
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void
-ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net)
-{
-	char t[32];
-
-	fputs("{\"name\":", f);
-	ctl_json_string(f, l->name);
-	fputs(",\"state\":", f);
-	ctl_json_string(f, al_state_name(l->state));
-	fprintf(f, ",\"cpus\":%u,\"memory_mib\":%u,\"memory_gib\":%g,"
-	    "\"disk_gib\":%u", l->cpus, l->memory_mib, l->memory_mib / 1024.0,
-	    l->disk_gib);
-	ctl_time(l->created_at_ms, t, sizeof t);
-	fputs(",\"created_at\":", f);
-	ctl_json_string(f, t);
-	ctl_time(l->deadline_ms, t, sizeof t);
-	fputs(",\"deadline\":", f);
-	ctl_json_string(f, t);
-	fprintf(f, ",\"created_at_ms\":%lld,\"deadline_ms\":%lld,"
-	    "\"idle_timeout_s\":%llu,\"last_activity_ms\":%lld,"
-	    "\"ended_at_ms\":%lld", (long long)l->created_at_ms,
-	    (long long)l->deadline_ms, (unsigned long long)l->idle_timeout_s,
-	    (long long)l->last_activity_ms, (long long)l->ended_at_ms);
-	fputs(",\"workspace\":", f);
-	ctl_json_string(f, l->workspace);
-	fputs(",\"error\":", f);
-	ctl_json_string(f, l->error);
-	fputs(",\"alias\":", f);
-	if (l->alias[0] != '\0')
-		ctl_json_string(f, l->alias);
-	else
-		fputs("null", f);
-	fprintf(f, ",\"owned\":%s", l->owned ? "true" : "false");
-	fputs(",\"labels\":{", f);
-	for (size_t i = 0; i < l->nlabels; i++) {
-		if (i > 0)
-			fputc(',', f);
-		ctl_json_string(f, l->labels[i].key);
-		fputc(':', f);
-		ctl_json_string(f, l->labels[i].value);
-	}
-	fputc('}', f);
-	if (net != NULL) {
-		const char *p = net->allow;
-
-		fputs(",\"network\":", f);
-		ctl_json_string(f, net->network);
-		fputs(",\"allow\":[", f);
-		for (size_t i = 0; i < net->nallow && *p != '\0'; i++) {
-			char pat[AL_ALLOW_TEXT_MAX + 1];
-			size_t len = strcspn(p, "\n");
-
-			memcpy(pat, p, len);
-			pat[len] = '\0';
-			if (i > 0)
-				fputc(',', f);
-			ctl_json_string(f, pat);
-			p += len + (p[len] == '\n');
-		}
-		fprintf(f, "],\"sudo\":%s,\"network_policy\":",
-		    net->sudo ? "true" : "false");
-		ctl_json_string(f, net->policy);
-		fputs(",\"network_note\":", f);
-		ctl_json_string(f, net->note);
-		fprintf(f, ",\"proxy_port\":%u", (unsigned)net->proxy_port);
-	}
-	fputc('}', f);
 }

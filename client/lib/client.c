@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -374,6 +375,33 @@ al_response_free(AlResponse *resp)
 		agentlane__v1__response__free_unpacked(resp, NULL);
 }
 
+/*
+ * Why connect(2) to path failed, in words: a directory or a plain file
+ * refuses a connection just as a socket with no daemon behind it does,
+ * and only the last means that the daemon is not running.
+ */
+static void
+connect_error(const char *path, int e, struct al_error *err)
+{
+	struct stat sb;
+
+	if ((e == ECONNREFUSED || e == ENOTSOCK) && stat(path, &sb) == 0 &&
+	    !S_ISSOCK(sb.st_mode)) {
+		al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: "
+		    "it is a %s, not a socket (the path names the socket "
+		    "itself%s)", path, S_ISDIR(sb.st_mode) ? "directory" :
+		    "file", S_ISDIR(sb.st_mode) ? ", such as "
+		    "DIR/agent-laned.sock" : "");
+		return;
+	}
+	al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: %s%s",
+	    path, e == ECONNREFUSED ? "no daemon listens on the socket" :
+	    strerror(e), e == ENOENT || e == ECONNREFUSED ?
+	    " (is the daemon running? see `agent-lanectl daemon status`)" :
+	    "");
+	err->os_errno = e;
+}
+
 static int
 conn_connect(struct al_client *c, struct al_error *err)
 {
@@ -406,11 +434,7 @@ conn_connect(struct al_client *c, struct al_error *err)
 	while (connect(fd, (struct sockaddr *)&sun, sizeof sun) == -1) {
 		if (errno == EINTR && !al_interrupted())
 			continue;
-		al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: "
-		    "%s%s", c->socket_path, strerror(errno),
-		    errno == ENOENT || errno == ECONNREFUSED ?
-		    " (is the daemon running? see `agent-lanectl daemon "
-		    "status`)" : "");
+		connect_error(c->socket_path, errno, err);
 		close(fd);
 		return -1;
 	}

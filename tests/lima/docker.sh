@@ -17,7 +17,7 @@ start_daemon || exit 1
 # Package installs under TCG take minutes: the build VM gets 2 CPUs and
 # 2 GiB, and the disk room docker.io needs.
 t=$(date +%s%N)
-OUT=$(ctl image build dock --docker --cpus 2 --memory 2 --disk 8 2>"$T/build.err")
+OUT=$(ctl image build dock --docker --cpus 2 --memory 2G --disk 8G 2>"$T/build.err")
 RC=$?
 BUILD_MS=$(( ($(date +%s%N) - t) / 1000000 ))
 echo "# image build --docker: $BUILD_MS ms"

@@ -14,7 +14,7 @@ echo "# $("$SIM" --version); template ${AGENT_LANE_LIMA_TEMPLATE:-the default};"
     "QEMU_SYSTEM_X86_64=${QEMU_SYSTEM_X86_64:-unset (KVM)}"
 start_daemon || exit 1
 t=$(date +%s%N)
-L=$(ctl create -q --cpus 2 --memory 1 --disk 4 --timeout 30m)
+L=$(ctl create -q --cpus 2 --memory 1G --disk 4G --timeout 30m)
 check_eq "a lane is created on real Lima" ready "$(lane_state "$L")"
 echo "# create -> ready: $(( ($(date +%s%N) - t) / 1000000 )) ms"
 check_eq "its VM is Running in Lima's own list" Running \

@@ -17,14 +17,21 @@ not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
 # last al_ identifier before the first "(" of the declaration.
 DECLARED=$(awk '/^AL_API /{ d = $0; while (d !~ /\(/ && (getline l) > 0) d = d " " l;
     sub(/\(.*/, "", d); n = split(d, w, /[ *]+/); print w[n] }' "$H" | sort)
-EXPORTED=$(nm -D --defined-only "$LIB" | awk 'NF >= 3 { print $3 }' | sort)
+# nm failing must fail the checks below, not make them pass.
+if ! NM=$(nm -D --defined-only "$LIB" 2>&1) || [ -z "$NM" ]; then
+	not_ok "nm -D --defined-only $LIB: $(printf '%s' "$NM" | head -3)"
+	exit 1
+fi
+EXPORTED=$(printf '%s\n' "$NM" | awk 'NF >= 3 { print $3 }' | sort)
 if [ -n "$DECLARED" ] && [ "$DECLARED" = "$EXPORTED" ]; then
 	ok "the library exports exactly the $(echo "$DECLARED" | wc -l) functions agentlane.h declares"
 else
 	not_ok "exported symbols differ from the API: $(diff <(echo "$DECLARED") <(echo "$EXPORTED") | grep '^[<>]' | head -20 | tr '\n' ' ')"
 fi
-if nm -D --defined-only "$LIB" | grep -q protobuf_c\\\|agentlane__v1__; then
+if printf '%s\n' "$NM" | grep -q 'protobuf_c\|agentlane__v1__'; then
 	not_ok "protobuf code is hidden"
+elif ! printf '%s\n' "$NM" | grep -q ' al_hello$'; then
+	not_ok "protobuf code is hidden: the symbol list nm gave holds no al_hello"
 else
 	ok "protobuf code is hidden"
 fi

@@ -10,7 +10,7 @@ L=$(ctl create)
 ev() { ctl events "$L"; }
 ctl exec "$L" -- sh -c 'exit 3'
 ctl exec --env AUDIT_SECRET=hunter2-value "$L" -- printf '%s' arg-secret-value >/dev/null
-ctl exec --timeout 1 "$L" -- sleep 30 2>/dev/null
+ctl exec --timeout 1s "$L" -- sleep 30 2>/dev/null
 ctl exec "$L" -- no-such-command-here 2>/dev/null
 echo hello > "$T/f"
 ctl cp "$T/f" "$L:sub/f"

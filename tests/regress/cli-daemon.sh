@@ -86,3 +86,19 @@ check_eq "status with a daemon exits 0" 0 "$RC"
 check_match "it shows the service" 'service: +launchd agent gui/[0-9]+/dev.agent-lane.agent-laned \(installed\), loaded' "$OUT"
 check_match "the socket" "socket: +$HSOCK" "$OUT"
 check_match "and the lanes" 'lanes: +0 live of at most' "$OUT"
+check_match "and the daemon's pid and uptime" "pid: +$DAEMON_PID, up " "$OUT"
+# status --json: every key it prints is in the man page's list, and the
+# man page no longer says the daemon lacks its pid (issue 18).
+OUT=$(hctl daemon status --platform launchd --json | python3 -c '
+import json, re, subprocess, sys
+j = json.load(sys.stdin)
+man = open(sys.argv[1]).read()
+block = man.split(".It Cm status\n", 1)[1].split("\n.It Cm ", 1)[0]
+listed = set(re.findall(r"\b([a-z_]+)\b", " ".join(l for l in block.splitlines() if l.startswith((".Li", ".Pq Li")))))
+keys = set(j) | set(j["service"]) | set(j["daemon"]) | set(j["lanes"]) | set(j["pool"])
+missing = sorted(keys - listed)
+print("pid %s started %s; not in the man page: %s%s" % (j["daemon"]["pid"] > 0, j["daemon"]["started_at_ms"] > 0,
+    missing or "none", "; it says the daemon lacks them" if "does not yet report" in block else ""))' \
+    "$REPO/docs/agent-lanectl.1")
+check_eq "status --json has the pid and start time, and the man page lists every key" \
+    "pid True started True; not in the man page: none" "$OUT"

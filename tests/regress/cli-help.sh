@@ -98,6 +98,19 @@ PY
 )
 check_eq "every command and option in the help is in the man page and vice versa" agree "$OUT"
 
+# The commands that take --json are the ones the man page lists for it.
+JSON_CMDS=
+for c in $CMDS; do
+	[ "$c" = help ] && continue
+	OUT=$(nctl "$c" --json 2>&1)
+	case $OUT in *"prints nothing to format"*) ;; *) JSON_CMDS="$JSON_CMDS $c" ;; esac
+done
+MAN_JSON=$(mandoc -T ascii "$REPO/docs/agent-lanectl.1" 2>/dev/null | col -b | tr -s ' \t\n' ' ' |
+    sed -n 's/.*Every command that prints something takes it: \([^.]*\)\. The others.*/\1/p' |
+    tr -d ',' | sed 's/ and / /; s/daemon status/daemon/')
+check_eq "the man page lists the commands that take --json" \
+    "$(printf '%s\n' $JSON_CMDS | sort | tr '\n' ' ')" "$(printf '%s\n' $MAN_JSON | sort | tr '\n' ' ')"
+
 # The man pages are clean for mandoc (warnings and errors; style notes
 # such as "referenced manual not found" depend on the host's manuals).
 if command -v mandoc >/dev/null 2>&1; then

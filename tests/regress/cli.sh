@@ -33,7 +33,7 @@ check_eq "--socket after the command" "0 $L" "$RC $OUT"
 OUT=$("$LANECTL" show "$L" --socket="$SOCK" --json | valid_json && echo valid)
 check_eq "--socket= and --json after the operand" valid "$OUT"
 OUT=$(ctl rm -- --help 2>&1); RC=$?
-check_eq "after --, a dash word is a lane name (refused by the daemon)" 1 "$RC"
+check_eq "after --, a dash word is a lane name (refused by the daemon: a usage error, 2)" 2 "$RC"
 check_match "and the daemon says why" 'INVALID_ARGUMENT' "$OUT"
 OUT=$(ctl rm -weird 2>&1); RC=$?
 check_eq "before --, a dash word is never a lane name" 2 "$RC"
@@ -54,13 +54,24 @@ check_eq "--memory 2G is 2048 MiB" 2048 "$(json_get "$J" 'j["memory_mib"]')"
 check_eq "--disk 12GiB is 12 GiB" 12 "$(json_get "$J" 'j["disk_gib"]')"
 check_eq "--timeout 1h30m is 5400 s" 5400000 "$(json_get "$J" 'j["deadline_ms"] - j["created_at_ms"]')"
 check_eq "--idle-timeout 1.5h is 5400 s" 5400 "$(json_get "$J" 'j["idle_timeout_s"]')"
-L3=$(ctl create --memory 512M --disk 10 --timeout 600 --label run=units)
+L3=$(ctl create --memory 512M --disk 10G --timeout 600s --label run=units)
 J=$(ctl show --json "$L3")
 check_eq "--memory 512M" 512 "$(json_get "$J" 'j["memory_mib"]')"
-check_eq "a plain --disk is GiB" 10 "$(json_get "$J" 'j["disk_gib"]')"
-check_eq "a plain --timeout is seconds" 600000 "$(json_get "$J" 'j["deadline_ms"] - j["created_at_ms"]')"
-J=$(ctl extend --json "$L3" 90)
-check_eq "a plain extend is seconds" 690000 "$(json_get "$J" 'j["lane"]["deadline_ms"] - j["lane"]["created_at_ms"]')"
+check_eq "--disk 10G" 10 "$(json_get "$J" 'j["disk_gib"]')"
+check_eq "--timeout 600s" 600000 "$(json_get "$J" 'j["deadline_ms"] - j["created_at_ms"]')"
+J=$(ctl extend --json "$L3" 90s)
+check_eq "extend 90s" 690000 "$(json_get "$J" 'j["lane"]["deadline_ms"] - j["lane"]["created_at_ms"]')"
+# The one rule for plain numbers: a duration or size carries its unit.
+for bad in "--memory 4" "--memory 0.5" "--disk 10" "--timeout 600" "--idle-timeout 90"; do
+	OUT=$(ctl create $bad 2>&1); RC=$?
+	check_eq "create $bad (no unit) is a usage error" 2 "$RC"
+	check_match "create $bad: saying it needs its unit" 'say its unit .* a plain number is taken only where the name says its unit' "$OUT"
+done
+OUT=$(ctl extend "$L3" 90 2>&1); RC=$?
+check_eq "extend LANE 90 (no unit) is a usage error" 2 "$RC"
+check_match "it suggests 90s or 90m" '90s or 90m' "$OUT"
+OUT=$(ctl exec --timeout 30 "$L3" -- true 2>&1); RC=$?
+check_eq "exec --timeout 30 (no unit) is a usage error" 2 "$RC"
 check_eq "extend --json says whether it was capped" False "$(json_get "$J" 'j["capped"]')"
 for bad in "--memory 8x" "--memory 1.0001G" "--disk 1.5G" "--timeout 30m1h" "--timeout 0.5ms" "--idle-timeout 1h30"; do
 	ctl create $bad >/dev/null 2>&1

@@ -38,7 +38,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	stop_daemon
 fi
 
-start_daemon --max-lanes 1 --max-cpus 4 --max-memory 8 --max-lifetime 2h || exit 1
+start_daemon --max-lanes 1 --max-cpus 4 --max-memory 8G --max-lifetime 2h || exit 1
 # A lane the previous daemon could not delete (limactl refused root) is
 # still destroying, and counts as live, until this daemon's reconcile.
 no_live() { [ "$(ctl ls --json)" = "[]" ]; }
@@ -50,7 +50,7 @@ check_match "max_lanes is RESOURCE_EXHAUSTED" 'RESOURCE_EXHAUSTED.*max_lanes' "$
 ctl rm "$L" >/dev/null
 OUT=$(ctl create --cpus 5 2>&1)
 check_match "cpus above max_cpus is RESOURCE_EXHAUSTED" 'RESOURCE_EXHAUSTED.*max_cpus' "$OUT"
-OUT=$(ctl create --memory 9 2>&1)
+OUT=$(ctl create --memory 9G 2>&1)
 check_match "memory above max_memory is RESOURCE_EXHAUSTED" 'RESOURCE_EXHAUSTED.*max_memory' "$OUT"
 OUT=$(ctl create --timeout 3h 2>&1)
 check_match "lifetime above max_lifetime is RESOURCE_EXHAUSTED" 'RESOURCE_EXHAUSTED.*max_lifetime' "$OUT"

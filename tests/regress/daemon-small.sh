@@ -95,13 +95,21 @@ PY
 check_eq "a relative workdir sent as is runs in the workspace" "$WS/rel/dir" "$OUT"
 ctl rm "$L" >/dev/null
 
-# ---- Configuration: a plain number is seconds ----------------------------
+# ---- Configuration: durations carry their unit (units.h) ---------------------
 stop_daemon
-start_daemon --default-lifetime 90 --max-lifetime 7200 || exit 1
+OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+    --default-lifetime 90 --check-config 2>&1); RC=$?
+check_eq "--default-lifetime 90 (no unit) is refused as a usage error" 2 "$RC"
+check_match "saying it needs its unit" 'default-lifetime: "90" needs its unit \(90s or 90m\)' "$OUT"
+OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+    --default-memory 4 --check-config 2>&1); RC=$?
+check_eq "--default-memory 4 (no unit) is refused as a usage error" 2 "$RC"
+check_match "saying 4G or 4M" '"4" needs its unit \(4G or 4M\)' "$OUT"
+start_daemon --default-lifetime 90s --max-lifetime 7200s --max-copy-out-bytes 1048576 || exit 1
 L=$(ctl create)
 OUT=$(ctl show "$L" --json | python3 -c 'import json,sys; l=json.load(sys.stdin); print((l["deadline_ms"]-l["created_at_ms"])//1000)')
-check_eq "--default-lifetime 90 is 90 seconds" 90 "$OUT"
-OUT=$(ctl create --timeout 7201 2>&1); RC=$?
-check_match "--max-lifetime 7200 is two hours" "RESOURCE_EXHAUSTED.*max_lifetime" "$OUT"
+check_eq "--default-lifetime 90s is 90 seconds" 90 "$OUT"
+OUT=$(ctl create --timeout 7201s 2>&1); RC=$?
+check_match "--max-lifetime 7200s is two hours" "RESOURCE_EXHAUSTED.*max_lifetime" "$OUT"
 ctl rm "$L" >/dev/null
 finish

@@ -143,7 +143,7 @@ ssh:
 hostResolver:
   enabled: true
 EOF
-L2=$(ctl create --image tools --cpus 2 --memory 4 --disk 30 2>/dev/null)
+L2=$(ctl create --image tools --cpus 2 --memory 4G --disk 30G 2>/dev/null)
 check_eq "a lane from a tampered image is ready" ready "$(lane_state "$L2")"
 check "its lima.yaml is the golden lane template (tests/unit/golden/lane-internet.yaml)" \
     cmp -s "$REPO_GOLDEN" "$(instance_dir "$L2")/lima.yaml"

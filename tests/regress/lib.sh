@@ -107,6 +107,26 @@ ctl() {
 	"$LANECTL" --socket "$SOCK" "$@"
 }
 
+# guest_ptys LANE: whether the lane's guest has pseudo-terminals. The only
+# guest without them is the simulator's when it runs unprivileged, as a
+# user other than root (tests/lima-sim/README.md, "Unprivileged mode"):
+# then it returns 1 and PTY_SKIP holds that reason for the SKIP. As root,
+# or on real VMs, a guest without them is a failure: it says why and
+# returns 2.
+guest_ptys() {
+	local out
+	PTY_SKIP=
+	if out=$(ctl exec "$1" -- perl -e 'sysopen(my $m, "/dev/ptmx", 2) or die "/dev/ptmx: $!\n"' 2>&1); then
+		return 0
+	fi
+	if [ "$VM" = 0 ] && [ "$(id -u)" -ne 0 ]; then
+		PTY_SKIP="not root (uid $(id -u)): the simulator's unprivileged guest has no pseudo-terminals"
+		return 1
+	fi
+	not_ok "the guest has pseudo-terminals ($([ "$VM" = 1 ] && echo "a real VM" || echo "the simulator runs as root")): $out"
+	return 2
+}
+
 # Starts the daemon with extra arguments; waits until it answers.
 start_daemon() {
 	reset_faults

@@ -4,7 +4,7 @@
 
 start_daemon || exit 1
 
-L=$(ctl create --cpus 2 --memory 2 --disk 10 --timeout 10m --label run=lifecycle)
+L=$(ctl create --cpus 2 --memory 2G --disk 10G --timeout 10m --label run=lifecycle)
 check_match "create prints a lane name" '^al-[0-9a-f]{16}$' "$L"
 check_eq "lane is ready after create" ready "$(lane_state "$L")"
 
@@ -74,7 +74,7 @@ OUT=$(ctl show al-0000000000000000 2>&1); RC=$?
 check_eq "show of an unknown lane exits 1" 1 "$RC"
 check_match "unknown lane is NOT_FOUND" 'NOT_FOUND' "$OUT"
 OUT=$(ctl show 'al-../../etc' 2>&1); RC=$?
-check_eq "a malformed lane name exits 1" 1 "$RC"
+check_eq "a malformed lane name is refused as a usage error (2)" 2 "$RC"
 check_match "malformed name is INVALID_ARGUMENT" 'INVALID_ARGUMENT' "$OUT"
 ctl frobnicate >/dev/null 2>&1; check_eq "unknown command exits 2" 2 "$?"
 ctl create --cpus x >/dev/null 2>&1; check_eq "bad flag value exits 2" 2 "$?"

@@ -31,12 +31,12 @@ check_eq "cp ALIAS:PATH - streams a tar" f.txt "$(ctl cp web:f.txt - | tar -tf -
 check_match "extend ALIAS" "^$L deadline" "$(ctl extend web 1m)"
 check_match "events ALIAS" 'copy-in' "$(ctl events web)"
 # shell in a pty that tests/regress/term.py opens (as tty.sh does).
-if ctl exec web -- perl -e 'sysopen(my $m, "/dev/ptmx", 2) or exit 1'; then
-	check_eq "shell ALIAS" "True True True 4 True" \
-	    "$(python3 "$(dirname "$0")/term.py" "$LANECTL" "$SOCK" web ctrl-z)"
-else
-	ok "# SKIP the simulator's unprivileged guest has no pseudo-terminals"
-fi
+guest_ptys web
+case $? in
+0)	check_eq "shell ALIAS" "True True True 4 True" \
+	    "$(python3 "$(dirname "$0")/term.py" "$LANECTL" "$SOCK" web ctrl-z)" ;;
+1)	ok "# SKIP shell ALIAS: $PTY_SKIP" ;;
+esac
 
 # ---- Prefixes of the al- name ------------------------------------------------
 check_eq "a unique prefix of the name" "$L" "$(ctl show --json "${L:0:6}" | json_field '["name"]')"
@@ -60,8 +60,13 @@ check_match "an unknown prefix is NOT_FOUND" 'NOT_FOUND' "$OUT"
 # ---- Validation and uniqueness ----------------------------------------------
 for bad in Web al-1234 "a b" .x -- "$(printf 'a%.0s' $(seq 64))" "we/b"; do
 	OUT=$(ctl create --name "$bad" 2>&1); RC=$?
-	check_eq "--name '$bad' is refused" "1 INVALID_ARGUMENT" "$RC $(echo "$OUT" | grep -o INVALID_ARGUMENT | head -1)"
+	check_eq "--name '$bad' is refused by the daemon, exit 2 as a usage error" "2 INVALID_ARGUMENT" "$RC $(echo "$OUT" | grep -o INVALID_ARGUMENT | head -1)"
 done
+N0=$(ctl ls --all -q | wc -l)
+OUT=$(ctl create --name '' 2>&1); RC=$?
+check_eq "--name '' is refused (it would make an unnamed lane)" "2" "$RC"
+check_match "saying an alias is needed" '--name needs an alias' "$OUT"
+check_eq "and makes no lane" "$N0" "$(ctl ls --all -q | wc -l)"
 OUT=$(ctl create --name web 2>&1); RC=$?
 check_eq "a live lane's alias cannot be taken again" 1 "$RC"
 check_match "ALREADY_EXISTS, naming the lane that has it" "ALREADY_EXISTS.*$L" "$OUT"

@@ -8,9 +8,16 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 0
 fi
 USER_NAME=alpeer$$
-useradd -M -N -s /usr/sbin/nologin "$USER_NAME" 2>/dev/null || true
+# As root a throwaway user can always be made: failing to is a failure.
+if ! ERR=$(useradd -M -N -s /usr/sbin/nologin "$USER_NAME" 2>&1); then
+	not_ok "useradd $USER_NAME (as root): $ERR"
+	exit 1
+fi
 trap 'userdel "$USER_NAME" 2>/dev/null; finish' EXIT
-OTHER=$(id -u "$USER_NAME")
+if ! OTHER=$(id -u "$USER_NAME") || [ "$OTHER" -eq 0 ]; then
+	not_ok "the throwaway user $USER_NAME has a uid of its own (got '$OTHER')"
+	exit 1
+fi
 
 start_daemon || exit 1
 # Invite trouble, like OpenSSH's agent-getpeereid test: open the directory

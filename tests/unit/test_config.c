@@ -109,9 +109,11 @@ test_memory(void **state)
 	/* Fractions are whole MiB here (issue 11: shared units). */
 	set_ok(c, "default_memory", "1.5GiB");
 	assert_int_equal(c->default_memory_mib, 1536);
-	/* A plain number is GiB. */
-	set_ok(c, "default_memory", "8");
+	set_ok(c, "default_memory", "8G");
 	assert_int_equal(c->default_memory_mib, 8192);
+	/* The one rule (units.h): a plain number needs its unit here. */
+	set_bad(c, "default_memory", "8", "needs its unit (8G or 8M)");
+	set_bad(c, "default_memory", "0.5", "needs its unit");
 	set_ok(c, "max_memory", "1536MiB");
 	assert_int_equal(c->max_memory_mib, 1536);
 	set_ok(c, "max_memory", "1T");
@@ -124,18 +126,18 @@ test_memory(void **state)
 	set_bad(c, "default_memory", "128MiB", "out of range");
 	set_bad(c, "default_memory", "0", "out of range");
 	set_bad(c, "default_memory", "8T", "out of range");
-	set_bad(c, "default_memory", "99999999999999999999", "invalid value");
+	set_bad(c, "default_memory", "99999999999999999999G", "invalid value");
 	assert_int_equal(c->default_memory_mib, 8192);
 }
 
-/* A plain GiB count so large that converting it to MiB wraps around. */
+/* A GiB count so large that converting it to MiB wraps around. */
 static void
 test_memory_plain_overflow(void **state)
 {
 	struct config *c = &((struct fixture *)*state)->c;
 
 	/* 2^54 + 1 GiB is 2^64 + 1024 MiB: must not become 1024 MiB. */
-	set_bad(c, "default_memory", "18014398509481985", "");
+	set_bad(c, "default_memory", "18014398509481985G", "");
 	assert_int_equal(c->default_memory_mib, 4096);
 }
 
@@ -144,15 +146,16 @@ test_disk(void **state)
 {
 	struct config *c = &((struct fixture *)*state)->c;
 
-	set_ok(c, "default_disk", "40");
+	set_ok(c, "default_disk", "40G");
 	assert_int_equal(c->default_disk_gib, 40);
+	set_bad(c, "default_disk", "40", "needs its unit (40G or 40M)");
 	set_ok(c, "max_disk", "200GiB");
 	assert_int_equal(c->max_disk_gib, 200);
 	set_ok(c, "max_disk", "1T");
 	assert_int_equal(c->max_disk_gib, 1024);
 	set_bad(c, "default_disk", "512MiB", "invalid value");
 	set_bad(c, "default_disk", "0", "out of range");
-	set_bad(c, "default_disk", "65537", "out of range");
+	set_bad(c, "default_disk", "65537G", "out of range");
 }
 
 static void
@@ -161,12 +164,15 @@ test_durations(void **state)
 	struct config *c = &((struct fixture *)*state)->c;
 
 	/* Lifetimes take every duration form. */
-	/* A plain number is seconds, as everywhere in the CLI. */
-	set_ok(c, "max_lifetime", "5400");
+	/* The one rule (units.h): a plain number needs its unit. */
+	set_bad(c, "max_lifetime", "5400", "needs its unit (5400s or 5400m)");
+	set_bad(c, "default_idle_timeout", "90", "needs its unit");
+	set_bad(c, "retention", "1.5", "needs its unit");
+	set_ok(c, "max_lifetime", "5400s");
 	assert_int_equal(c->max_lifetime_ms, 90 * MIN);
-	set_ok(c, "default_idle_timeout", "90");
+	set_ok(c, "default_idle_timeout", "90s");
 	assert_int_equal(c->default_idle_timeout_ms, 90 * SEC);
-	set_ok(c, "retention", "120");
+	set_ok(c, "retention", "120s");
 	assert_int_equal(c->retention_ms, 2 * MIN);
 	set_ok(c, "max_lifetime", "2h");
 	assert_int_equal(c->max_lifetime_ms, 120 * MIN);
@@ -177,9 +183,12 @@ test_durations(void **state)
 	set_ok(c, "retention", "7d");
 	assert_int_equal(c->retention_ms, 7 * 24 * 60 * MIN);
 
-	/* Timeouts: a plain number is seconds. */
-	set_ok(c, "request_timeout", "45");
+	/* Timeouts too; 0 alone is zero in any unit. */
+	set_bad(c, "request_timeout", "45", "needs its unit");
+	set_ok(c, "request_timeout", "45s");
 	assert_int_equal(c->request_timeout_ms, 45 * SEC);
+	set_ok(c, "max_exec_timeout", "0");
+	assert_int_equal(c->max_exec_timeout_ms, 0);
 	set_ok(c, "max_exec_timeout", "2m");
 	assert_int_equal(c->max_exec_timeout_ms, 2 * MIN);
 	set_ok(c, "tick", "250ms");
@@ -350,7 +359,7 @@ test_load_file(void **state)
 	    "max_lifetime   =   90m\n"
 	    "debug = yes\n"
 	    "socket = /tmp/x y/al.sock\n"
-	    "request_timeout = 45\r\n"
+	    "request_timeout = 45s\r\n"
 	    "max_cpus = 16");	/* no final newline */
 	assert_int_equal(config_load_file(&f->c, path, true, err, sizeof err), 0);
 	assert_int_equal(f->c.max_lanes, 8);
@@ -441,10 +450,10 @@ test_finalize(void **state)
 	assert_non_null(strstr(err, "default_memory"));
 	set_ok(c, "default_memory", "16GiB");
 
-	set_ok(c, "default_disk", "101");
+	set_ok(c, "default_disk", "101G");
 	assert_int_equal(config_finalize(c, err, sizeof err), -1);
 	assert_non_null(strstr(err, "default_disk"));
-	set_ok(c, "default_disk", "100");
+	set_ok(c, "default_disk", "100G");
 
 	set_ok(c, "default_lifetime", "25h");
 	assert_int_equal(config_finalize(c, err, sizeof err), -1);
@@ -514,8 +523,8 @@ test_pool(void **state)
 	set_ok(c, "pool-max-boots", "3");
 	set_ok(c, "pool_max_age", "90s");
 	assert_int_equal(c->pool_max_age_ms, 90000);
-	set_ok(c, "pool_shape", "1 cpus=4 memory=8GiB disk=50");
-	set_ok(c, "pool_shape", "3 memory=6");
+	set_ok(c, "pool_shape", "1 cpus=4 memory=8GiB disk=50G");
+	set_ok(c, "pool_shape", "3 memory=6G");
 	assert_int_equal(c->npool_shapes, 2);
 	assert_int_equal(c->pool_shape[0].count, 1);
 	assert_int_equal(c->pool_shape[0].cpus, 4);
@@ -533,7 +542,10 @@ test_pool(void **state)
 	set_bad(c, "pool_shape", "1 memory=100MiB", "COUNT");
 	set_bad(c, "pool_shape", "1 1", "COUNT");
 	/* A plain GiB count that wraps when made bytes is refused. */
-	set_bad(c, "pool_shape", "1 memory=18014398509481985", "COUNT");
+	set_bad(c, "pool_shape", "1 memory=18014398509481985G", "COUNT");
+	/* Sizes with their unit, as the memory and disk keys. */
+	set_bad(c, "pool_shape", "1 memory=6", "memory=4G");
+	set_bad(c, "pool_shape", "1 disk=50", "disk=30G");
 	assert_int_equal(c->npool_shapes, 2);
 
 	/* Printed shapes load back. */

@@ -1,7 +1,9 @@
 /*
  * daemon/util.c: str_sanitize, which makes guest and limactl text fit a
  * protobuf string (valid UTF-8) and a terminal. Text in any script must
- * survive; invalid bytes and control characters must not.
+ * survive; invalid bytes and control characters must not. The rule is
+ * proto/text.c's, which the CLI applies too, whole (text_sanitize) and to
+ * streams in chunks (text_stream_put, for `logs` on a terminal).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 
 #include "guestproto.h"
+#include "text.h"
 #include "util.h"
 
 static void
@@ -148,6 +151,99 @@ test_guest_message(void **state)
 	assert_string_equal(f.message, "/tmp/r\xc3\xb6: ??");
 }
 
+
+/* The terminal escapes issue 18 saw reach a terminal through `logs`. */
+static void
+test_c1_escapes(void **state)
+{
+	expect_sanitized("\xc2\x9b" "2J", "?2J");			/* CSI */
+	expect_sanitized("\xc2\x9d" "0;pwned\x07", "?0;pwned?");	/* OSC, BEL */
+	expect_sanitized("\xc2\x9d" "52;c;aGk=\xc2\x9c", "?52;c;aGk=?"); /* OSC 52, ST */
+	expect_sanitized("\x9b" "2J", "?2J");			/* raw 8-bit CSI */
+	expect_sanitized("\x9d\x9c", "??");
+	expect_sanitized("\x1b]0;t\x1b\\", "?]0;t?\\");
+}
+
+struct sink {
+	char buf[4096];
+	size_t len;
+};
+
+static bool
+sink_put(const void *p, size_t n, void *arg)
+{
+	struct sink *k = arg;
+
+	assert_true(k->len + n < sizeof k->buf);
+	memcpy(k->buf + k->len, p, n);
+	k->len += n;
+	k->buf[k->len] = '\0';
+	return true;
+}
+
+/* s through a text_stream, cut into pieces of at most step bytes. */
+static void
+stream(const char *s, size_t len, size_t step, bool lines, struct sink *k)
+{
+	struct text_stream ts = { .lines = lines };
+
+	k->len = 0;
+	k->buf[0] = '\0';
+	for (size_t off = 0; off < len; off += step)
+		assert_true(text_stream_put(&ts, s + off, len - off < step ?
+		    len - off : step, sink_put, k));
+	assert_true(text_stream_end(&ts, sink_put, k));
+}
+
+/* The stream rule is text_sanitize's, wherever the chunks are cut. */
+static void
+test_stream_cuts(void **state)
+{
+	char buf[64], want[64];
+	struct sink k;
+	uint32_t x = 777;
+
+	for (int round = 0; round < 5000; round++) {
+		size_t n = 1 + (size_t)(round % 40);
+
+		for (size_t i = 0; i < n; i++) {
+			x = x * 1103515245u + 12345u;
+			/* Mostly UTF-8 lead and continuation bytes. */
+			buf[i] = (char)(((x >> 16) % 3 == 0 ? 0x20 :
+			    0x80) | ((x >> 8) & 0x7f));
+			if (buf[i] == 0)
+				buf[i] = 'a';
+		}
+		buf[n] = '\0';
+		memcpy(want, buf, n + 1);
+		text_sanitize(want);
+		for (size_t step = 1; step <= n; step++) {
+			stream(buf, n, step, false, &k);
+			assert_string_equal(k.buf, want);
+		}
+	}
+	/* A sequence cut between chunks comes out whole. */
+	stream("caf\xc3\xa9 \xe6\x96\x87 \xf0\x9f\x98\x80", 14, 1, false, &k);
+	assert_string_equal(k.buf, "caf\xc3\xa9 \xe6\x96\x87 \xf0\x9f\x98\x80");
+	stream("\xc2\x9b" "2J", 4, 1, false, &k);
+	assert_string_equal(k.buf, "?2J");
+	/* The stream ends in the middle of a sequence: a '?' a byte. */
+	stream("ok\xe6\x96", 4, 4, false, &k);
+	assert_string_equal(k.buf, "ok??");
+}
+
+/* A log's lines: line ends and tabs kept, carriage returns dropped. */
+static void
+test_stream_lines(void **state)
+{
+	struct sink k;
+
+	stream("a\tb\r\nc\x1b[2J\xc2\x9d" "0;x\x07\n", 17, 3, true, &k);
+	assert_string_equal(k.buf, "a\tb\nc?[2J?0;x?\n");
+	stream("a\tb\r\n", 5, 5, false, &k);
+	assert_string_equal(k.buf, "a?b??");
+}
+
 int
 main(void)
 {
@@ -158,6 +254,9 @@ main(void)
 		cmocka_unit_test(test_any_bytes),
 		cmocka_unit_test(test_ascii),
 		cmocka_unit_test(test_guest_message),
+		cmocka_unit_test(test_c1_escapes),
+		cmocka_unit_test(test_stream_cuts),
+		cmocka_unit_test(test_stream_lines),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

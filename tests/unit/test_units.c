@@ -160,7 +160,7 @@ test_size_plain_unit(void **state)
 {
 	uint64_t v;
 
-	/* --memory and --disk: a plain number is GiB. */
+	/* A plain unit, for a name that says it (the parser allows any). */
 	assert_int_equal(units_parse_size_unit("8", 1ull << 30, &v), 0);
 	assert_true(v == 8ull << 30);
 	assert_int_equal(units_parse_size_unit("0.5", 1ull << 30, &v), 0);
@@ -172,6 +172,43 @@ test_size_plain_unit(void **state)
 	assert_true(v == 100);
 	/* Overflow through the plain unit. */
 	assert_int_equal(units_parse_size_unit("17179869184", 1ull << 30, &v),
+	    -1);
+}
+
+/*
+ * The one rule (units.h): where the unit is required, a plain number is
+ * refused as UNITS_NO_UNIT, but for 0, and a unit is taken as usual.
+ */
+static void
+test_unit_required(void **state)
+{
+	static const char *const plain[] = { "8", "0.5", "90", "1.5", "00.1" };
+	uint64_t v = 7;
+
+	for (size_t i = 0; i < sizeof plain / sizeof *plain; i++) {
+		if (units_parse_size_unit(plain[i], UNITS_UNIT_REQUIRED, &v) !=
+		    UNITS_NO_UNIT)
+			fail_msg("size \"%s\" was not refused for its unit",
+			    plain[i]);
+		if (units_parse_duration_ms(plain[i], UNITS_UNIT_REQUIRED, &v) !=
+		    UNITS_NO_UNIT)
+			fail_msg("duration \"%s\" was not refused for its unit",
+			    plain[i]);
+	}
+	assert_int_equal(units_parse_size_unit("0", UNITS_UNIT_REQUIRED, &v), 0);
+	assert_true(v == 0);
+	v = 7;
+	assert_int_equal(units_parse_duration_ms("0.0", UNITS_UNIT_REQUIRED,
+	    &v), 0);
+	assert_true(v == 0);
+	assert_int_equal(units_parse_size_unit("8G", UNITS_UNIT_REQUIRED, &v), 0);
+	assert_true(v == 8ull << 30);
+	assert_int_equal(units_parse_duration_ms("90s", UNITS_UNIT_REQUIRED,
+	    &v), 0);
+	assert_true(v == 90000);
+	/* Malformed is still malformed, not "no unit". */
+	assert_int_equal(units_parse_size_unit("8X", UNITS_UNIT_REQUIRED, &v), -1);
+	assert_int_equal(units_parse_duration_ms("", UNITS_UNIT_REQUIRED, &v),
 	    -1);
 }
 
@@ -293,6 +330,7 @@ main(void)
 		cmocka_unit_test(test_duration_range),
 		cmocka_unit_test(test_size_units),
 		cmocka_unit_test(test_size_plain_unit),
+		cmocka_unit_test(test_unit_required),
 		cmocka_unit_test(test_size_rejects),
 		cmocka_unit_test(test_format_duration),
 		cmocka_unit_test(test_format_duration_round_trips),

@@ -102,6 +102,8 @@ export interface Lane {
   proxyPort: number;
   /** The lane's alias (create --name); "" for none. */
   alias: string;
+  /** Destroyed by the daemon when the connection that created it closes (`agent-lanectl run`'s lanes). */
+  owned: boolean;
 }
 
 /** A lane's egress policy (agent-lanectl(1), "create --network"). */
@@ -352,6 +354,7 @@ function toLane(o: any): Lane {
     networkNote: o.networkNote ?? "",
     proxyPort: o.proxyPort ?? 0,
     alias: o.alias ?? "",
+    owned: Boolean(o.owned),
   };
 }
 

@@ -1,0 +1,427 @@
+/*
+ * agent-lanectl's commands: the one table of them. Each entry carries its
+ * handler and everything the help (help.c), the parser (options.c), the
+ * completion scripts (completion.c) and the man page test
+ * (tests/regress/cli-help.sh) know of the command, so that they cannot
+ * disagree. Adding a command is one entry here, its handler in a file of
+ * its own and its declaration in ctl.h; keep the wording in step with
+ * docs/agent-lanectl.1.
+ */
+#include <stddef.h>
+
+#include "ctl.h"
+
+/* The options of the lane a command creates: create's and run's. */
+#define LANE_OPTIONS_RESOURCES \
+	{ 0, "cpus", "N", "virtual CPUs" }, \
+	{ 0, "memory", "SIZE", "memory (4G, 0.5G, 512M)" }, \
+	{ 0, "disk", "SIZE", "disk, whole GiB (30G)" }, \
+	{ 0, "timeout", "DURATION", "hard lifetime from creation" }, \
+	{ 0, "idle-timeout", "DURATION", "destroy after this long unused" }, \
+	{ 0, "name", "ALIAS", "a second name for the lane, unique among live " \
+	    "lanes: [a-z0-9][a-z0-9._-], up to 63" }, \
+	{ 0, "label", "KEY=VALUE", "attach a label (up to 16)" }
+#define LANE_OPTIONS_CONTENT \
+	{ 'q', "quiet", NULL, "no progress line (there is none without a " \
+	    "terminal)" }, \
+	{ 0, "image", "IMAGE", "clone the lane from a built image" }, \
+	{ 0, "provision", "FILE", "build (or reuse, by content) the image of " \
+	    "these scripts first; repeatable" }, \
+	{ 0, "network", "none|internet|allow", "the lane's egress policy " \
+	    "(default: the daemon's)" }, \
+	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the " \
+	    "lane reaches through its proxy; repeatable" }, \
+	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy " \
+	    "is then advisory)" }
+
+static const struct ctl_option create_options[] = {
+	LANE_OPTIONS_RESOURCES,
+	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
+	LANE_OPTIONS_CONTENT,
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option run_options[] = {
+	LANE_OPTIONS_RESOURCES,
+	LANE_OPTIONS_CONTENT,
+	{ 0, "cp", "HOST:LANEPATH", "copy into the lane before the command; "
+	    "repeatable" },
+	{ 0, "out", "LANEPATH:HOST", "copy out of the lane after it; "
+	    "repeatable" },
+	{ 0, "keep", NULL, "keep the lane afterwards (its name goes to "
+	    "standard error)" },
+	{ 'n', "no-stdin", NULL, "give the command no standard input" },
+	{ 'w', "workdir", "DIR", "run in DIR; relative to the workspace unless "
+	    "absolute" },
+	{ 'e', "env", "NAME[=VALUE]", "set a variable; NAME alone takes our "
+	    "value (for secrets)" },
+	{ 't', "tty", NULL, "give the command a terminal in the guest" },
+	{ 'i', "interactive", NULL, "with -t: send it standard input (our "
+	    "terminal goes raw)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option image_options[] = {
+	{ 0, "provision", "FILE", "build: a script run as root; repeatable, "
+	    "in order" },
+	{ 0, "from", "IMAGE", "build: start from this image" },
+	{ 0, "docker", NULL, "build: install rootless Docker Engine for the "
+	    "lane user" },
+	{ 0, "cpus", "N", "build: virtual CPUs of the build VM" },
+	{ 0, "memory", "SIZE", "build: memory (4G, 512M)" },
+	{ 0, "disk", "SIZE", "build: disk, whole GiB (30G; lanes get at least "
+	    "this)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option ls_options[] = {
+	{ 'a', "all", NULL, "ended lanes too" },
+	{ 'q', "quiet", NULL, "lane names only, one a line" },
+	{ 0, "filter", "FILTER", "label=KEY=VALUE, state=STATE, name=PREFIX "
+	    "(of the name or alias) or alias=ALIAS; repeatable, all must match" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option no_options[] = {
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option rm_options[] = {
+	{ 'a', "all", NULL, "destroy every live lane" },
+	{ 'f', "force", NULL, "a lane that does not exist is not an error" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option exec_options[] = {
+	{ 'n', "no-stdin", NULL, "give the command no standard input" },
+	{ 'w', "workdir", "DIR", "run in DIR; relative to the workspace unless "
+	    "absolute" },
+	{ 'e', "env", "NAME[=VALUE]", "set a variable; NAME alone takes our "
+	    "value (for secrets)" },
+	{ 0, "timeout", "DURATION", "kill the command after DURATION" },
+	{ 't', "tty", NULL, "give the command a terminal in the guest" },
+	{ 'i', "interactive", NULL, "with -t: send it standard input (our "
+	    "terminal goes raw)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option shell_options[] = {
+	{ 'w', "workdir", "DIR", "start in DIR; relative to the workspace "
+	    "unless absolute" },
+	{ 'e', "env", "NAME[=VALUE]", "set a variable; NAME alone takes our "
+	    "value (for secrets)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option cp_options[] = {
+	{ 0, "max-bytes", "SIZE", "copies out: refuse more than SIZE bytes" },
+	{ 0, "max-entries", "N", "copies out: most archive members (100000)" },
+	{ 'q', "quiet", NULL, "no progress line (there is none without a "
+	    "terminal)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option events_options[] = {
+	{ 'f', "follow", NULL, "keep printing new events until the lane ends" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option logs_options[] = {
+	{ 'f', "follow", NULL, "keep printing what is appended (a lane's: "
+	    "until it is gone)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option reap_options[] = {
+	{ 0, "orphans", NULL, "delete orphaned VMs instead of listing them" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option daemon_options[] = {
+	{ 0, "no-load", NULL, "install, uninstall, status: files only, no "
+	    "launchctl or systemctl" },
+	{ 0, "platform", "launchd|systemd", "the service manager (default: "
+	    "launchd on macOS, systemd elsewhere)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+const struct ctl_command ctl_commands[] = {
+	{
+		.name = "create",
+		.run = cmd_create,
+		.operands = "",
+		.summary = "create a lane, wait until ready, print its name",
+		.text =
+		    "An option left out takes the daemon's default; values above its\n"
+		    "caps are refused. --timeout and --idle-timeout take at least 1s.\n"
+		    "Label values are valid UTF-8 without control characters.\n"
+		    "--json prints the lane as `show --json` does.\n"
+		    "--image clones a built image (see image); --provision FILE builds\n"
+		    "the image of those scripts, or reuses the one with the same\n"
+		    "content, then clones it. --name gives the lane an alias that every\n"
+		    "command takes in place of its name while it lives; the VM keeps\n"
+		    "its al- name.\n"
+		    "--network internet reaches the internet but nothing on the host\n"
+		    "or a private range; none reaches nothing; allow reaches only the\n"
+		    "--allow hosts, over HTTP(S) through a proxy of the daemon (execs\n"
+		    "get HTTP_PROXY and HTTPS_PROXY). Without --sudo the lane has no\n"
+		    "guest root, so the rules hold (Lima 2.2 or later).\n",
+		.options = create_options,
+		.json = true,
+		.units = true,
+	},
+	{
+		.name = "run",
+		.run = cmd_run,
+		.operands = "[--] CMD [ARG...]",
+		.summary = "run one command in a new lane, then destroy it",
+		.text =
+		    "Creates a lane (the create options), copies each --cp in, runs\n"
+		    "the command as exec does, copies each --out out and destroys the\n"
+		    "lane. --cp splits at its last colon, --out at its first. Exit\n"
+		    "status: the command's (128+N if killed by signal N), 125 if Agent\n"
+		    "Lane failed (a copy, the create), 2 for a usage error. A failed\n"
+		    "--out fails run only when the command succeeded. The lane belongs\n"
+		    "to run's connection: on ^C, on a failure, or if run is killed, the\n"
+		    "daemon destroys it. --keep keeps it instead.\n",
+		.options = run_options,
+		.operands_then_command = CTL_COMMAND_AT_ONCE,
+		.units = true,
+	},
+	{
+		.name = "ls",
+		.run = cmd_ls,
+		.alias = "list",
+		.operands = "",
+		.summary = "list live lanes",
+		.text =
+		    "The table shows NAME, ALIAS, STATE, CPUS, MEMORY, DISK, CREATED\n"
+		    "(UTC), DEADLINE and LABELS. STATE is creating, ready, destroying,\n"
+		    "destroyed or failed. -q prints names only, so that\n"
+		    "`agent-lanectl rm $(agent-lanectl ls -q)` works.\n",
+		.options = ls_options,
+		.json = true,
+	},
+	{
+		.name = "show",
+		.run = cmd_show,
+		.operands = "LANE",
+		.summary = "show one lane",
+		.text =
+		    "Wherever a command takes a LANE, its al- name, its alias (create\n"
+		    "--name) or a prefix of its name that only one lane has will do,\n"
+		    "with or without \"al-\". A prefix that fits several lanes is an\n"
+		    "AMBIGUOUS error that lists them.\n",
+		.options = no_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANES,
+	},
+	{
+		.name = "rm",
+		.run = cmd_rm,
+		.operands = "LANE... | --all",
+		.summary = "destroy lanes; prints each one destroyed",
+		.text =
+		    "Waits until each VM is deleted and prints the lane's name. Removing\n"
+		    "a lane that has already ended succeeds. --json prints the array of\n"
+		    "names destroyed.\n",
+		.options = rm_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANES,
+	},
+	{
+		.name = "extend",
+		.run = cmd_extend,
+		.operands = "LANE DURATION",
+		.summary = "move a lane's deadline later",
+		.text =
+		    "The new deadline is capped at creation plus the daemon's\n"
+		    "max_lifetime; the output says so when it was.\n",
+		.options = no_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANE,
+		.units = true,
+	},
+	{
+		.name = "exec",
+		.run = cmd_exec,
+		.operands = "LANE [--] CMD [ARG...]",
+		.summary = "run a command in a lane; exits with its status",
+		.text =
+		    "The command runs directly, not through a shell, with pipes for its\n"
+		    "standard streams. Exit status: the command's, 128+N if killed by\n"
+		    "signal N, 125 if Agent Lane failed the exec, 2 for a usage error.\n"
+		    "Options come before the command; everything from the command on is\n"
+		    "the command's own. With -t the command gets a terminal in the\n"
+		    "guest instead (its output all on standard output, its size kept\n"
+		    "in step with ours); -t reads no input unless -i is given too, and\n"
+		    "then our terminal is raw until the command ends, so that ^C and ^Z\n"
+		    "reach it. TERM is passed on.\n",
+		.options = exec_options,
+		.operands_then_command = 1,
+		.complete = CTL_COMPLETE_LANE,
+		.units = true,
+	},
+	{
+		.name = "shell",
+		.run = cmd_shell,
+		.operands = "LANE",
+		.summary = "an interactive login shell in a lane",
+		.text =
+		    "As `exec -t -i LANE -- SHELL -l` with the guest user's shell\n"
+		    "(bash or sh when it has none). Exits with the shell's status.\n",
+		.options = shell_options,
+		.complete = CTL_COMPLETE_LANE,
+	},
+	{
+		.name = "cp",
+		.run = cmd_cp,
+		.operands = "SRC DST",
+		.summary = "copy files into or out of a lane",
+		.text =
+		    "One of SRC and DST is LANE:PATH, the other a host path or \"-\".\n"
+		    "A relative guest PATH is in the lane's workspace.\n"
+		    "  cp HOSTPATH LANE:PATH    a file to PATH, a directory's contents\n"
+		    "                           into PATH\n"
+		    "  cp LANE:PATH HOSTPATH    into HOSTPATH if it is a directory, else\n"
+		    "                           to HOSTPATH\n"
+		    "  cp - LANE:DIR            extract a tar stream from standard input\n"
+		    "                           into DIR\n"
+		    "  cp LANE:PATH -           write PATH as a tar stream to standard\n"
+		    "                           output\n",
+		.options = cp_options,
+		.complete = CTL_COMPLETE_FILES,
+		.units = true,
+	},
+	{
+		.name = "events",
+		.run = cmd_events,
+		.operands = "LANE",
+		.summary = "show a lane's audit trail",
+		.text =
+		    "Lifecycle events, every exec (argv[0] and how it ended; never\n"
+		    "its arguments or environment) and every copy (direction, guest\n"
+		    "path, bytes). -f prints new events as they come until the lane\n"
+		    "has ended; --json then prints one object a line.\n",
+		.options = events_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANE,
+	},
+	{
+		.name = "logs",
+		.run = cmd_logs,
+		.operands = "[LANE]",
+		.summary = "show the daemon's log, or a lane's boot "
+	    "and hostagent logs",
+		.text =
+		    "Without LANE: the daemon's log (its last 4 MiB at most), kept in\n"
+		    "STATE_DIR/log/agent-laned.log on every host (~/.agent-lane/log/).\n"
+		    "With LANE: its Lima logs, each file's last MiB under a header:\n"
+		    "serial.log (the boot console), ha.stderr.log and ha.stdout.log\n"
+		    "(the hostagent). A lane whose start failed keeps them, with what\n"
+		    "limactl said (limactl.log), until `rm`; other lanes' logs go with\n"
+		    "their VM. Control characters are shown as ? on a terminal.\n"
+		    "--json prints one object a line: {\"source\": FILE, \"line\": TEXT}.\n",
+		.options = logs_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANE,
+	},
+	{
+		.name = "reap",
+		.run = cmd_reap,
+		.operands = "",
+		.summary = "reconcile now: destroy lanes whose VM is gone",
+		.text =
+		    "Lists orphaned VMs (directories no live lane owns); --orphans\n"
+		    "deletes them.\n",
+		.options = reap_options,
+		.json = true,
+	},
+	{
+		.name = "image",
+		.run = cmd_image,
+		.operands = "build NAME | ls | show NAME | rm NAME...",
+		.summary = "build, list, show and remove lane images",
+		.text =
+		    "  build NAME  make a stopped, provisioned VM from the lane template:\n"
+		    "              each --provision script runs as root (a #! line picks\n"
+		    "              the interpreter), its output on standard error;\n"
+		    "              identical inputs build nothing; prints the name.\n"
+		    "              Ctrl-C cancels and deletes the half-built VM\n"
+		    "  ls          the images\n"
+		    "  show NAME   one image\n"
+		    "  rm NAME...  remove images (refused while a lane is being cloned\n"
+		    "              from one)\n"
+		    "Lanes from an image get the lane template, never the image's own\n"
+		    "Lima settings.\n",
+		.options = image_options,
+		.json = true,
+		.complete = CTL_COMPLETE_WORDS,
+		.words = "build ls show rm",
+		.units = true,
+	},
+	{
+		.name = "daemon",
+		.run = cmd_daemon,
+		.operands = "install|uninstall|status|start|stop|restart",
+		.summary = "manage agent-laned as a per-user service",
+		.text =
+		    "  install     write the LaunchAgent (macOS) or systemd user units\n"
+		    "              and load them\n"
+		    "  uninstall   unload them and remove the files\n"
+		    "  status      the service's state and the daemon's; exits 3 when\n"
+		    "              the daemon does not answer\n"
+		    "  start, stop, restart\n"
+		    "              through launchctl or systemctl --user\n"
+		    "Without a service manager, run the daemon in the foreground:\n"
+		    "  agent-laned --socket ~/.agent-lane/run/agent-laned.sock\n",
+		.options = daemon_options,
+		.json = true,
+		.complete = CTL_COMPLETE_WORDS,
+		.words = "install uninstall status start stop restart",
+	},
+	{
+		.name = "version",
+		.run = cmd_version,
+		.operands = "",
+		.summary = "show the client's and the daemon's versions",
+		.text =
+		    "agent-lanectl -V prints the client's version alone, without\n"
+		    "asking the daemon.\n",
+		.options = no_options,
+		.json = true,
+	},
+	{
+		.name = "help",
+		.run = cmd_help,
+		.operands = "[COMMAND]",
+		.summary = "show help for a command",
+		.options = no_options,
+		.complete = CTL_COMPLETE_WORDS,
+	},
+	{
+		.name = "completion",
+		.run = cmd_completion,
+		.operands = "bash|zsh|fish",
+		.summary = "print a shell completion script",
+		.text =
+		    "  bash: source <(agent-lanectl completion bash)\n"
+		    "  zsh:  agent-lanectl completion zsh > \"${fpath[1]}/_agent-lanectl\"\n"
+		    "  fish: agent-lanectl completion fish > "
+		    "~/.config/fish/completions/agent-lanectl.fish\n"
+		    "`make install` installs all three.\n",
+		.options = no_options,
+		.complete = CTL_COMPLETE_WORDS,
+		.words = "bash zsh fish",
+	},
+	{
+		/* Completion's live lane names and aliases, one a line. */
+		.name = "__lanes",
+		.run = cmd_complete_lanes,
+		.operands = "",
+		.summary = "the live lanes' names and aliases, for completion",
+		.options = no_options,
+		.hidden = true,
+	},
+};
+const size_t ctl_ncommands = sizeof ctl_commands / sizeof *ctl_commands;
