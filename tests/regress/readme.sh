@@ -48,7 +48,10 @@ cannot_run() {
 	elif grep -qE '^[^#]*brew ' "$f"; then
 		echo "needs Homebrew on macOS"
 	elif grep -qE 'apt-get|curl |npm install' "$f"; then
-		echo "its provision script installs packages from the network (apt-get, curl, npm), and the simulator's guests have no network; tests/lima-vm builds images on real VMs"
+		echo "its provision script installs packages from the network (apt-get, curl, npm), and the simulator's guests have no network; tests/lima/docker.sh builds images on real Lima"
+	elif grep -q 'tests/lima/install.sh' "$f" && ! command -v go >/dev/null 2>&1 &&
+	    ! "$REPO/tests/lima/install.sh" --check >/dev/null 2>&1; then
+		echo "it builds Lima with Go, and this machine has no go"
 	fi
 }
 
@@ -105,7 +108,11 @@ while read -r N LINE HEADING <&3; do
 		DPID=$!
 		wait_for 10 "${export_env[@]}" "$BIN/$(basename "$LANECTL")" version >/dev/null 2>&1
 	fi
-	(cd "$W" && exec "${export_env[@]}" setsid timeout 300 bash -e -o pipefail "$f") \
+	# A snippet that names the checkout's own files (tests/...) runs from
+	# the checkout, as the README says.
+	CWD=$W
+	grep -qE '(^|[[:space:];(])tests/' "$f" && CWD=$REPO
+	(cd "$CWD" && exec "${export_env[@]}" setsid timeout 300 bash -e -o pipefail "$f") \
 	    </dev/null >"$T/o$N.log" 2>&1 &
 	SPID=$!
 	wait "$SPID"
