@@ -125,8 +125,12 @@ void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 void ctl_json_string(FILE *, const char *);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);
-/* net NULL: the lane's network policy is not printed. */
-void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *);
+/*
+ * net NULL: the lane's network policy is not printed; sec NULL: nor its
+ * secrets (names and hosts: the CLI never has another lane's values).
+ */
+void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *,
+    const struct al_lane_secrets *sec);
 
 /*
  * cp with "-": a tar stream from standard input into a lane directory, or a
@@ -170,6 +174,11 @@ struct ctl_create_state {
 struct ctl_create_args {
 	struct al_label labels[AL_LABELS_MAX];
 	const char *allow[AL_ALLOW_MAX];
+	/* --secret NAME[@HOST,...]: the value is $NAME, never an argument. */
+	struct al_secret secrets[AL_SECRETS_MAX];
+	char secret_names[AL_SECRETS_MAX][AL_SECRET_NAME_MAX];
+	char secret_hosts[AL_SECRETS_MAX][AL_SECRET_HOSTS_TEXT_MAX + 1];
+	const char *secret_hostv[AL_SECRETS_MAX][AL_SECRET_HOSTS_MAX];
 	struct al_image im;		/* of --provision */
 	bool quiet;			/* -q: no progress line */
 };

@@ -44,7 +44,10 @@ const struct ctl_option ctl_global_options[] = {
 	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the " \
 	    "lane reaches through its proxy; repeatable" }, \
 	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy " \
-	    "is then advisory)" }
+	    "is then advisory)" }, \
+	{ 0, "secret", "NAME[@HOST,...]", "a credential the lane uses but " \
+	    "never holds: $NAME's value, put in by the proxy for HOST only; " \
+	    "repeatable" }
 
 static const struct ctl_option create_options[] = {
 	LANE_OPTIONS_RESOURCES,

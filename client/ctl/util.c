@@ -186,8 +186,36 @@ ctl_time(int64_t ms, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* ,"secrets":[{"name":..,"hosts":[..]},...] */
+static void
+secrets_json(FILE *f, const struct al_lane_secrets *sec)
+{
+	fputs(",\"secrets\":[", f);
+	for (size_t i = 0; i < sec->n; i++) {
+		const char *p = sec->v[i].hosts;
+
+		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", f);
+		ctl_json_string(f, sec->v[i].name);
+		fputs(",\"hosts\":[", f);
+		for (size_t k = 0; k < sec->v[i].nhosts && *p != '\0'; k++) {
+			char h[AL_SECRET_HOSTS_TEXT_MAX + 1];
+			size_t len = strcspn(p, "\n");
+
+			memcpy(h, p, len);
+			h[len] = '\0';
+			if (k > 0)
+				fputc(',', f);
+			ctl_json_string(f, h);
+			p += len + (p[len] == '\n');
+		}
+		fputs("]}", f);
+	}
+	fputc(']', f);
+}
+
 void
-ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net)
+ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net,
+    const struct al_lane_secrets *sec)
 {
 	char t[32];
 
@@ -252,5 +280,7 @@ ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net)
 		ctl_json_string(f, net->note);
 		fprintf(f, ",\"proxy_port\":%u", (unsigned)net->proxy_port);
 	}
+	if (sec != NULL)
+		secrets_json(f, sec);
 	fputc('}', f);
 }
