@@ -131,6 +131,38 @@ test_golden_policies(void **state)
 	    "lane-internet-sudo.yaml");
 }
 
+/*
+ * An internet lane with secrets: its proxy port let through, and the lane
+ * CA's certificate installed by one more system provision item.
+ */
+static void
+test_golden_secrets(void **state)
+{
+	static const char pem[] =
+	    "-----BEGIN CERTIFICATE-----\n"
+	    "MIIBczCCARmgAwIBAgIUPxpJHlRCSq9mPj4g4g3mjB7umeAwCgYIKoZIzj0EAwIw\n"
+	    "-----END CERTIFICATE-----\n";
+	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
+	    .disk_gib = 30, .has_policy = true, .net_mode = NETPOLICY_INTERNET,
+	    .proxy_port = 41234, .ca_pem = pem };
+	char *yaml = calloc(1, 16384), *golden;
+	size_t glen;
+	int n;
+
+	assert_non_null(yaml);
+	n = lima_yaml_render(*state, &spec, yaml, 16384);
+	assert_true(n > 0);
+	golden = read_golden("lane-internet-secrets.yaml", &glen);
+	if ((size_t)n != glen || memcmp(yaml, golden, glen) != 0)
+		fail_msg("lane YAML differs from tests/unit/golden/"
+		    "lane-internet-secrets.yaml; rendered:\n%s", yaml);
+	/* A CA needs the policy's provision list to go into. */
+	spec.has_policy = false;
+	assert_int_equal(lima_yaml_render(*state, &spec, yaml, 16384), -1);
+	free(golden);
+	free(yaml);
+}
+
 static void
 test_policy_keys(void **state)
 {
@@ -413,6 +445,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_isolation_keys, setup_lima,
 		    teardown_lima),
 		cmocka_unit_test_setup_teardown(test_golden_policies,
+		    setup_lima, teardown_lima),
+		cmocka_unit_test_setup_teardown(test_golden_secrets,
 		    setup_lima, teardown_lima),
 		cmocka_unit_test_setup_teardown(test_policy_keys, setup_lima,
 		    teardown_lima),
