@@ -147,10 +147,13 @@ fi
 # The real-VM tier: one suite at a time, so at most two VMs run at once.
 # AL_BOOT_S bounds a TCG boot; lifetimes that span a boot add it.
 if want vm-full; then
-	for t in lifecycle exec copy service crash lifetimes; do
+	for t in lifecycle exec copy service crash lifetimes lane-secrets; do
 		LIMA_SIM=$REPO/tests/lima-vm/limactl AL_BOOT_S=${AL_BOOT_S:-120} \
 		    run_suite "lima-vm/regress/$t" tests/regress/$t.sh
 	done
+	# A guest's HTTPS call with a secret through the lane's proxy.
+	LIMA_SIM=$REPO/tests/lima-vm/limactl run_suite "lima-vm/node/secrets-e2e" \
+	    sh -c 'cd client/sandcastle && node --test --test-reporter=tap test/secrets-e2e.test.mjs'
 	run_suite "lima-vm/test-vm" tests/lima-vm/test-vm.sh
 	run_suite "lima-vm/netpolicy" tests/lima-vm/netpolicy.sh
 	run_suite "lima-vm/docker" tests/lima-vm/docker.sh

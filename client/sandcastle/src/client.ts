@@ -102,6 +102,24 @@ export interface Lane {
   proxyPort: number;
   /** The lane's alias (create --name); "" for none. */
   alias: string;
+  /** Its secrets: each one's variable name and the hosts its value may go to (never the value). */
+  secrets: LaneSecret[];
+}
+
+/** A lane secret as the daemon reports it: never its value or its placeholder. */
+export interface LaneSecret {
+  name: string;
+  hosts: string[];
+}
+
+/** A secret as createLane sends it: the value travels only over the daemon's socket. */
+export interface SecretRequest {
+  /** The guest variable ([A-Za-z_][A-Za-z0-9_]{0,62}); commands see a placeholder in it. */
+  name: string;
+  /** The real value (printable ASCII); the lane's proxy puts it in requests to hosts only. */
+  value: string;
+  /** Host names or "*.example.org" patterns; empty: the daemon's `secret` line for name. */
+  hosts?: string[];
 }
 
 /** A lane's egress policy (agent-lanectl(1), "create --network"). */
@@ -151,6 +169,8 @@ export interface CreateLaneRequest {
    * name takes it while the lane lives. Taken: ALREADY_EXISTS.
    */
   alias?: string;
+  /** Credentials the lane uses without holding them (agent-lanectl(1), "--secret"). */
+  secrets?: SecretRequest[];
 }
 
 /** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
@@ -352,6 +372,7 @@ function toLane(o: any): Lane {
     networkNote: o.networkNote ?? "",
     proxyPort: o.proxyPort ?? 0,
     alias: o.alias ?? "",
+    secrets: (o.secrets ?? []).map((s: any) => ({ name: s.name ?? "", hosts: [...(s.hosts ?? [])] })),
   };
 }
 
@@ -699,6 +720,11 @@ export class AgentLaneClient {
           allow: req.allow ?? [],
           sudo: req.sudo ?? false,
           alias: req.alias ?? "",
+          secrets: (req.secrets ?? []).map((s) => ({
+            name: s.name,
+            value: Buffer.from(s.value, "utf8"),
+            hosts: s.hosts ?? [],
+          })),
         },
       });
       for (;;) {
