@@ -19,7 +19,9 @@ PKG_CONFIG ?= pkg-config
 PROTOC_C   ?= protoc-c
 UNAME_S    := $(shell uname -s)
 
-PKGS := libevent libprotobuf-c sqlite3 libarchive
+# OpenSSL 3: the lane proxy's TLS (libevent's bufferevent_openssl), the lane
+# CA, digests. The client links none of it (CLIENT_LIBS).
+PKGS := libevent libevent_openssl libprotobuf-c sqlite3 libarchive openssl
 
 # `make V=1` shows the full commands.
 ifeq ($(V),1)
@@ -36,9 +38,9 @@ SHLIB_EXT := dylib
 # The install name is set for the real prefix by `make install`.
 SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT) \
 	-compatibility_version 2 -current_version 2
-# libarchive and sqlite are keg-only in Homebrew.
+# libarchive, sqlite and openssl@3 are keg-only in Homebrew.
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
-export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(PKG_CONFIG_PATH)
+export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(BREW_PREFIX)/opt/openssl@3/lib/pkgconfig:$(PKG_CONFIG_PATH)
 else
 PLATFORM_CFLAGS := -D_GNU_SOURCE
 SHLIB_EXT := so

@@ -31,6 +31,7 @@
 #include "proc.h"
 #include "reaper.h"
 #include "registry.h"
+#include "tls.h"
 #include "util.h"
 #ifdef LANED_TEST_HOOKS
 #include "testhooks.h"
@@ -231,6 +232,11 @@ main(int argc, char **argv)
 	bool check_only = false;
 
 	sanitize_stdio();
+	/* Before OpenSSL allocates anything: its buffers held secret values. */
+	if (!tls_wipe_on_free()) {
+		fprintf(stderr, "agent-laned: cannot set OpenSSL's allocator\n");
+		return 1;
+	}
 	compat_cloexec_from(3);
 	umask(077);
 	if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
@@ -247,6 +253,16 @@ main(int argc, char **argv)
 	d.dispatch = dispatch_request;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
+	/*
+	 * Every proxied connection is two descriptors: a configuration that
+	 * cannot have them all open would fail later, lane by lane, with
+	 * EMFILE. Refused now, --check-config included.
+	 */
+	if (config_check_nofile(&d.cfg, compat_nofile_raise(), err,
+	    sizeof err) == -1) {
+		fprintf(stderr, "agent-laned: %s\n", err);
+		return 2;
+	}
 	if (!lima_template_acceptable(d.cfg.lima_template)) {
 		fprintf(stderr, "agent-laned: lima_template \"%s\" is refused: "
 		    "only template:_images/NAME or an absolute file path can "

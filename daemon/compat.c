@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -283,4 +285,27 @@ compat_unread(int fd)
 	if (ioctl(fd, FIONREAD, &n) == -1)
 		return -1;
 	return n;
+}
+
+unsigned long long
+compat_nofile_raise(void)
+{
+	struct rlimit rl;
+	rlim_t want;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1)
+		return 0;
+	want = rl.rlim_max;
+#if defined(__APPLE__)
+	/* setrlimit refuses more than OPEN_MAX here, RLIM_INFINITY included. */
+	if (want == RLIM_INFINITY || want > OPEN_MAX)
+		want = OPEN_MAX;
+#endif
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		struct rlimit nl = { want, rl.rlim_max };
+		if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
+			rl.rlim_cur = want;
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? ULLONG_MAX :
+	    (unsigned long long)rl.rlim_cur;
 }

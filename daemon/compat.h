@@ -44,6 +44,12 @@ int compat_unread(int fd);
  * inside libevent.
  */
 void compat_libevent_wipe_on_free(void);
+/*
+ * Raises the soft RLIMIT_NOFILE towards the hard one (launchd starts
+ * agents with a soft limit of 256; macOS caps a process at OPEN_MAX
+ * whatever the hard limit says). Returns the soft limit in force after.
+ */
+unsigned long long compat_nofile_raise(void);
 /* SQLite pragmas the platform needs for durable commits ("" for none). */
 const char *compat_sqlite_pragmas(void);
 

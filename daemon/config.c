@@ -89,6 +89,8 @@ static const struct config_key config_keys[] = {
 	K(proxy_max_conn_bytes, CT_BYTES, 1024, 1ull << 44, "allow lanes: bytes through one proxied connection"),
 	K(proxy_max_lane_bytes, CT_BYTES, 1024, 1ull << 50, "allow lanes: bytes through one lane's proxy in all"),
 	K(proxy_idle_timeout_ms, CT_SECONDS, 1000, 86400000, "allow lanes: a proxied connection with no traffic is closed"),
+	K(proxy_head_timeout_ms, CT_SECONDS, 1000, 3600000, "allow lanes: a request head must be whole this long after its connection opened"),
+	K(proxy_max_heads, CT_U32, 1, 4096, "allow lanes: proxied connections still sending their request head, at once"),
 	K(proxy_events_per_min, CT_U32, 1, 100000, "allow lanes: proxy records per lane and minute (the rest are counted)"),
 	K(proxy_connect_ports, CT_PORTS, 0, 0, "allow lanes: ports CONNECT may reach (\"443,8443\")"),
 	K(proxy_http_ports, CT_PORTS, 0, 0, "allow lanes: ports plain-HTTP requests may reach (\"80\")"),
@@ -182,6 +184,8 @@ config_defaults(struct config *c)
 	c->proxy_max_conn_bytes = 4ull << 30;
 	c->proxy_max_lane_bytes = 64ull << 30;
 	c->proxy_idle_timeout_ms = 5 * UNITS_MS_PER_MIN;
+	c->proxy_head_timeout_ms = 10 * UNITS_MS_PER_S;
+	c->proxy_max_heads = 16;
 	c->proxy_events_per_min = 600;
 	c->proxy_connect_ports = xstrdup("443");
 	c->proxy_http_ports = xstrdup("80");
@@ -554,6 +558,24 @@ config_load_file(struct config *c, const char *path, bool required, char *err,
 	}
 	fclose(f);
 	return rc;
+}
+
+int
+config_check_nofile(const struct config *c, unsigned long long nofile,
+    char *err, size_t errlen)
+{
+	unsigned long long need = (unsigned long long)c->max_lanes * 2 *
+	    c->proxy_max_connections + c->max_connections + CONFIG_FD_RESERVE;
+
+	if (need <= nofile)
+		return 0;
+	snprintf(err, errlen, "max_lanes %u x 2 x proxy_max_connections %u + "
+	    "max_connections %u + %d of the daemon's own = %llu descriptors, "
+	    "but the open-file limit is %llu (ulimit -n; its hard limit, "
+	    "which the daemon raises to, is the ceiling): lower those keys "
+	    "or raise the limit", c->max_lanes, c->proxy_max_connections,
+	    c->max_connections, CONFIG_FD_RESERVE, need, nofile);
+	return -1;
 }
 
 int

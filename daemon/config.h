@@ -80,6 +80,8 @@ struct config {
 	uint64_t proxy_max_conn_bytes;	/* one proxied connection */
 	uint64_t proxy_max_lane_bytes;	/* everything one lane's proxy carries */
 	uint64_t proxy_idle_timeout_ms;	/* no byte either way */
+	uint64_t proxy_head_timeout_ms;	/* accept to a whole request head */
+	uint32_t proxy_max_heads;	/* connections still sending a head */
 	uint32_t proxy_events_per_min;	/* proxy records per lane; the rest counted */
 	char *proxy_connect_ports;	/* "443": CONNECT targets allowed */
 	char *proxy_http_ports;		/* "80": absolute-URI http targets */
@@ -91,6 +93,21 @@ struct config {
 	 */
 	char *secret;
 };
+
+/*
+ * Descriptors the daemon keeps for itself (registry, log, listeners, each
+ * lane proxy's listener) on top of what config_check_nofile counts.
+ */
+#define CONFIG_FD_RESERVE 64
+
+/*
+ * Whether the configuration's descriptors fit nofile (the soft limit after
+ * compat_nofile_raise): every lane's proxy at its cap, two descriptors a
+ * proxied connection, every client connection, and CONFIG_FD_RESERVE.
+ * -1 with err naming the keys when they cannot.
+ */
+int config_check_nofile(const struct config *, unsigned long long nofile,
+    char *err, size_t errlen);
 
 /* Fills built-in defaults and the per-user default paths. */
 void config_defaults(struct config *);

@@ -353,6 +353,8 @@ lanenet_proxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
 		.max_conn_bytes = d->cfg.proxy_max_conn_bytes,
 		.max_lane_bytes = d->cfg.proxy_max_lane_bytes,
 		.idle_ms = d->cfg.proxy_idle_timeout_ms,
+		.head_ms = d->cfg.proxy_head_timeout_ms,
+		.max_heads = d->cfg.proxy_max_heads,
 		.connect_ms = d->cfg.command_timeout_ms < 30000 ?
 		    d->cfg.command_timeout_ms : 30000,
 		.max_events_per_min = d->cfg.proxy_events_per_min,

@@ -27,65 +27,63 @@
 #include <event2/listener.h>
 #include <event2/util.h>
 
+#include <openssl/ssl.h>
+
 #include "compat.h"
 #include "log.h"
 #include "netaddr.h"
-#include "proxy.h"
-#include "proxyreq.h"
+#include "proxyint.h"
+#include "secret.h"
+#include "tls.h"
 #include "util.h"
 
-/* Per-direction buffering: reads from one side stop above this much. */
-#define SPLICE_HIGH	(256 * 1024)
-#define SPLICE_LOW	(64 * 1024)
 #define MAX_ADDRS	8
+/* Out of descriptors: how long the listener rests before it tries again. */
+#define ACCEPT_PAUSE_MS	1000
 
-enum pstate { PS_HEAD, PS_RESOLVE, PS_CONNECT, PS_SPLICE, PS_CLOSING };
 
-struct pconn {
-	TAILQ_ENTRY(pconn) entry;
-	struct proxy *px;
-	enum pstate st;
-	struct bufferevent *cli, *up;
-	struct event *idle;
-	struct evdns_getaddrinfo_request *dnsreq;
-	struct proxyreq req;
-	char *fwd;		/* rewritten head of an http:// request */
-	size_t fwdlen;
-	uint64_t bytes;
-	char what[PROXYREQ_HOST_MAX + 32];	/* "CONNECT host:443" */
-};
+/* Every state change goes here, so that nheads counts PS_HEAD exactly. */
+void
+pconn_state(struct pconn *c, enum pstate st)
+{
+	if (c->st == PS_HEAD && st != PS_HEAD)
+		c->px->nheads--;
+	else if (c->st != PS_HEAD && st == PS_HEAD)
+		c->px->nheads++;
+	c->st = st;
+}
 
-TAILQ_HEAD(pconn_list, pconn);
+/*
+ * A failed event_add or bufferevent_enable leaves a connection that no
+ * callback will ever move again: it is closed instead (false; c freed).
+ */
+bool
+pconn_enable(struct pconn *c, struct bufferevent *bev, short what)
+{
+	if (bufferevent_enable(bev, what) == 0)
+		return true;
+	log_warnx("proxy: bufferevent_enable failed; connection closed");
+	pconn_free(c);
+	return false;
+}
 
-struct proxy {
-	struct event_base *base;
-	struct evdns_base *dns;
-	struct evconnlistener *lis;
-	uint16_t port;
-	struct proxy_policy pol;
-	struct proxy_limits lim;
-	proxy_record_fn *record;
-	void *record_arg;
-	proxy_resolve_fn *test_resolve;
-	void *test_arg;
-	const struct secret_set *secrets;	/* borrowed, see proxy.h */
-	struct tlsca *ca;			/* borrowed */
-	struct pconn_list conns;
-	size_t nconns;
-	uint64_t bytes;
-	/* Record rate: a window of one minute and what it dropped. */
-	int64_t window_start;
-	uint32_t window_count;
-	uint64_t suppressed;
-};
+bool
+pconn_timer(struct pconn *c, uint64_t ms)
+{
+	struct timeval tv = tv_from_ms(ms);
 
-static void pconn_free(struct pconn *);
+	if (event_add(c->idle, &tv) == 0)
+		return true;
+	log_warnx("proxy: event_add failed; connection closed");
+	pconn_free(c);
+	return false;
+}
 
-static void
+void
 px_record(struct proxy *px, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void
+void
 px_record(struct proxy *px, const char *event, const char *fmt, ...)
 {
 	char detail[512];
@@ -149,8 +147,24 @@ proxy_parse_ports(const char *s, uint16_t *ports, size_t *n)
 	return *n > 0;
 }
 
-/* Answers the client and closes once the answer is written. */
 static void
+head_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	pconn_free(arg);
+}
+
+static void
+refuse_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st == PS_CLOSING &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		pconn_free(c);
+}
+
+/* Answers the client and closes once the answer is written. */
+void
 pconn_refuse(struct pconn *c, int status, const char *reason)
 {
 	const char *text = status == 403 ? "Forbidden" :
@@ -165,8 +179,8 @@ pconn_refuse(struct pconn *c, int status, const char *reason)
 		bufferevent_free(c->up);
 		c->up = NULL;
 	}
-	c->st = PS_CLOSING;
-	bufferevent_disable(c->cli, EV_READ);
+	pconn_state(c, PS_CLOSING);
+	(void)bufferevent_disable(c->cli, EV_READ);
 	if (evbuffer_add_printf(bufferevent_get_output(c->cli),
 	    "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nConnection: close\r\n"
 	    "Content-Length: %zu\r\n\r\n%s\n", status, text, strlen(reason) + 1,
@@ -175,14 +189,29 @@ pconn_refuse(struct pconn *c, int status, const char *reason)
 		return;
 	}
 	bufferevent_setwatermark(c->cli, EV_WRITE, 0, 0);
-	bufferevent_enable(c->cli, EV_WRITE);
+	bufferevent_setcb(c->cli, NULL, refuse_write_cb, head_event_cb, c);
+	/* A client that never reads its answer is closed at idle_ms. */
+	if (pconn_timer(c, c->px->lim.idle_ms))
+		(void)pconn_enable(c, c->cli, EV_WRITE);
 }
 
-static void
+/* False: c is freed. */
+bool
 idle_touch(struct pconn *c)
 {
-	struct timeval tv = tv_from_ms(c->px->lim.idle_ms);
-	event_add(c->idle, &tv);
+	return pconn_timer(c, c->px->lim.idle_ms);
+}
+
+/*
+ * The head's deadline is fixed at accept and reads never extend it: a
+ * client that drips a byte now and then would otherwise hold its slot for
+ * ever. It is never longer than the idle time.
+ */
+uint64_t
+head_ms(const struct proxy *px)
+{
+	return px->lim.head_ms < px->lim.idle_ms ? px->lim.head_ms :
+	    px->lim.idle_ms;
 }
 
 static void
@@ -191,15 +220,19 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
 	struct pconn *c = arg;
 
 	if (c->st == PS_HEAD) {
-		px_record(c->px, "proxy-deny", "no request within %llu ms",
-		    (unsigned long long)c->px->lim.idle_ms);
+		px_record(c->px, "proxy-deny", "request head not complete "
+		    "within %llu ms", (unsigned long long)head_ms(c->px));
 		pconn_refuse(c, 408, "request timeout");
 		return;
 	}
-	if (c->st == PS_RESOLVE || c->st == PS_CONNECT) {
+	if (c->st == PS_RESOLVE || c->st == PS_CONNECT || c->st == PS_UPTLS) {
 		px_record(c->px, "proxy-fail", "%s: upstream did not answer in time",
 		    c->what);
 		pconn_refuse(c, 504, "upstream timeout");
+		return;
+	}
+	if (c->st == PS_CLITLS || c->st == PS_HTTP) {
+		ptls_idle(c);
 		return;
 	}
 	/* Idle splice or a client that never reads its refusal. */
@@ -211,7 +244,7 @@ idle_cb(evutil_socket_t fd, short what, void *arg)
  * within it still go across and the connection then closes. False: c is
  * freed.
  */
-static bool
+bool
 splice_move(struct pconn *c, struct bufferevent *src, struct bufferevent *dst)
 {
 	struct proxy *px = c->px;
@@ -231,8 +264,8 @@ splice_move(struct pconn *c, struct bufferevent *src, struct bufferevent *dst)
 		px->bytes += room;
 		evbuffer_remove_buffer(in, bufferevent_get_output(dst), (size_t)room);
 		/* Flush what fits, then close (PS_CLOSING frees when written). */
-		c->st = PS_CLOSING;
-		bufferevent_disable(src, EV_READ);
+		pconn_state(c, PS_CLOSING);
+		(void)bufferevent_disable(src, EV_READ);
 		if (src == c->cli) {
 			bufferevent_free(c->cli);
 			c->cli = NULL;
@@ -244,18 +277,23 @@ splice_move(struct pconn *c, struct bufferevent *src, struct bufferevent *dst)
 			pconn_free(c);
 			return false;
 		}
-		bufferevent_disable(dst, EV_READ);
+		(void)bufferevent_disable(dst, EV_READ);
 		bufferevent_setwatermark(dst, EV_WRITE, 0, 0);
-		bufferevent_enable(dst, EV_WRITE);
+		(void)pconn_enable(c, dst, EV_WRITE);
 		return false;
 	}
 	c->bytes += n;
 	px->bytes += n;
-	evbuffer_remove_buffer(in, bufferevent_get_output(dst), n);
-	idle_touch(c);
+	if (evbuffer_remove_buffer(in, bufferevent_get_output(dst), n) !=
+	    (int)n) {
+		pconn_free(c);
+		return false;
+	}
+	if (!idle_touch(c))
+		return false;
 	/* Back-pressure: stop reading until dst has written some out. */
 	if (evbuffer_get_length(bufferevent_get_output(dst)) >= SPLICE_HIGH)
-		bufferevent_disable(src, EV_READ);
+		(void)bufferevent_disable(src, EV_READ);
 	return true;
 }
 
@@ -270,7 +308,7 @@ splice_read_cb(struct bufferevent *bev, void *arg)
 }
 
 /* dst drained below the low watermark: resume reading the other side. */
-static void
+void
 splice_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct pconn *c = arg;
@@ -282,7 +320,7 @@ splice_write_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	if (c->st == PS_SPLICE && other != NULL)
-		bufferevent_enable(other, EV_READ);
+		(void)pconn_enable(c, other, EV_READ);
 }
 
 /* One side ended: flush what the other side still has to write, then close. */
@@ -301,7 +339,7 @@ splice_event_cb(struct bufferevent *bev, short what, void *arg)
 	/* Whatever bev read before its end still goes across. */
 	if (!splice_move(c, bev, other) || c->st == PS_CLOSING)
 		return;
-	c->st = PS_CLOSING;
+	pconn_state(c, PS_CLOSING);
 	if (bev == c->cli) {
 		bufferevent_free(c->cli);
 		c->cli = NULL;
@@ -313,15 +351,15 @@ splice_event_cb(struct bufferevent *bev, short what, void *arg)
 		pconn_free(c);
 		return;
 	}
-	bufferevent_disable(other, EV_READ);
+	(void)bufferevent_disable(other, EV_READ);
 	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
-	bufferevent_enable(other, EV_WRITE);
+	(void)pconn_enable(c, other, EV_WRITE);
 }
 
 static void
 splice_start(struct pconn *c)
 {
-	c->st = PS_SPLICE;
+	pconn_state(c, PS_SPLICE);
 	bufferevent_set_timeouts(c->up, NULL, NULL);
 	bufferevent_setwatermark(c->cli, EV_READ, 0, SPLICE_HIGH);
 	bufferevent_setwatermark(c->up, EV_READ, 0, SPLICE_HIGH);
@@ -331,9 +369,9 @@ splice_start(struct pconn *c)
 	    splice_event_cb, c);
 	bufferevent_setcb(c->up, splice_read_cb, splice_write_cb,
 	    splice_event_cb, c);
-	idle_touch(c);
-	bufferevent_enable(c->up, EV_READ | EV_WRITE);
-	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	if (!idle_touch(c) || !pconn_enable(c, c->up, EV_READ | EV_WRITE) ||
+	    !pconn_enable(c, c->cli, EV_READ | EV_WRITE))
+		return;
 	/* Bytes the client sent after its head (a TLS hello, a body). */
 	(void)splice_move(c, c->cli, c->up);
 }
@@ -344,15 +382,20 @@ up_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct pconn *c = arg;
 
 	if (what & BEV_EVENT_CONNECTED) {
-		if (c->req.connect) {
+		if (c->intercept) {
+			ptls_upstream(c);
+			return;
+		}
+		if (!c->req.connect) {
+			phttp_start_plain(c);
+			return;
+		}
+		{
 			if (evbuffer_add_printf(bufferevent_get_output(c->cli),
 			    "HTTP/1.1 200 Connection Established\r\n\r\n") < 0) {
 				pconn_free(c);
 				return;
 			}
-		} else if (bufferevent_write(c->up, c->fwd, c->fwdlen) != 0) {
-			pconn_free(c);
-			return;
 		}
 		splice_start(c);
 		return;
@@ -379,7 +422,7 @@ pconn_connect(struct pconn *c, struct sockaddr_storage *ss)
 		((struct sockaddr_in6 *)ss)->sin6_port = htons(c->req.port);
 		len = sizeof(struct sockaddr_in6);
 	}
-	c->st = PS_CONNECT;
+	pconn_state(c, PS_CONNECT);
 	if ((fd = compat_socket_cloexec(ss->ss_family, SOCK_STREAM)) == -1 ||
 	    compat_set_nonblock(fd) == -1) {
 		if (fd != -1)
@@ -469,7 +512,7 @@ pconn_resolve(struct pconn *c)
 	struct proxy *px = c->px;
 	struct evutil_addrinfo hints;
 
-	c->st = PS_RESOLVE;
+	pconn_state(c, PS_RESOLVE);
 	if (px->test_resolve != NULL) {
 		struct sockaddr_storage addrs[MAX_ADDRS];
 		size_t n = MAX_ADDRS;
@@ -503,6 +546,8 @@ pconn_resolve(struct pconn *c)
 static bool
 host_allowed(const struct proxy *px, const char *host)
 {
+	if (px->pol.internet || secret_set_any_host(px->secrets, host))
+		return true;
 	for (size_t i = 0; i < px->pol.nallow; i++)
 		if (proxyreq_host_match(px->pol.allow[i], host))
 			return true;
@@ -522,7 +567,7 @@ head_read_cb(struct bufferevent *bev, void *arg)
 
 	if (c->st != PS_HEAD)
 		return;
-	idle_touch(c);
+	/* No idle_touch: the head's deadline was set at accept, once. */
 	take = avail < px->lim.max_header_bytes ? avail : px->lim.max_header_bytes;
 	buf = (char *)evbuffer_pullup(in, (ev_ssize_t)take);
 	if (buf == NULL) {
@@ -541,8 +586,8 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	c->fwd = xmalloc(hl + PROXYREQ_HOST_MAX + 64);
 	status = proxyreq_parse(buf, hl, &c->req, c->fwd,
 	    hl + PROXYREQ_HOST_MAX + 64, &c->fwdlen, &why);
-	evbuffer_drain(in, hl);
 	if (status != 0) {
+		evbuffer_drain(in, hl);
 		px_record(px, "proxy-deny", "bad request: %s", why);
 		pconn_refuse(c, status, why);
 		return;
@@ -551,6 +596,12 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	    c->req.connect ? "CONNECT" : "http",
 	    strchr(c->req.host, ':') ? "[" : "", c->req.host,
 	    strchr(c->req.host, ':') ? "]" : "", (unsigned)c->req.port);
+	/* A placeholder in this head, to a host not of its secret: 403. */
+	if (!phttp_check_proxy_head(c, buf))
+		return;
+	evbuffer_drain(in, hl);
+	c->intercept = c->req.connect &&
+	    secret_set_any_host(px->secrets, c->req.host);
 	if (!host_allowed(px, c->req.host)) {
 		px_record(px, "proxy-deny", "%s: host not in the allow list", c->what);
 		pconn_refuse(c, 403, "host not allowed");
@@ -564,31 +615,14 @@ head_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	}
 	/* Until upstream answers, the client's further bytes wait in its buffer. */
-	bufferevent_disable(bev, EV_READ);
-	{
-		struct timeval tv = tv_from_ms(px->lim.connect_ms);
-		event_add(c->idle, &tv);
-	}
+	(void)bufferevent_disable(bev, EV_READ);
+	pconn_state(c, PS_RESOLVE);
+	if (!pconn_timer(c, px->lim.connect_ms))
+		return;
 	pconn_resolve(c);
 }
 
-static void
-head_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	pconn_free(arg);
-}
-
-static void
-refuse_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct pconn *c = arg;
-
-	if (c->st == PS_CLOSING &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		pconn_free(c);
-}
-
-static void
+void
 pconn_free(struct pconn *c)
 {
 	struct proxy *px = c->px;
@@ -604,7 +638,10 @@ pconn_free(struct pconn *c)
 		bufferevent_free(c->up);
 	if (c->idle != NULL)
 		event_free(c->idle);
+	if (c->deadline != NULL)
+		event_free(c->deadline);
 	free(c->fwd);
+	pconn_state(c, PS_CLOSING);
 	TAILQ_REMOVE(&px->conns, c, entry);
 	px->nconns--;
 	free(c);
@@ -622,12 +659,16 @@ accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 		return;
 	}
 	compat_nosigpipe(fd);
-	if (px->nconns >= px->lim.max_conns || px->bytes >= px->lim.max_lane_bytes) {
+	if (px->nconns >= px->lim.max_conns || px->nheads >= px->lim.max_heads ||
+	    px->bytes >= px->lim.max_lane_bytes) {
 		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\n"
 		    "Connection: close\r\nContent-Length: 0\r\n\r\n";
 		if (px->nconns >= px->lim.max_conns)
 			px_record(px, "proxy-limit", "refused: %u connections open",
 			    px->lim.max_conns);
+		else if (px->nheads >= px->lim.max_heads)
+			px_record(px, "proxy-limit", "refused: %u connections "
+			    "still sending their request head", px->lim.max_heads);
 		else
 			px_record(px, "proxy-limit",
 			    "refused: the lane's %llu bytes are used up",
@@ -640,9 +681,10 @@ accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 	}
 	c = xcalloc(1, sizeof(*c));
 	c->px = px;
-	c->st = PS_HEAD;
+	c->st = PS_CLOSING;
 	TAILQ_INSERT_TAIL(&px->conns, c, entry);
 	px->nconns++;
+	pconn_state(c, PS_HEAD);
 	c->cli = bufferevent_socket_new(px->base, fd, BEV_OPT_CLOSE_ON_FREE);
 	c->idle = evtimer_new(px->base, idle_cb, c);
 	if (c->cli == NULL || c->idle == NULL) {
@@ -654,15 +696,51 @@ accept_cb(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
 	/* Reading stops at the cap, so a head never grows the buffer past it. */
 	bufferevent_setwatermark(c->cli, EV_READ, 0, px->lim.max_header_bytes);
 	bufferevent_setcb(c->cli, head_read_cb, refuse_write_cb, head_event_cb, c);
-	idle_touch(c);
-	bufferevent_enable(c->cli, EV_READ | EV_WRITE);
+	if (pconn_timer(c, head_ms(px)))
+		(void)pconn_enable(c, c->cli, EV_READ | EV_WRITE);
 }
 
 static void
+accept_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy *px = arg;
+
+	if (evconnlistener_enable(px->lis) != 0)
+		log_warnx("proxy on 127.0.0.1:%u: cannot resume accepting",
+		    (unsigned)px->port);
+}
+
+/*
+ * EMFILE and friends. The pending connection stays in the backlog, so a
+ * listener left enabled would wake at once, fail again, and spin (and log)
+ * as fast as the loop turns: it rests for ACCEPT_PAUSE_MS instead, as the
+ * daemon's own listener does, and the log line comes once a minute at most.
+ */
+static void
 accept_error_cb(struct evconnlistener *lis, void *arg)
 {
-	/* EMFILE and friends: the listener keeps going; nothing to free. */
-	log_warn("proxy: accept: %s", strerror(errno));
+	struct proxy *px = arg;
+	struct timeval tv = tv_from_ms(ACCEPT_PAUSE_MS);
+	int64_t now = time_now_ms();
+	int saved = errno;
+
+	(void)evconnlistener_disable(lis);
+	if (evtimer_add(px->accept_pause, &tv) != 0) {
+		/* No timer, no resume: accept again rather than go deaf. */
+		log_warnx("proxy: evtimer_add failed");
+		(void)evconnlistener_enable(lis);
+	}
+	px->accept_pauses++;
+	if (now - px->accept_logged_ms >= 60000) {
+		log_warnx("proxy on 127.0.0.1:%u: accept: %s; pausing %d ms "
+		    "(%llu pauses since the last such line)", (unsigned)px->port,
+		    strerror(saved), ACCEPT_PAUSE_MS,
+		    (unsigned long long)px->accept_pauses);
+		px_record(px, "proxy-limit", "accept paused: %s",
+		    strerror(saved));
+		px->accept_logged_ms = now;
+		px->accept_pauses = 0;
+	}
 }
 
 struct proxy *
@@ -675,8 +753,9 @@ proxy_new(struct event_base *base, struct evdns_base *dns,
 	socklen_t slen = sizeof(sin);
 	int fd;
 
-	if (lim->max_conns == 0 || lim->max_header_bytes < 64 ||
-	    lim->idle_ms == 0 || lim->connect_ms == 0) {
+	if (lim->max_conns == 0 || lim->max_heads == 0 ||
+	    lim->max_header_bytes < 64 || lim->idle_ms == 0 ||
+	    lim->head_ms == 0 || lim->connect_ms == 0) {
 		snprintf(err, errlen, "proxy limits must not be zero");
 		return NULL;
 	}
@@ -719,9 +798,11 @@ proxy_new(struct event_base *base, struct evdns_base *dns,
 	TAILQ_INIT(&px->conns);
 	px->lis = evconnlistener_new(base, accept_cb, px, LEV_OPT_CLOSE_ON_FREE,
 	    -1, fd);
-	if (px->lis == NULL) {
+	px->accept_pause = evtimer_new(base, accept_resume_cb, px);
+	if (px->lis == NULL || px->accept_pause == NULL) {
 		snprintf(err, errlen, "proxy listener: out of memory");
-		close(fd);
+		if (px->lis == NULL)
+			close(fd);
 		proxy_free(px);
 		return NULL;
 	}
@@ -752,6 +833,11 @@ void
 proxy_set_secrets(struct proxy *px, const struct secret_set *set,
     struct tlsca *ca)
 {
+	struct pconn *c;
+
+	/* No connection may keep a set or CA its owner is about to free. */
+	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
+		pconn_free(c);
 	px->secrets = set;
 	px->ca = ca;
 }
@@ -759,7 +845,18 @@ proxy_set_secrets(struct proxy *px, const struct secret_set *set,
 int
 proxy_set_test_trust(struct proxy *px, const char *cafile)
 {
-	return -1;	/* interception is not built yet */
+	char err[256];
+	SSL_CTX *ctx = tls_client_ctx(cafile, err, sizeof(err));
+
+	if (ctx == NULL) {
+		log_warnx("proxy: %s", err);
+		return -1;
+	}
+	SSL_CTX_free(px->cctx);
+	px->cctx = ctx;
+	free(px->test_cafile);
+	px->test_cafile = xstrdup(cafile);
+	return 0;
 }
 
 void
@@ -771,8 +868,11 @@ proxy_free(struct proxy *px)
 		return;
 	if (px->lis != NULL)
 		evconnlistener_free(px->lis);
+	if (px->accept_pause != NULL)
+		event_free(px->accept_pause);
 	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
 		pconn_free(c);
+	ptls_free(px);
 	for (size_t i = 0; i < px->pol.nallow; i++)
 		free(px->pol.allow[i]);
 	free(px->pol.allow);

@@ -25,10 +25,12 @@ struct tlsca;
 
 struct proxy_limits {
 	uint32_t max_conns;		/* open client connections */
+	uint32_t max_heads;		/* of those, still sending their head */
 	uint32_t max_header_bytes;	/* one request head */
 	uint64_t max_conn_bytes;	/* both directions of one connection */
 	uint64_t max_lane_bytes;	/* everything through this proxy */
 	uint64_t idle_ms;		/* no byte either way */
+	uint64_t head_ms;		/* accept to a whole head, fixed */
 	uint64_t connect_ms;		/* resolve + connect upstream */
 	uint32_t max_events_per_min;	/* records; the excess is counted */
 };
@@ -97,8 +99,9 @@ void proxy_set_test_resolver(struct proxy *, proxy_resolve_fn *, void *arg);
  * requests and intercepted ones are checked for placeholders sent to
  * other hosts. Both are borrowed: the caller keeps them and frees them
  * only after proxy_free (or after detaching with NULL, NULL). Connections
- * already open keep what they started with, so attach before the guest
- * can connect. ca must not be NULL when set has secrets.
+ * open at the call are closed (none may keep a set about to be freed), so
+ * attach before the guest can connect. ca must not be NULL when set has
+ * secrets.
  */
 void proxy_set_secrets(struct proxy *, const struct secret_set *set,
     struct tlsca *ca);

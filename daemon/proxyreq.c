@@ -145,6 +145,7 @@ parse_authority(const char *s, size_t n, uint16_t defport, struct proxyreq *r)
 		return false;
 	if (!proxyreq_host_valid(r->host))
 		return false;
+	r->host_port = pe != NULL;
 	if (pe != NULL)
 		return parse_port(pe, (size_t)(s + n - pe), &r->port);
 	if (defport == 0)
@@ -168,6 +169,66 @@ header_dropped(const char *name, size_t n)
 }
 
 static bool
+name_is(const char *name, size_t n, const char *want)
+{
+	return strlen(want) == n && strncasecmp(name, want, n) == 0;
+}
+
+static bool
+is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Whether the comma-separated list v[0..n) holds token (case-insensitive). */
+static bool
+list_has(const char *v, size_t n, const char *token, size_t tn)
+{
+	const char *t = v, *end = v + n;
+
+	while (t < end) {
+		const char *te;
+		while (t < end && (is_ows(*t) || *t == ','))
+			t++;
+		te = t;
+		while (te < end && *te != ',' && !is_ows(*te))
+			te++;
+		if (te > t && (size_t)(te - t) == tn &&
+		    strncasecmp(t, token, tn) == 0)
+			return true;
+		t = te;
+	}
+	return false;
+}
+
+bool
+proxyreq_field_is(const struct proxyreq *r, const char *head, size_t i,
+    const char *name)
+{
+	return name_is(head + r->fields[i].name, r->fields[i].nlen, name);
+}
+
+/*
+ * Headers a Connection header lists are hop-by-hop too (RFC 9110 7.6.1)
+ * and never forwarded.
+ */
+bool
+proxyreq_field_forwarded(const struct proxyreq *r, const char *head, size_t i)
+{
+	const char *name = head + r->fields[i].name;
+	size_t n = r->fields[i].nlen;
+
+	if (header_dropped(name, n))
+		return false;
+	for (size_t j = 0; j < r->nfields; j++)
+		if (proxyreq_field_is(r, head, j, "connection") &&
+		    list_has(head + r->fields[j].value, r->fields[j].vlen, name,
+		    n))
+			return false;
+	return true;
+}
+
+static bool
 put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 {
 	if (out == NULL)
@@ -181,18 +242,11 @@ put(char *out, size_t cap, size_t *len, const char *s, size_t n)
 
 #define FAIL(code, reason) do { *why = (reason); return (code); } while (0)
 
-int
-proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
-    size_t outcap, size_t *outlen, const char **why)
+/* Controls, bare CR or LF anywhere in the head: refused, never guessed at. */
+static int
+check_bytes(const char *head, size_t len, const char **why)
 {
-	const char *p = head, *end = head + len, *eol, *sp1, *sp2;
-	size_t olen = 0;
-
-	memset(r, 0, sizeof(*r));
-	*why = NULL;
-	if (outlen)
-		*outlen = 0;
-	if (len < 4 || memcmp(end - 4, "\r\n\r\n", 4) != 0)
+	if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
 		FAIL(400, "request head not terminated");
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)head[i];
@@ -204,8 +258,17 @@ proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
 		if (c == '\r' && (i + 1 >= len || head[i + 1] != '\n'))
 			FAIL(400, "bare CR");
 	}
+	return 0;
+}
 
-	eol = memchr(p, '\r', len);	/* never NULL: the head ends in CRLF */
+/* The request line: method, target and version into r. */
+static int
+split_line(const char *head, const char *eol, struct proxyreq *r,
+    const char **why)
+{
+	const char *p = head, *sp1, *sp2, *target, *ver;
+	size_t tn;
+
 	sp1 = memchr(p, ' ', (size_t)(eol - p));
 	if (sp1 == NULL || sp1 == p || (size_t)(sp1 - p) >= sizeof(r->method))
 		FAIL(400, "bad request line");
@@ -216,75 +279,372 @@ proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
 	sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
 	if (sp2 == NULL || sp2 == sp1 + 1)
 		FAIL(400, "bad request line");
-	const char *target = sp1 + 1, *ver = sp2 + 1;
-	size_t tn = (size_t)(sp2 - target), vn = (size_t)(eol - ver);
-	if (vn != 8 || (memcmp(ver, "HTTP/1.1", 8) != 0 &&
+	target = sp1 + 1;
+	ver = sp2 + 1;
+	tn = (size_t)(sp2 - target);
+	if ((size_t)(eol - ver) != 8 || (memcmp(ver, "HTTP/1.1", 8) != 0 &&
 	    memcmp(ver, "HTTP/1.0", 8) != 0))
 		FAIL(505, "HTTP/1.0 or HTTP/1.1 only");
 	for (size_t i = 0; i < tn; i++)
-		if ((unsigned char)target[i] <= 0x20 || (unsigned char)target[i] >= 0x7f)
+		if ((unsigned char)target[i] <= 0x20 ||
+		    (unsigned char)target[i] >= 0x7f)
 			FAIL(400, "bad request target");
+	r->http10 = ver[7] == '0';
+	r->line_len = (uint32_t)(eol - head);
+	r->target = (uint32_t)(target - head);
+	r->tlen = (uint32_t)tn;
+	return 0;
+}
 
-	if (strcmp(r->method, "CONNECT") == 0) {
-		r->connect = true;
-		if (!parse_authority(target, tn, 0, r))
-			FAIL(400, "CONNECT wants host:port");
-	} else {
-		if (tn < 7 || strncasecmp(target, "http://", 7) != 0)
-			FAIL(400, "absolute http:// URI or CONNECT only");
-		const char *auth = target + 7, *tend = target + tn;
-		const char *path = auth;
-		while (path < tend && *path != '/' && *path != '?')
-			path++;
-		if (!parse_authority(auth, (size_t)(path - auth), 80, r))
-			FAIL(400, "bad host in URI");
-		if (memchr(path, '#', (size_t)(tend - path)) != NULL)
-			FAIL(400, "fragment in request target");
-		if (!put(out, outcap, &olen, p, (size_t)(sp1 - p) + 1))
-			FAIL(414, "request too long");
-		if (path == tend || *path == '?')
-			if (!put(out, outcap, &olen, "/", 1))
-				FAIL(414, "request too long");
-		if (!put(out, outcap, &olen, path, (size_t)(tend - path)) ||
-		    !put(out, outcap, &olen, " ", 1) ||
-		    !put(out, outcap, &olen, ver, vn) ||
-		    !put(out, outcap, &olen, "\r\n", 2))
-			FAIL(414, "request too long");
+/* Content-Length digits: 1 to 18 of them, nothing else. */
+static bool
+parse_length(const char *v, size_t n, uint64_t *out)
+{
+	uint64_t x = 0;
+
+	if (n == 0 || n > 18)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return false;
+		x = x * 10 + (uint64_t)(v[i] - '0');
 	}
+	*out = x;
+	return true;
+}
 
-	/* Header lines up to the blank one. */
-	p = eol + 2;
-	while (p < end - 2) {
+/* How the body is framed (RFC 9112 6): one reading or a refusal. */
+static int
+framing(const char *head, struct proxyreq *r, const char **why)
+{
+	bool cl = false, te = false;
+
+	for (size_t i = 0; i < r->nfields; i++) {
+		const char *v = head + r->fields[i].value;
+		size_t vn = r->fields[i].vlen;
+		uint64_t n;
+
+		if (proxyreq_field_is(r, head, i, "content-length")) {
+			if (!parse_length(v, vn, &n))
+				FAIL(400, "bad Content-Length");
+			if (cl && n != r->length)
+				FAIL(400, "conflicting Content-Length");
+			cl = true;
+			r->length = n;
+		} else if (proxyreq_field_is(r, head, i, "transfer-encoding")) {
+			if (te || vn != 7 || strncasecmp(v, "chunked", 7) != 0)
+				FAIL(501, "Transfer-Encoding other than chunked");
+			te = true;
+		} else if (proxyreq_field_is(r, head, i, "connection") &&
+		    list_has(v, vn, "close", 5))
+			r->close = true;
+	}
+	/* Two framings: the proxy and the server could each pick another. */
+	if (te && cl)
+		FAIL(400, "both Transfer-Encoding and Content-Length");
+	if (te && r->http10)
+		FAIL(400, "Transfer-Encoding in HTTP/1.0");
+	r->framing = te ? PROXYREQ_BODY_CHUNKED : cl && r->length > 0 ?
+	    PROXYREQ_BODY_LENGTH : PROXYREQ_BODY_NONE;
+	if (r->http10)
+		r->close = true;
+	return 0;
+}
+
+/* Checks the whole head and splits it: request line, then the fields. */
+static int
+split_head(const char *head, size_t len, struct proxyreq *r,
+    const char **why)
+{
+	const char *p, *end = head + len, *eol;
+	int st;
+
+	memset(r, 0, sizeof(*r));
+	*why = NULL;
+	if ((st = check_bytes(head, len, why)) != 0)
+		return st;
+	eol = memchr(head, '\r', len);	/* never NULL: the head ends in CRLF */
+	if ((st = split_line(head, eol, r, why)) != 0)
+		return st;
+	for (p = eol + 2; p < end - 2; p = eol + 2) {
+		struct proxyreq_field *f;
+		const char *colon, *v, *ve;
+
 		eol = memchr(p, '\r', (size_t)(end - p));
 		if (*p == ' ' || *p == '\t')
 			FAIL(400, "folded header");
-		const char *colon = memchr(p, ':', (size_t)(eol - p));
+		colon = memchr(p, ':', (size_t)(eol - p));
 		if (colon == NULL || colon == p)
 			FAIL(400, "bad header line");
 		for (const char *q = p; q < colon; q++)
 			if (!is_tchar((unsigned char)*q))
 				FAIL(400, "bad header name");
-		if (!r->connect && !header_dropped(p, (size_t)(colon - p)) &&
-		    !put(out, outcap, &olen, p, (size_t)(eol - p) + 2))
-			FAIL(431, "request head too large");
-		p = eol + 2;
+		if (r->nfields == PROXYREQ_FIELDS_MAX)
+			FAIL(431, "too many header fields");
+		for (v = colon + 1; v < eol && is_ows(*v); v++)
+			;
+		for (ve = eol; ve > v && is_ows(ve[-1]); ve--)
+			;
+		f = &r->fields[r->nfields++];
+		f->name = (uint32_t)(p - head);
+		f->nlen = (uint32_t)(colon - p);
+		f->value = (uint32_t)(v - head);
+		f->vlen = (uint32_t)(ve - v);
+		f->end = (uint32_t)(eol - head);
 	}
-	if (!r->connect) {
-		char hostline[PROXYREQ_HOST_MAX + 32];
-		int n;
-		bool v6 = strchr(r->host, ':') != NULL;
-		if (r->port == 80)
-			n = snprintf(hostline, sizeof(hostline), "Host: %s%s%s\r\n",
-			    v6 ? "[" : "", r->host, v6 ? "]" : "");
-		else
-			n = snprintf(hostline, sizeof(hostline), "Host: %s%s%s:%u\r\n",
-			    v6 ? "[" : "", r->host, v6 ? "]" : "", (unsigned)r->port);
-		if (n < 0 || (size_t)n >= sizeof(hostline) ||
-		    !put(out, outcap, &olen, hostline, (size_t)n) ||
-		    !put(out, outcap, &olen, "Connection: close\r\n\r\n", 21))
+	if (!strcmp(r->method, "TRACE") || !strcmp(r->method, "TRACK"))
+		FAIL(405, "TRACE and TRACK are refused");
+	return framing(head, r, why);
+}
+
+/* The head to send upstream for an absolute-URI request (see proxyreq.h). */
+static int
+build_forward(const char *head, const struct proxyreq *r, const char *path,
+    const char *tend, char *out, size_t outcap, size_t *outlen,
+    const char **why)
+{
+	const char *ver = head + r->line_len - 8;
+	char hostline[PROXYREQ_HOST_MAX + 32];
+	bool v6 = strchr(r->host, ':') != NULL;
+	size_t olen = 0;
+	int n;
+
+	if (!put(out, outcap, &olen, head, strlen(r->method) + 1) ||
+	    ((path == tend || *path == '?') && !put(out, outcap, &olen, "/", 1)) ||
+	    !put(out, outcap, &olen, path, (size_t)(tend - path)) ||
+	    !put(out, outcap, &olen, " ", 1) ||
+	    !put(out, outcap, &olen, ver, 8) ||
+	    !put(out, outcap, &olen, "\r\n", 2))
+		FAIL(414, "request too long");
+	for (size_t i = 0; i < r->nfields; i++) {
+		const struct proxyreq_field *f = &r->fields[i];
+		if (!proxyreq_field_forwarded(r, head, i))
+			continue;
+		/* The line as it came: name, colon, value and its blanks. */
+		if (!put(out, outcap, &olen, head + f->name, f->end - f->name +
+		    2))
 			FAIL(431, "request head too large");
-		if (outlen)
-			*outlen = olen;
 	}
+	if (r->port == 80)
+		n = snprintf(hostline, sizeof(hostline), "Host: %s%s%s\r\n",
+		    v6 ? "[" : "", r->host, v6 ? "]" : "");
+	else
+		n = snprintf(hostline, sizeof(hostline), "Host: %s%s%s:%u\r\n",
+		    v6 ? "[" : "", r->host, v6 ? "]" : "", (unsigned)r->port);
+	if (n < 0 || (size_t)n >= sizeof(hostline) ||
+	    !put(out, outcap, &olen, hostline, (size_t)n) ||
+	    !put(out, outcap, &olen, "Connection: close\r\n\r\n", 21))
+		FAIL(431, "request head too large");
+	if (outlen)
+		*outlen = olen;
 	return 0;
+}
+
+int
+proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
+    size_t outcap, size_t *outlen, const char **why)
+{
+	const char *target, *tend, *auth, *path;
+	int st;
+
+	if (outlen)
+		*outlen = 0;
+	if ((st = split_head(head, len, r, why)) != 0)
+		return st;
+	target = head + r->target;
+	tend = target + r->tlen;
+	if (strcmp(r->method, "CONNECT") == 0) {
+		r->connect = true;
+		if (!parse_authority(target, r->tlen, 0, r))
+			FAIL(400, "CONNECT wants host:port");
+		return 0;
+	}
+	if (r->tlen < 7 || strncasecmp(target, "http://", 7) != 0)
+		FAIL(400, "absolute http:// URI or CONNECT only");
+	auth = target + 7;
+	for (path = auth; path < tend && *path != '/' && *path != '?'; path++)
+		;
+	if (!parse_authority(auth, (size_t)(path - auth), 80, r))
+		FAIL(400, "bad host in URI");
+	if (memchr(path, '#', (size_t)(tend - path)) != NULL)
+		FAIL(400, "fragment in request target");
+	/* Connection: close goes upstream whatever the client asked. */
+	r->close = true;
+	return build_forward(head, r, path, tend, out, outcap, outlen, why);
+}
+
+int
+proxyreq_parse_origin(const char *head, size_t len, struct proxyreq *r,
+    const char **why)
+{
+	const char *target;
+	size_t hosts = 0, hi = 0;
+	int st;
+
+	if ((st = split_head(head, len, r, why)) != 0)
+		return st;
+	target = head + r->target;
+	if (strcmp(r->method, "CONNECT") == 0)
+		FAIL(405, "CONNECT inside a tunnel");
+	if (!(target[0] == '/' || (r->tlen == 1 && target[0] == '*' &&
+	    strcmp(r->method, "OPTIONS") == 0)))
+		FAIL(400, "origin-form request target only");
+	if (memchr(target, '#', r->tlen) != NULL)
+		FAIL(400, "fragment in request target");
+	for (size_t i = 0; i < r->nfields; i++)
+		if (proxyreq_field_is(r, head, i, "host")) {
+			hosts++;
+			hi = i;
+		}
+	if (hosts != 1)
+		FAIL(400, "exactly one Host header");
+	if (!parse_authority(head + r->fields[hi].value, r->fields[hi].vlen,
+	    443, r))
+		FAIL(400, "bad Host header");
+	return 0;
+}
+
+/* ---- Body framing ---- */
+
+enum {
+	PB_DONE, PB_LENGTH, PB_SIZE, PB_EXT, PB_SIZE_LF, PB_DATA, PB_DATA_CR,
+	PB_DATA_LF, PB_TRAILER, PB_TRAILER_LF,
+};
+
+#define CHUNK_LINE_MAX	1024	/* a chunk-size line, extensions in */
+#define TRAILERS_MAX	8192	/* the trailer section */
+
+void
+proxyreq_body_init(struct proxyreq_body *b, const struct proxyreq *r)
+{
+	memset(b, 0, sizeof(*b));
+	if (r->framing == PROXYREQ_BODY_LENGTH) {
+		b->st = PB_LENGTH;
+		b->left = r->length;
+	} else if (r->framing == PROXYREQ_BODY_CHUNKED)
+		b->st = PB_SIZE;
+	else
+		b->st = PB_DONE;
+}
+
+bool
+proxyreq_body_done(const struct proxyreq_body *b)
+{
+	return b->st == PB_DONE && !b->bad;
+}
+
+static int
+hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+static bool
+body_bad(struct proxyreq_body *b, const char *why)
+{
+	b->bad = true;
+	b->why = why;
+	b->st = PB_DONE;
+	return false;
+}
+
+/* One byte of chunk framing (not data); false when it is refused. */
+static bool
+chunk_byte(struct proxyreq_body *b, uint8_t c)
+{
+	int h;
+
+	if (++b->line > CHUNK_LINE_MAX)
+		return body_bad(b, "chunk line too long");
+	switch (b->st) {
+	case PB_SIZE:
+		if ((h = hexval(c)) >= 0) {
+			if (++b->digits > 15)
+				return body_bad(b, "chunk too large");
+			b->left = b->left * 16 + (uint64_t)h;
+			return true;
+		}
+		if (b->digits == 0)
+			return body_bad(b, "bad chunk size");
+		if (c == ';') {
+			b->st = PB_EXT;
+			return true;
+		}
+		if (c != '\r')
+			return body_bad(b, "bad chunk size");
+		b->st = PB_SIZE_LF;
+		return true;
+	case PB_EXT:
+		if (c == '\r')
+			b->st = PB_SIZE_LF;
+		else if ((c < 0x20 && c != '\t') || c == 0x7f)
+			return body_bad(b, "bad chunk extension");
+		return true;
+	case PB_SIZE_LF:
+		if (c != '\n')
+			return body_bad(b, "bare CR in chunk line");
+		b->line = 0;
+		b->digits = 0;
+		b->st = b->left > 0 ? PB_DATA : PB_TRAILER;
+		return true;
+	case PB_DATA_CR:
+		if (c != '\r')
+			return body_bad(b, "chunk data overruns its size");
+		b->st = PB_DATA_LF;
+		return true;
+	case PB_DATA_LF:
+		if (c != '\n')
+			return body_bad(b, "chunk data overruns its size");
+		b->line = 0;
+		b->st = PB_SIZE;
+		return true;
+	case PB_TRAILER:
+		if (++b->trailers > TRAILERS_MAX)
+			return body_bad(b, "trailers too large");
+		if (c == '\r') {
+			b->st = PB_TRAILER_LF;
+			return true;
+		}
+		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f)
+			return body_bad(b, "bad trailer");
+		return true;
+	case PB_TRAILER_LF:
+		if (c != '\n')
+			return body_bad(b, "bare CR in trailer");
+		/* An empty line ends the trailers, and the body. */
+		b->st = b->line == 2 ? PB_DONE : PB_TRAILER;
+		b->line = 0;
+		return true;
+	}
+	return body_bad(b, "internal framing state");
+}
+
+size_t
+proxyreq_body_feed(struct proxyreq_body *b, const uint8_t *p, size_t n,
+    proxyreq_data_fn *data, void *arg)
+{
+	size_t i = 0;
+
+	while (i < n && b->st != PB_DONE) {
+		if (b->st == PB_LENGTH || b->st == PB_DATA) {
+			size_t take = n - i < b->left ? n - i : (size_t)b->left;
+			if (data != NULL)
+				data(arg, p + i, take);
+			i += take;
+			b->left -= take;
+			if (b->left == 0)
+				b->st = b->st == PB_LENGTH ? PB_DONE : PB_DATA_CR;
+			continue;
+		}
+		if (!chunk_byte(b, p[i]))
+			return i;
+		i++;
+	}
+	return i;
 }

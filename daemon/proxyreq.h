@@ -11,6 +11,20 @@
 #include <stdint.h>
 
 #define PROXYREQ_HOST_MAX 253
+#define PROXYREQ_FIELDS_MAX 100		/* header fields in one request */
+
+/* One header field: offsets into the head it was parsed from. */
+struct proxyreq_field {
+	uint32_t name, nlen;
+	uint32_t value, vlen;		/* without leading/trailing blanks */
+	uint32_t end;			/* the CR that ends its line */
+};
+
+enum proxyreq_framing {
+	PROXYREQ_BODY_NONE,
+	PROXYREQ_BODY_LENGTH,		/* Content-Length */
+	PROXYREQ_BODY_CHUNKED,		/* Transfer-Encoding: chunked */
+};
 
 struct proxyreq {
 	bool connect;		/* CONNECT host:port; else absolute-URI http */
@@ -18,6 +32,15 @@ struct proxyreq {
 	/* Lower case, no trailing dot; an IPv6 literal without brackets. */
 	char host[PROXYREQ_HOST_MAX + 1];
 	uint16_t port;
+	bool host_port;		/* the authority named a port */
+	uint32_t line_len;	/* the request line, CRLF not counted */
+	uint32_t target, tlen;	/* the request target */
+	bool http10;
+	bool close;		/* HTTP/1.0, or Connection: close */
+	enum proxyreq_framing framing;
+	uint64_t length;	/* PROXYREQ_BODY_LENGTH */
+	size_t nfields;
+	struct proxyreq_field fields[PROXYREQ_FIELDS_MAX];
 };
 
 /*
@@ -26,11 +49,66 @@ struct proxyreq {
  * into out (origin-form target, Host set from the URI, proxy and hop-by-hop
  * headers removed, "Connection: close" so that one client connection
  * carries one request to the vetted host) and sets *outlen; for CONNECT
- * nothing is written. Returns 0, or the HTTP status to answer (400, 405,
- * 414, 431, 505) with *why saying what was wrong.
+ * nothing is written. The framing rules of proxyreq_parse_origin hold
+ * here too. Returns 0, or the HTTP status to answer (400, 405, 414, 431,
+ * 501, 505) with *why saying what was wrong.
  */
 int proxyreq_parse(const char *head, size_t len, struct proxyreq *,
     char *out, size_t outcap, size_t *outlen, const char **why);
+
+/*
+ * A request head inside an intercepted TLS connection: origin form
+ * ("/path", or "*" for OPTIONS), HTTP/1.x, exactly one Host header, whose
+ * host and port go into r->host and r->port (443 when it names none; the
+ * caller compares them with the CONNECT target). CONNECT, TRACE and TRACK
+ * are refused (405), as are every framing with two readings: Content-Length
+ * with Transfer-Encoding, conflicting lengths, a Transfer-Encoding other
+ * than chunked. More than PROXYREQ_FIELDS_MAX fields: 431. Returns 0 or the
+ * status, with *why.
+ */
+int proxyreq_parse_origin(const char *head, size_t len, struct proxyreq *,
+    const char **why);
+
+/*
+ * Whether field i of r is sent on: not hop-by-hop (Connection, Keep-Alive,
+ * TE, Trailer, Upgrade, Proxy-*, and every name a Connection header lists)
+ * and not Host (the proxy writes that one for absolute-URI requests).
+ */
+bool proxyreq_field_forwarded(const struct proxyreq *, const char *head,
+    size_t i);
+
+/* Whether field i is named name (ASCII case-insensitive). */
+bool proxyreq_field_is(const struct proxyreq *, const char *head, size_t i,
+    const char *name);
+
+/*
+ * A request body's framing, fed as it arrives. The bytes stay as they are
+ * (chunked bodies go upstream chunked); the parser finds where the body
+ * ends, so that the next bytes are the next request, and hands the body's
+ * data (without chunk framing) to a callback, which scans it.
+ */
+struct proxyreq_body {
+	int st;
+	uint64_t left;		/* data bytes left in this chunk or body */
+	uint32_t line;		/* bytes of the chunk-size or trailer line */
+	uint32_t trailers;	/* bytes of the trailer section */
+	unsigned digits;
+	bool bad;
+	const char *why;
+};
+
+typedef void proxyreq_data_fn(void *arg, const uint8_t *p, size_t n);
+
+void proxyreq_body_init(struct proxyreq_body *, const struct proxyreq *);
+/*
+ * Consumes up to n bytes of body; returns how many were the body's (less
+ * than n when the body ended within them). proxyreq_body_done() then
+ * says so; b->bad (with b->why) says the framing was broken, and nothing
+ * from there on is the body's.
+ */
+size_t proxyreq_body_feed(struct proxyreq_body *, const uint8_t *p, size_t n,
+    proxyreq_data_fn *, void *arg);
+bool proxyreq_body_done(const struct proxyreq_body *);
 
 /* Length of the head at the start of buf (through CRLFCRLF), or 0. */
 size_t proxyreq_head_len(const char *buf, size_t len);

@@ -1,6 +1,7 @@
 /*
- * SHA-256 (FIPS 180-4), for content addresses of images: the daemon links
- * no crypto library, and an image id must be the same on every host.
+ * SHA-256 for content addresses of images, over OpenSSL's EVP digests: an
+ * image id must be the same on every host and across versions (a unit test
+ * pins one).
  */
 #ifndef LANED_SHA256_H
 #define LANED_SHA256_H
@@ -11,14 +12,13 @@
 #define SHA256_DIGEST_SIZE 32
 
 struct sha256 {
-	uint32_t h[8];
-	uint64_t len;		/* bytes hashed so far */
-	uint8_t buf[64];
-	size_t nbuf;
+	void *ctx;		/* EVP_MD_CTX */
 };
 
+/* Out of memory or a broken OpenSSL is fatal, as for xmalloc. */
 void sha256_init(struct sha256 *);
 void sha256_update(struct sha256 *, const void *, size_t);
+/* Also frees the context. */
 void sha256_final(struct sha256 *, uint8_t out[SHA256_DIGEST_SIZE]);
 /* Lowercase hex of the digest: 65 bytes with the NUL. */
 void sha256_hex(const uint8_t digest[SHA256_DIGEST_SIZE], char out[65]);

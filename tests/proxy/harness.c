@@ -1,18 +1,25 @@
 /*
  * al-proxy-harness: runs one lane proxy (daemon/proxy.c) on its own event
  * loop, for tests/regress/proxy.sh. Prints "port N" once listening, then
- * one "EVENT detail" line per record; exits when stdin closes.
+ * one "EVENT detail" line per record; exits when stdin closes, after a
+ * last line "cpu MS" (its own user + system time, for the busy-loop test).
  *
  *   --allow PATTERN        repeated
  *   --connect-ports LIST   default 443
  *   --http-ports LIST      default 80
  *   --max-conns N --max-header N --max-conn-bytes N --max-lane-bytes N
- *   --idle-ms N --connect-ms N --events-per-min N
+ *   --idle-ms N --head-ms N --max-heads N --connect-ms N --events-per-min N
  *   --map NAME=ADDR        test resolver answer, vetted like DNS
  *   --trust NAME=ADDR      test resolver answer that skips vetting
+ *   --internet             any public host (an internet lane with secrets)
+ *   --secret NAME=PLACEHOLDER=VALUE@HOST[,HOST...]   repeated; makes a lane CA
+ *   --ca-out FILE          writes the lane CA's certificate (PEM) there
+ *   --max-leaves N         the lane CA's leaf cache (default 64)
+ *   --upstream-ca FILE     upstream trust store instead of the system's
  * With no --map/--trust the proxy uses libevent's evdns, as the daemon does.
  * This is a test program: it is built under build/tests and never installed.
  */
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -26,6 +33,9 @@
 
 #include "proxy.h"
 #include "proxyreq.h"
+#include "secret.h"
+#include "tls.h"
+#include "tlsca.h"
 
 #define MAX_MAP 32
 
@@ -91,6 +101,31 @@ add_map(const char *arg, bool trusted)
 	nmaps++;
 }
 
+/* NAME=PLACEHOLDER=VALUE@HOST,HOST */
+static void
+add_secret(struct secret_set *set, char *arg)
+{
+	char *hosts[SECRET_HOSTS_MAX], *save, *tok, *ph, *val, *at, err[256];
+	size_t nh = 0;
+
+	if ((ph = strchr(arg, '=')) == NULL || (val = strchr(ph + 1, '=')) ==
+	    NULL || (at = strrchr(val, '@')) == NULL) {
+		fprintf(stderr, "bad --secret\n");
+		exit(2);
+	}
+	*ph++ = '\0';
+	*val++ = '\0';
+	*at++ = '\0';
+	for (tok = strtok_r(at, ",", &save); tok != NULL && nh < SECRET_HOSTS_MAX;
+	    tok = strtok_r(NULL, ",", &save))
+		hosts[nh++] = tok;
+	if (secret_set_add(set, arg, ph, val, strlen(val),
+	    (const char *const *)hosts, nh, err, sizeof(err)) == -1) {
+		fprintf(stderr, "--secret: %s\n", err);
+		exit(2);
+	}
+}
+
 static void
 stdin_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -117,12 +152,20 @@ main(int argc, char **argv)
 {
 	struct proxy_policy pol;
 	struct proxy_limits lim = {
-		.max_conns = 64, .max_header_bytes = 16384,
+		.max_conns = 64, .max_heads = 64, .head_ms = 10000,
+		.max_header_bytes = 16384,
 		.max_conn_bytes = 1ull << 30, .max_lane_bytes = 1ull << 34,
 		.idle_ms = 300000, .connect_ms = 30000, .max_events_per_min = 1000,
 	};
 	char *allow[64];
 	char err[256];
+	struct secret_set *secrets = secret_set_new(SECRET_MAX);
+	struct tlsca *ca = NULL;
+	const char *ca_out = NULL, *upstream_ca = NULL;
+	size_t max_leaves = 64;
+
+	/* As the daemon does, before OpenSSL allocates anything. */
+	tls_wipe_on_free();
 
 	memset(&pol, 0, sizeof(pol));
 	pol.allow = allow;
@@ -132,6 +175,10 @@ main(int argc, char **argv)
 	pol.nhttp_ports = 1;
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(o, "--internet") == 0) {
+			pol.internet = true;
+			continue;
+		}
 		if (v == NULL) {
 			fprintf(stderr, "%s wants a value\n", o);
 			return 2;
@@ -163,6 +210,10 @@ main(int argc, char **argv)
 			lim.max_lane_bytes = num(v);
 		else if (strcmp(o, "--idle-ms") == 0)
 			lim.idle_ms = num(v);
+		else if (strcmp(o, "--head-ms") == 0)
+			lim.head_ms = num(v);
+		else if (strcmp(o, "--max-heads") == 0)
+			lim.max_heads = (uint32_t)num(v);
 		else if (strcmp(o, "--connect-ms") == 0)
 			lim.connect_ms = num(v);
 		else if (strcmp(o, "--events-per-min") == 0)
@@ -171,6 +222,14 @@ main(int argc, char **argv)
 			add_map(v, false);
 		else if (strcmp(o, "--trust") == 0)
 			add_map(v, true);
+		else if (strcmp(o, "--secret") == 0)
+			add_secret(secrets, argv[i]);
+		else if (strcmp(o, "--ca-out") == 0)
+			ca_out = v;
+		else if (strcmp(o, "--max-leaves") == 0)
+			max_leaves = (size_t)num(v);
+		else if (strcmp(o, "--upstream-ca") == 0)
+			upstream_ca = v;
 		else {
 			fprintf(stderr, "unknown option %s\n", o);
 			return 2;
@@ -195,13 +254,45 @@ main(int argc, char **argv)
 	}
 	if (nmaps > 0)
 		proxy_set_test_resolver(px, resolve, NULL);
+	if (secrets->n > 0) {
+		if ((ca = tlsca_new("al-0000000000harness", 86400000ull * 7,
+		    max_leaves, err, sizeof(err))) == NULL) {
+			fprintf(stderr, "%s\n", err);
+			return 1;
+		}
+		proxy_set_secrets(px, secrets, ca);
+	}
+	if (ca_out != NULL) {
+		FILE *f = fopen(ca_out, "w");
+		size_t len;
+		const char *pem = ca != NULL ? tlsca_cert_pem(ca, &len) : "";
+		if (f == NULL || fwrite(pem, 1, strlen(pem), f) != strlen(pem) ||
+		    fclose(f) != 0) {
+			fprintf(stderr, "cannot write %s\n", ca_out);
+			return 1;
+		}
+	}
+	if (upstream_ca != NULL && proxy_set_test_trust(px, upstream_ca) != 0) {
+		fprintf(stderr, "cannot load %s\n", upstream_ca);
+		return 1;
+	}
 	struct event *in = event_new(base, 0, EV_READ | EV_PERSIST, stdin_cb, base);
 	if (in == NULL || event_add(in, NULL) != 0)
 		return 1;
 	printf("port %u\n", (unsigned)proxy_port(px));
 	fflush(stdout);
 	event_base_dispatch(base);
+	{
+		struct rusage ru;
+		if (getrusage(RUSAGE_SELF, &ru) == 0)
+			printf("cpu %lld\n", (long long)(ru.ru_utime.tv_sec +
+			    ru.ru_stime.tv_sec) * 1000 + (ru.ru_utime.tv_usec +
+			    ru.ru_stime.tv_usec) / 1000);
+		fflush(stdout);
+	}
 	proxy_free(px);
+	secret_set_free(secrets);
+	tlsca_free(ca);
 	event_free(in);
 	if (dns != NULL)
 		evdns_base_free(dns, 0);

@@ -44,18 +44,32 @@ resolve(void *arg, const char *host, struct sockaddr_storage *addrs, size_t *n,
 	return got > 0 ? 0 : -1;
 }
 
+static char *trust;	/* AGENT_LANED_TEST_TRUST */
+
 static void
 hook(struct proxy *px)
 {
-	proxy_set_test_resolver(px, resolve, NULL);
+	if (nmaps > 0)
+		proxy_set_test_resolver(px, resolve, NULL);
+	/* A trust store that cannot be loaded is no reason to trust more. */
+	if (trust != NULL && proxy_set_test_trust(px, trust) != 0)
+		fatalx("AGENT_LANED_TEST_TRUST: cannot load %s", trust);
 }
 
 void
 testhooks_init(struct laned *d)
 {
 	const char *env = getenv("AGENT_LANED_TEST_RESOLVE");
+	const char *tenv = getenv("AGENT_LANED_TEST_TRUST");
 	char buf[4096], *tok, *save = NULL;
 
+	if (tenv != NULL && tenv[0] != '\0') {
+		trust = xstrdup(tenv);
+		log_warnx("TEST BUILD: lane proxies verify upstreams against %s "
+		    "(AGENT_LANED_TEST_TRUST), not the system trust store",
+		    trust);
+		d->proxy_hook = hook;
+	}
 	if (env == NULL || env[0] == '\0')
 		return;
 	if (strlen(env) >= sizeof buf)

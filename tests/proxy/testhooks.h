@@ -13,6 +13,11 @@ struct laned;
  * the rebinding vetting), which is how a test reaches its own loopback
  * server by name. NAME=!ADDR is an answer that is vetted like DNS (a test
  * of the rebinding refusal). Names not in the table have no address.
+ *
+ * AGENT_LANED_TEST_TRUST=/path/ca.pem: lane proxies verify intercepted
+ * upstreams against the CA certificates in that file instead of the
+ * system trust store (a loopback upstream with its own test CA stands in
+ * for a real host); the daemon stops if it cannot be loaded.
  */
 void testhooks_init(struct laned *);
 

@@ -1,0 +1,122 @@
+/*
+ * What proxy.c (connections, heads, resolving, splicing) and proxytls.c
+ * (interception, request relay) share. Private to the two.
+ */
+#ifndef LANED_PROXYINT_H
+#define LANED_PROXYINT_H
+
+#include <sys/queue.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proxy.h"
+#include "proxyreq.h"
+#include "proxysecret.h"
+
+struct bufferevent;
+struct event;
+struct evconnlistener;
+struct evdns_getaddrinfo_request;
+typedef struct ssl_ctx_st SSL_CTX;
+
+/* Per-direction buffering: reads from one side stop above this much. */
+#define SPLICE_HIGH	(256 * 1024)
+#define SPLICE_LOW	(64 * 1024)
+
+/*
+ * PS_UPTLS and PS_CLITLS are the two handshakes of an intercepted CONNECT
+ * (proxytls.c), upstream first; PS_HTTP relays parsed requests one by one
+ * (intercepted, or the one request of a plain http:// connection) and the
+ * responses as they come.
+ */
+enum pstate {
+	PS_HEAD, PS_RESOLVE, PS_CONNECT, PS_UPTLS, PS_CLITLS, PS_HTTP,
+	PS_SPLICE, PS_CLOSING,
+};
+
+/* Where a PS_HTTP connection is in its current request. */
+enum rqstate { RQ_HEAD, RQ_BODY, RQ_DONE };
+
+struct pconn {
+	TAILQ_ENTRY(pconn) entry;
+	struct proxy *px;
+	enum pstate st;
+	struct bufferevent *cli, *up;
+	struct event *idle;
+	struct evdns_getaddrinfo_request *dnsreq;
+	struct proxyreq req;
+	char *fwd;		/* rewritten head of an http:// request */
+	size_t fwdlen;
+	uint64_t bytes;
+	char what[PROXYREQ_HOST_MAX + 32];	/* "CONNECT host:443" */
+	/* Interception and request relay (proxytls.c). */
+	bool intercept;		/* CONNECT to a host of a secret */
+	enum rqstate rq;
+	struct event *deadline;	/* a keep-alive request's head deadline */
+	struct proxyreq rreq;	/* the request being relayed */
+	struct proxyreq_body body;
+	struct proxysecret_scan scan;
+	proxysecret_mask used;	/* secrets recorded as used */
+};
+
+TAILQ_HEAD(pconn_list, pconn);
+
+struct proxy {
+	struct event_base *base;
+	struct evdns_base *dns;
+	struct evconnlistener *lis;
+	/* Out of descriptors: the listener rests, this timer wakes it. */
+	struct event *accept_pause;
+	int64_t accept_logged_ms;	/* last log line about it */
+	uint64_t accept_pauses;		/* since that line */
+	uint16_t port;
+	struct proxy_policy pol;
+	struct proxy_limits lim;
+	proxy_record_fn *record;
+	void *record_arg;
+	proxy_resolve_fn *test_resolve;
+	void *test_arg;
+	const struct secret_set *secrets;	/* borrowed, see proxy.h */
+	struct tlsca *ca;			/* borrowed */
+	SSL_CTX *sctx, *cctx;		/* guest and upstream sides, made lazily */
+	char *test_cafile;		/* proxy_set_test_trust */
+	struct pconn_list conns;
+	size_t nconns;
+	size_t nheads;		/* connections still in PS_HEAD */
+	uint64_t bytes;
+	/* Record rate: a window of one minute and what it dropped. */
+	int64_t window_start;
+	uint32_t window_count;
+	uint64_t suppressed;
+};
+
+void pconn_free(struct pconn *);
+void pconn_state(struct pconn *, enum pstate);
+/* False: c is freed. */
+bool pconn_enable(struct pconn *, struct bufferevent *, short what);
+bool pconn_timer(struct pconn *, uint64_t ms);
+bool idle_touch(struct pconn *);
+uint64_t head_ms(const struct proxy *);
+/* Answers status on the client side (plain or TLS) and closes. */
+void pconn_refuse(struct pconn *, int status, const char *reason);
+/* Opaque bytes src -> dst within the caps; false: c is freed or closing. */
+bool splice_move(struct pconn *, struct bufferevent *src,
+    struct bufferevent *dst);
+void splice_write_cb(struct bufferevent *, void *);
+void px_record(struct proxy *, const char *event, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* proxytls.c */
+/* Upstream TCP is up for an intercepted CONNECT: start its TLS. */
+void ptls_upstream(struct pconn *);
+/* Upstream is up for a plain http:// request: send it, relay its body. */
+void phttp_start_plain(struct pconn *);
+/*
+ * Checks a head parsed by proxyreq_parse for placeholders sent to a host
+ * not theirs; false: refused (c is closing).
+ */
+bool phttp_check_proxy_head(struct pconn *, const char *head);
+void ptls_idle(struct pconn *);
+void ptls_free(struct proxy *);
+
+#endif

@@ -1,0 +1,616 @@
+/*
+ * The lane proxy's interception and request relay (see proxy.h and
+ * proxyint.h).
+ *
+ * A CONNECT to a host of one of the lane's secrets goes:
+ *   PS_CONNECT  TCP to the vetted address (proxy.c);
+ *   PS_UPTLS    TLS to it, verified against the host's trust store with a
+ *               name check and SNI for the CONNECT target: no fallback, so
+ *               a bad certificate is a 502 to the CONNECT itself;
+ *   PS_CLITLS   then "200 Connection Established", and TLS with the guest
+ *               under a leaf of the lane CA for the target; its SNI must be
+ *               the target too;
+ *   PS_HTTP     each request head is parsed (proxyreq_parse_origin), its
+ *               Host must name the target, and placeholders are checked and
+ *               swapped (proxysecret_head); its body is relayed as it came,
+ *               framed (proxyreq_body_feed) so that the next request is
+ *               found, and scanned. Responses go back as they arrive: never
+ *               parsed, buffered or rewritten.
+ * A plain http:// request (proxy.c parsed it) enters PS_HTTP too, for its
+ * body only: one request per connection.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include "log.h"
+#include "proxyint.h"
+#include "secret.h"
+#include "tlsca.h"
+#include "tls.h"
+#include "util.h"
+#include "wire.h"
+
+static const char established[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
+
+static void http_pump(struct pconn *);
+static void deadline_cb(evutil_socket_t, short, void *);
+
+static const char *
+secret_name(const struct proxy *px, int i)
+{
+	return px->secrets->v[i].name;
+}
+
+/* Both contexts, made at the first interception. */
+static bool
+ptls_ctx(struct proxy *px, char *err, size_t errlen)
+{
+	if (px->sctx == NULL && (px->sctx = tls_server_ctx(err, errlen)) ==
+	    NULL)
+		return false;
+	if (px->cctx == NULL && (px->cctx = tls_client_ctx(px->test_cafile,
+	    err, errlen)) == NULL)
+		return false;
+	return true;
+}
+
+void
+ptls_free(struct proxy *px)
+{
+	SSL_CTX_free(px->sctx);
+	SSL_CTX_free(px->cctx);
+	free(px->test_cafile);
+	px->sctx = px->cctx = NULL;
+	px->test_cafile = NULL;
+}
+
+/*
+ * Moves the socket of a plain bufferevent (both its buffers empty) under
+ * TLS. A socket-based TLS bufferevent rather than a filter: its output is
+ * empty only once the records are in the kernel, so "close once written"
+ * still delivers a last answer. Out of memory is fatal, as for xmalloc:
+ * libevent has then freed ssl already.
+ */
+static struct bufferevent *
+ptls_wrap(struct pconn *c, struct bufferevent **bevp, SSL *ssl,
+    enum bufferevent_ssl_state st)
+{
+	evutil_socket_t fd = bufferevent_getfd(*bevp);
+	struct bufferevent *t;
+
+	/* Detached first, so that freeing the old one does not close it. */
+	if (bufferevent_setfd(*bevp, -1) != 0)
+		fatalx("proxy: bufferevent_setfd failed");
+	bufferevent_free(*bevp);
+	*bevp = NULL;
+	t = bufferevent_openssl_socket_new(c->px->base, fd, ssl, st,
+	    BEV_OPT_CLOSE_ON_FREE);
+	if (t == NULL)
+		fatalx("proxy: bufferevent_openssl_socket_new: out of memory");
+	/* OpenSSL 3 reports a peer's missing close_notify as an error. */
+	bufferevent_openssl_set_allow_dirty_shutdown(t, 1);
+	*bevp = t;
+	return t;
+}
+
+static const char *
+ptls_failure(struct bufferevent *bev, char *buf, size_t len)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(bev);
+	unsigned long e = bufferevent_get_openssl_error(bev);
+	long v = ssl != NULL ? SSL_get_verify_result(ssl) : X509_V_OK;
+
+	if (v != X509_V_OK)
+		snprintf(buf, len, "certificate not verified: %s",
+		    X509_verify_cert_error_string(v));
+	else if (e != 0)
+		tls_error(e, buf, len);
+	else
+		snprintf(buf, len, "%s", EVUTIL_SOCKET_ERROR() != 0 ?
+		    evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()) :
+		    "connection closed");
+	return buf;
+}
+
+/* ---- The guest's side of the interception ---- */
+
+static void http_read_cb(struct bufferevent *, void *);
+static void http_write_cb(struct bufferevent *, void *);
+static void http_event_cb(struct bufferevent *, short, void *);
+
+static void
+http_enter(struct pconn *c)
+{
+	pconn_state(c, PS_HTTP);
+	bufferevent_setwatermark(c->cli, EV_READ, 0, c->px->lim.max_header_bytes >
+	    SPLICE_HIGH ? c->px->lim.max_header_bytes : SPLICE_HIGH);
+	bufferevent_setwatermark(c->up, EV_READ, 0, SPLICE_HIGH);
+	bufferevent_setwatermark(c->cli, EV_WRITE, SPLICE_LOW, 0);
+	bufferevent_setwatermark(c->up, EV_WRITE, SPLICE_LOW, 0);
+	bufferevent_setcb(c->cli, http_read_cb, http_write_cb, http_event_cb, c);
+	bufferevent_setcb(c->up, http_read_cb, http_write_cb, http_event_cb, c);
+	if (!idle_touch(c) || !pconn_enable(c, c->up, EV_READ | EV_WRITE) ||
+	    !pconn_enable(c, c->cli, EV_READ | EV_WRITE))
+		return;
+	http_pump(c);
+}
+
+/* The guest's SNI must name the CONNECT target (trailing dot aside). */
+static bool
+sni_matches(struct pconn *c)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(c->cli);
+	const char *sni = ssl != NULL ?
+	    SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) : NULL;
+	size_t n;
+
+	if (sni == NULL) {
+		px_record(c->px, "proxy-deny", "%s: the guest sent no TLS "
+		    "server name", c->what);
+		return false;
+	}
+	n = strlen(sni);
+	if (n > 0 && sni[n - 1] == '.')
+		n--;
+	if (n != strlen(c->req.host) || strncasecmp(sni, c->req.host, n) != 0) {
+		char s[PROXYREQ_HOST_MAX + 1];
+		str_copy(s, sni, sizeof(s));
+		str_sanitize_ascii(s);
+		px_record(c->px, "proxy-deny", "%s: TLS server name %s is not "
+		    "the CONNECT target", c->what, s);
+		return false;
+	}
+	return true;
+}
+
+static void
+clitls_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+	char e[200];
+
+	if (c->st != PS_CLITLS)
+		return;
+	if (what & BEV_EVENT_CONNECTED) {
+		if (!sni_matches(c)) {
+			pconn_refuse(c, 421, "TLS server name does not match "
+			    "the CONNECT target");
+			return;
+		}
+		http_enter(c);
+		return;
+	}
+	/* A guest that does not trust the lane CA ends up here. */
+	px_record(c->px, "proxy-fail", "%s: TLS with the guest failed: %s",
+	    c->what, ptls_failure(bev, e, sizeof(e)));
+	pconn_free(c);
+}
+
+/* Upstream verified: answer the CONNECT and take the guest's TLS. */
+static void
+clitls_start(struct pconn *c)
+{
+	struct proxy *px = c->px;
+	enum tlsca_err te;
+	SSL *ssl;
+
+	if ((ssl = SSL_new(px->sctx)) == NULL) {
+		pconn_refuse(c, 502, "TLS set-up failed");
+		return;
+	}
+	if ((te = tlsca_use_leaf(px->ca, c->req.host, ssl)) != TLSCA_OK) {
+		SSL_free(ssl);
+		px_record(px, te == TLSCA_FULL ? "proxy-limit" : "proxy-fail",
+		    "%s: %s", c->what, tlsca_strerror(te));
+		pconn_refuse(c, te == TLSCA_FULL ? 503 : 502,
+		    tlsca_strerror(te));
+		return;
+	}
+	/*
+	 * A client waits for this answer before its TLS hello: bytes already
+	 * there would be read by no one, so they are refused.
+	 */
+	if (evbuffer_get_length(bufferevent_get_input(c->cli)) > 0 ||
+	    evbuffer_get_length(bufferevent_get_output(c->cli)) > 0) {
+		SSL_free(ssl);
+		px_record(px, "proxy-deny", "%s: bytes sent before the tunnel "
+		    "was established", c->what);
+		pconn_refuse(c, 400, "bytes before the CONNECT answer");
+		return;
+	}
+	/* The socket is fresh and its buffer empty: the answer fits. */
+	if (send(bufferevent_getfd(c->cli), established,
+	    sizeof(established) - 1, 0) != (ssize_t)sizeof(established) - 1) {
+		SSL_free(ssl);
+		pconn_free(c);
+		return;
+	}
+	pconn_state(c, PS_CLITLS);
+	ptls_wrap(c, &c->cli, ssl, BUFFEREVENT_SSL_ACCEPTING);
+	bufferevent_setcb(c->cli, NULL, NULL, clitls_event_cb, c);
+	/* The guest has the head deadline to shake hands. */
+	if (pconn_timer(c, head_ms(px)))
+		(void)pconn_enable(c, c->cli, EV_READ | EV_WRITE);
+}
+
+/* ---- The upstream side ---- */
+
+static void
+uptls_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+	char e[200];
+
+	if (c->st != PS_UPTLS)
+		return;
+	if ((what & BEV_EVENT_CONNECTED) &&
+	    SSL_get_verify_result(bufferevent_openssl_get_ssl(bev)) ==
+	    X509_V_OK) {
+		/* No reads until the guest's side is up: they wait in its buffer. */
+		(void)bufferevent_disable(c->up, EV_READ);
+		bufferevent_setwatermark(c->up, EV_READ, 0, SPLICE_HIGH);
+		bufferevent_setcb(c->up, NULL, NULL, http_event_cb, c);
+		clitls_start(c);
+		return;
+	}
+	px_record(c->px, "proxy-fail", "%s: upstream TLS refused: %s", c->what,
+	    ptls_failure(bev, e, sizeof(e)));
+	pconn_refuse(c, 502, "upstream TLS failed (certificate or name)");
+}
+
+void
+ptls_upstream(struct pconn *c)
+{
+	struct proxy *px = c->px;
+	char err[256];
+	SSL *ssl;
+
+	if (px->ca == NULL || !ptls_ctx(px, err, sizeof(err))) {
+		px_record(px, "proxy-fail", "%s: %s", c->what, px->ca == NULL ?
+		    "the lane has no CA" : err);
+		pconn_refuse(c, 502, "cannot intercept");
+		return;
+	}
+	if ((ssl = SSL_new(px->cctx)) == NULL ||
+	    tls_client_host(ssl, c->req.host) == -1) {
+		SSL_free(ssl);
+		pconn_refuse(c, 502, "TLS set-up failed");
+		return;
+	}
+	pconn_state(c, PS_UPTLS);
+	ptls_wrap(c, &c->up, ssl, BUFFEREVENT_SSL_CONNECTING);
+	bufferevent_setcb(c->up, NULL, NULL, uptls_event_cb, c);
+	/* The connect timer, armed when the head was read, still runs. */
+	(void)pconn_enable(c, c->up, EV_READ | EV_WRITE);
+}
+
+void
+ptls_idle(struct pconn *c)
+{
+	if (c->st == PS_CLITLS)
+		px_record(c->px, "proxy-fail", "%s: the guest did not finish "
+		    "its TLS handshake in time", c->what);
+	pconn_free(c);
+}
+
+/* ---- Requests ---- */
+
+bool
+phttp_check_proxy_head(struct pconn *c, const char *head)
+{
+	struct proxysecret_head h;
+
+	if (proxysecret_head(c->px->secrets, head, &c->req, c->req.host, false,
+	    false, &h) == 0)
+		return true;
+	px_record(c->px, "secret-refused", "secret %s sent to %s: refused",
+	    secret_name(c->px, h.refused), c->req.host);
+	pconn_refuse(c, 403, "a secret's placeholder for another host");
+	return false;
+}
+
+void
+phttp_start_plain(struct pconn *c)
+{
+	if (bufferevent_write(c->up, c->fwd, c->fwdlen) != 0) {
+		pconn_free(c);
+		return;
+	}
+	c->bytes += c->fwdlen;
+	c->px->bytes += c->fwdlen;
+	c->rreq = c->req;
+	proxyreq_body_init(&c->body, &c->rreq);
+	memset(&c->scan, 0, sizeof(c->scan));
+	c->rq = RQ_BODY;
+	http_enter(c);
+}
+
+static void
+scan_cb(void *arg, const uint8_t *p, size_t n)
+{
+	struct pconn *c = arg;
+
+	proxysecret_scan(c->px->secrets, &c->scan, p, n);
+}
+
+/* The body ended: placeholders seen in it to hosts not theirs, recorded. */
+static void
+body_end(struct pconn *c)
+{
+	const struct secret_set *set = c->px->secrets;
+
+	for (size_t i = 0; set != NULL && i < set->n; i++)
+		if ((c->scan.found & ((proxysecret_mask)1 << i)) &&
+		    !secret_host_match(&set->v[i], c->req.host))
+			px_record(c->px, "secret-body", "secret %s seen in a "
+			    "request body to %s: recorded", set->v[i].name,
+			    c->req.host);
+	memset(&c->scan, 0, sizeof(c->scan));
+	c->rq = c->rreq.close || !c->intercept ? RQ_DONE : RQ_HEAD;
+}
+
+/* Counts n bytes against the caps; false: over (c is closing or freed). */
+static bool
+http_count(struct pconn *c, size_t n)
+{
+	struct proxy *px = c->px;
+
+	if (c->bytes + n > px->lim.max_conn_bytes ||
+	    px->bytes + n > px->lim.max_lane_bytes) {
+		px_record(px, "proxy-limit", "%s: closed at %llu bytes (%s cap)",
+		    c->what, (unsigned long long)c->bytes,
+		    c->bytes + n > px->lim.max_conn_bytes ? "connection" :
+		    "lane");
+		pconn_free(c);
+		return false;
+	}
+	c->bytes += n;
+	px->bytes += n;
+	return true;
+}
+
+/* One request head of an intercepted connection; false: c is closing. */
+static bool
+http_head(struct pconn *c, const char *buf, size_t hl)
+{
+	struct proxy *px = c->px;
+	struct proxysecret_head h;
+	const char *why;
+	int st;
+
+	if ((st = proxyreq_parse_origin(buf, hl, &c->rreq, &why)) != 0) {
+		px_record(px, "proxy-deny", "%s: bad request: %s", c->what, why);
+		pconn_refuse(c, st, why);
+		return false;
+	}
+	/* Decided on the CONNECT target; Host must only agree with it. */
+	if (strcmp(c->rreq.host, c->req.host) != 0 ||
+	    (c->rreq.host_port && c->rreq.port != c->req.port)) {
+		px_record(px, "proxy-deny", "%s: Host %s is not the CONNECT "
+		    "target", c->what, c->rreq.host);
+		pconn_refuse(c, 421, "Host does not match the CONNECT target");
+		return false;
+	}
+	st = proxysecret_head(px->secrets, buf, &c->rreq, c->req.host, true,
+	    true, &h);
+	if (st == 403) {
+		px_record(px, "secret-refused", "secret %s sent to %s: refused",
+		    secret_name(px, h.refused), c->req.host);
+		pconn_refuse(c, 403, "a secret's placeholder for another host");
+		return false;
+	}
+	if (st != 0) {
+		px_record(px, "proxy-deny", "%s: request head over %d bytes with "
+		    "its values", c->what, PROXYSECRET_HEAD_MAX);
+		pconn_refuse(c, 431, "request head too large");
+		return false;
+	}
+	for (size_t i = 0; i < px->secrets->n; i++)
+		if ((h.used & ~c->used) & ((proxysecret_mask)1 << i))
+			px_record(px, "secret-use", "secret %s used for %s",
+			    secret_name(px, (int)i), c->req.host);
+	c->used |= h.used;
+	st = http_count(c, h.len) ? evbuffer_add(bufferevent_get_output(c->up),
+	    h.out, h.len) : 1;
+	wire_wipe(h.out, h.len);
+	free(h.out);
+	if (st == 1)
+		return false;
+	if (st != 0) {
+		pconn_free(c);
+		return false;
+	}
+	proxyreq_body_init(&c->body, &c->rreq);
+	c->rq = RQ_BODY;
+	return true;
+}
+
+/* The head in front of in, if whole; false: c is closing or freed. */
+static bool
+http_take_head(struct pconn *c, struct evbuffer *in)
+{
+	struct proxy *px = c->px;
+	size_t avail = evbuffer_get_length(in), take, hl;
+	struct timeval tv = tv_from_ms(head_ms(px));
+	char *buf;
+
+	/* A fixed deadline from the head's first byte, as at accept. */
+	if (!evtimer_pending(c->deadline, NULL) &&
+	    evtimer_add(c->deadline, &tv) != 0) {
+		pconn_free(c);
+		return false;
+	}
+	take = avail < px->lim.max_header_bytes ? avail :
+	    px->lim.max_header_bytes;
+	if ((buf = (char *)evbuffer_pullup(in, (ev_ssize_t)take)) == NULL) {
+		pconn_free(c);
+		return false;
+	}
+	if ((hl = proxyreq_head_len(buf, take)) == 0) {
+		if (avail >= px->lim.max_header_bytes) {
+			px_record(px, "proxy-deny", "%s: request head over %u "
+			    "bytes", c->what, px->lim.max_header_bytes);
+			pconn_refuse(c, 431, "request head too large");
+		}
+		return false;
+	}
+	(void)evtimer_del(c->deadline);
+	if (!http_head(c, buf, hl))
+		return false;
+	/* Heads with values in them: the copy freed with the chain is wiped. */
+	wire_wipe(buf, hl);
+	evbuffer_drain(in, hl);
+	return true;
+}
+
+/* Relays what the body framing says is body; false: stop for now. */
+static bool
+http_body(struct pconn *c, struct evbuffer *in)
+{
+	struct evbuffer *out = bufferevent_get_output(c->up);
+	struct evbuffer_iovec v;
+	size_t n;
+
+	if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
+		return false;
+	n = proxyreq_body_feed(&c->body, v.iov_base, v.iov_len, scan_cb, c);
+	if (c->body.bad) {
+		px_record(c->px, "proxy-deny", "%s: bad request body: %s",
+		    c->what, c->body.why);
+		pconn_refuse(c, 400, c->body.why);
+		return false;
+	}
+	if (n > 0 && !http_count(c, n))
+		return false;
+	if (n > 0 && evbuffer_remove_buffer(in, out, n) != (int)n) {
+		pconn_free(c);
+		return false;
+	}
+	if (proxyreq_body_done(&c->body))
+		body_end(c);
+	return true;
+}
+
+static void
+deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st != PS_HTTP || c->rq != RQ_HEAD)
+		return;
+	px_record(c->px, "proxy-deny", "%s: request head not complete within "
+	    "%llu ms", c->what, (unsigned long long)head_ms(c->px));
+	pconn_refuse(c, 408, "request timeout");
+}
+
+static void
+http_pump(struct pconn *c)
+{
+	struct evbuffer *in = bufferevent_get_input(c->cli);
+
+	if (c->deadline == NULL &&
+	    (c->deadline = evtimer_new(c->px->base, deadline_cb, c)) == NULL) {
+		pconn_free(c);
+		return;
+	}
+	while (c->st == PS_HTTP && evbuffer_get_length(in) > 0) {
+		if (evbuffer_get_length(bufferevent_get_output(c->up)) >=
+		    SPLICE_HIGH) {
+			(void)bufferevent_disable(c->cli, EV_READ);
+			return;
+		}
+		if (c->rq == RQ_DONE) {
+			/* After a last request nothing more goes upstream. */
+			evbuffer_drain(in, evbuffer_get_length(in));
+			return;
+		}
+		if (!idle_touch(c))
+			return;
+		if (c->rq == RQ_HEAD ? !http_take_head(c, in) :
+		    !http_body(c, in))
+			return;
+	}
+}
+
+static void
+http_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st != PS_HTTP)
+		return;
+	if (bev == c->cli)
+		http_pump(c);
+	else
+		(void)splice_move(c, c->up, c->cli);	/* responses: as they come */
+}
+
+/* A side drained below its low watermark: the other may read again. */
+static void
+http_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct pconn *c = arg;
+
+	if (c->st == PS_CLOSING) {
+		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+			pconn_free(c);
+		return;
+	}
+	if (c->st != PS_HTTP)
+		return;
+	if (bev == c->up) {
+		/* What the guest sent meanwhile waits in its input. */
+		if (pconn_enable(c, c->cli, EV_READ))
+			http_pump(c);
+	} else
+		(void)pconn_enable(c, c->up, EV_READ);
+}
+
+/*
+ * One side ended. Upstream's last bytes still go to the guest; the guest's
+ * unparsed bytes never go upstream (they are no whole request).
+ */
+static void
+http_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct pconn *c = arg;
+	struct bufferevent *other;
+
+	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) == 0)
+		return;
+	if (c->st != PS_HTTP) {
+		pconn_free(c);
+		return;
+	}
+	if (bev == c->up && !splice_move(c, c->up, c->cli))
+		return;
+	if (c->st == PS_CLOSING)
+		return;
+	other = bev == c->cli ? c->up : c->cli;
+	pconn_state(c, PS_CLOSING);
+	bufferevent_free(bev);
+	if (bev == c->cli)
+		c->cli = NULL;
+	else
+		c->up = NULL;
+	if (evbuffer_get_length(bufferevent_get_output(other)) == 0) {
+		pconn_free(c);
+		return;
+	}
+	(void)bufferevent_disable(other, EV_READ);
+	bufferevent_setwatermark(other, EV_WRITE, 0, 0);
+	(void)pconn_enable(c, other, EV_WRITE);
+}

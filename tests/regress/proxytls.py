@@ -1,0 +1,535 @@
+"""The lane proxy's TLS interception and secrets, on loopback (issue 17).
+
+al-proxy-harness runs one lane proxy with secrets and a lane CA. Loopback
+TLS upstreams with certificates of their own test CA (made here with
+openssl(1)) stand in for api.anthropic.com: the harness trusts that CA
+(--upstream-ca, a test-only override) and resolves the test names to
+127.0.0.1 (--trust). Clients trust the lane CA alone (--ca-out), strictly.
+Each check prints one TAP line.
+"""
+import base64
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HARNESS = sys.argv[1]
+n = 0
+failed = 0
+
+
+def report(ok, what):
+    global n, failed
+    n += 1
+    if not ok:
+        failed += 1
+    print(("ok" if ok else "not ok") + " %d - %s" % (n, what), flush=True)
+
+
+TMP = tempfile.mkdtemp(prefix="al-ptls.")
+PH = "AGENTLANE_PH_" + "a1b2c3d4e5f60718293a4b5c6d7e8f90"
+PH_B = "AGENTLANE_PH_" + "ffeeddccbbaa99887766554433221100"
+VALUE = "sk-ant-REAL-value-0123456789"
+VALUE_B = "ghp_REALtokenB0123456789"
+
+
+def openssl(*args):
+    subprocess.run(["openssl"] + list(args), check=True, cwd=TMP,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_certs():
+    """A test CA, leaves it signs, and a self-signed leaf."""
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=Test Upstream CA",
+            "-addext", "basicConstraints=critical,CA:TRUE",
+            "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    for name, san in (("good", "api.anthropic.test,DNS:b.anthropic.test,DNS:open.test"),
+                      ("wrongname", "other.example")):
+        openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                "-nodes", "-keyout", name + ".key", "-out", name + ".csr",
+                "-subj", "/CN=" + san.split(",")[0])
+        with open(os.path.join(TMP, name + ".ext"), "w") as f:
+            f.write("subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n"
+                    "basicConstraints=critical,CA:FALSE\n" % san)
+        openssl("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey",
+                "ca.key", "-CAcreateserial", "-out", name + ".pem", "-days", "1",
+                "-extfile", name + ".ext")
+    openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+            "-nodes", "-keyout", "self.key", "-out", "self.pem", "-days", "1",
+            "-subj", "/CN=api.anthropic.test",
+            "-addext", "subjectAltName=DNS:api.anthropic.test")
+
+
+class Upstream:
+    """A loopback HTTPS/1.1 server: keep-alive, Content-Length and chunked
+    request bodies, 100-continue, and /stream (server-sent events, paced by
+    the test). It records each request as (head dict, body bytes)."""
+
+    def __init__(self, cert, tls=True):
+        self.requests = []
+        self.alpn = []
+        self.lock = threading.Lock()
+        self.go = threading.Event()
+        self.ctx = None
+        if tls:
+            self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            self.ctx.load_cert_chain(os.path.join(TMP, cert + ".pem"),
+                                     os.path.join(TMP, cert + ".key"))
+            self.ctx.set_alpn_protocols(["h2", "http/1.1"])
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(64)
+        self.port = self.s.getsockname()[1]
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            c, _ = self.s.accept()
+            threading.Thread(target=self._serve, args=(c,), daemon=True).start()
+
+    def _serve(self, c):
+        try:
+            if self.ctx is not None:
+                c = self.ctx.wrap_socket(c, server_side=True)
+                with self.lock:
+                    self.alpn.append(c.selected_alpn_protocol())
+            f = c.makefile("rb")
+            while self._one(c, f):
+                pass
+        except (OSError, ssl.SSLError, ValueError):
+            pass
+        try:
+            c.close()
+        except OSError:
+            pass
+
+    def _one(self, c, f):
+        line = f.readline()
+        if not line:
+            return False
+        head = {"_line": line.decode().rstrip("\r\n")}
+        while True:
+            h = f.readline().decode()
+            if h in ("\r\n", ""):
+                break
+            k, v = h.split(":", 1)
+            head.setdefault(k.strip().lower(), []).append(v.strip())
+        if head.get("expect") == ["100-continue"]:
+            c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        body = b""
+        if "content-length" in head:
+            body = f.read(int(head["content-length"][0]))
+        elif head.get("transfer-encoding") == ["chunked"]:
+            while True:
+                size = int(f.readline().split(b";")[0], 16)
+                if size == 0:
+                    while f.readline() not in (b"\r\n", b""):
+                        pass
+                    break
+                body += f.read(size)
+                f.readline()
+        with self.lock:
+            self.requests.append((head, body))
+        path = head["_line"].split()[1]
+        if path.startswith("/stream"):
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      b"Transfer-Encoding: chunked\r\n\r\n")
+            ev = b"data: first\n\n"
+            c.sendall(b"%x\r\n%s\r\n" % (len(ev), ev))
+            # The second event only once the client saw the first: a proxy
+            # that buffers the response never gets there.
+            self.go.wait(5)
+            ev = b"data: second\n\n"
+            c.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(ev), ev))
+        else:
+            msg = b"ok %d" % len(self.requests)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(msg), msg))
+        return "close" not in head.get("connection", [""])[0]
+
+    def last(self):
+        with self.lock:
+            return self.requests[-1] if self.requests else ({}, b"")
+
+
+make_certs()
+GOOD = Upstream("good")
+SELF = Upstream("self")
+WRONG = Upstream("wrongname")
+PLAIN = Upstream(None, tls=False)
+PORTS = ",".join(str(u.port) for u in (GOOD, SELF, WRONG, PLAIN))
+LANE_CA = os.path.join(TMP, "lane-ca.pem")
+
+
+class Harness:
+    def __init__(self, *args):
+        self.p = subprocess.Popen(
+            [HARNESS, "--connect-ports", PORTS, "--http-ports", PORTS,
+             "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
+             "--trust", "api.anthropic.test=127.0.0.1",
+             "--trust", "b.anthropic.test=127.0.0.1",
+             "--trust", "other.test=127.0.0.1", "--allow", "other.test",
+             "--trust", "open.test=127.0.0.1",
+             "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE),
+             "--secret", "GH_TOKEN=%s=%s@github.test" % (PH_B, VALUE_B)] + list(args),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        assert line.startswith("port "), line
+        self.port = int(line.split()[1])
+        self.events = []
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            with self.lock:
+                self.events.append(line.rstrip("\n"))
+
+    def wait_event(self, needle, timeout=3.0):
+        end = time.time() + timeout
+        while time.time() < end:
+            with self.lock:
+                for e in self.events:
+                    if needle in e:
+                        return e
+            time.sleep(0.02)
+        return None
+
+    def count(self, needle):
+        with self.lock:
+            return sum(1 for e in self.events if needle in e)
+
+    def connect(self, host, port):
+        """CONNECT; returns (socket, status line)."""
+        c = socket.create_connection(("127.0.0.1", self.port), timeout=5)
+        c.sendall(b"CONNECT %s:%d HTTP/1.1\r\nHost: %s\r\n\r\n" % (host.encode(), port, host.encode()))
+        buf = b""
+        while b"\r\n\r\n" not in buf:
+            d = c.recv(1)
+            if not d:
+                break
+            buf += d
+        return c, buf.split(b"\r\n", 1)[0].decode()
+
+    def tls(self, host="api.anthropic.test", port=None, sni=None, strict=True):
+        """An intercepted connection as a guest makes it, trusting the lane
+        CA only; returns the TLS socket."""
+        c, st = self.connect(host, port or GOOD.port)
+        if not st.startswith("HTTP/1.1 200"):
+            c.close()
+            raise OSError("CONNECT: " + st)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        if strict:
+            ctx.load_verify_locations(LANE_CA)
+            ctx.verify_flags |= ssl.VERIFY_X509_STRICT
+        else:
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        t = ctx.wrap_socket(c, server_hostname=sni if sni is not None else host)
+        t.settimeout(5)
+        return t
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=10)
+        self.reader.join(timeout=5)
+        return self.p.returncode
+
+
+def response(t):
+    """Reads one response with a Content-Length body: (status line, body)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = t.recv(4096)
+        if not d:
+            return "", b""
+        buf += d
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    lines = head.decode("latin-1").split("\r\n")
+    length = 0
+    for l in lines[1:]:
+        k, v = l.split(":", 1)
+        if k.strip().lower() == "content-length":
+            length = int(v)
+    while len(rest) < length:
+        d = t.recv(4096)
+        if not d:
+            break
+        rest += d
+    return lines[0], rest[:length]
+
+
+def code(status):
+    parts = status.split()
+    return parts[1] if len(parts) > 1 else ""
+
+
+def req(path="/", headers=(), body=None, host="api.anthropic.test", extra=b""):
+    h = b"GET %s HTTP/1.1\r\nHost: %s\r\n" % (path.encode(), host.encode())
+    if body is not None:
+        h = b"POST" + h[3:] + b"Content-Length: %d\r\n" % len(body)
+    for k, v in headers:
+        h += b"%s: %s\r\n" % (k.encode(), v.encode())
+    return h + extra + b"\r\n" + (body or b"")
+
+
+h = Harness()
+
+# ---- The lane CA's leaf, trusted strictly, and ALPN ----------------------
+t = h.tls()
+cert = t.getpeercert()
+report(("DNS", "api.anthropic.test") in cert.get("subjectAltName", ()) and
+       "Agent Lane CA" in str(cert.get("issuer")),
+       "a client that trusts only the lane CA (strict) gets a leaf for the host (%s)" %
+       (cert.get("subjectAltName"),))
+report(t.selected_alpn_protocol() == "http/1.1",
+       "ALPN to the guest is http/1.1 (offered h2 too): %s" % t.selected_alpn_protocol())
+
+# ---- Replacement: x-api-key, Bearer, Basic ------------------------------
+t.sendall(req("/v1/messages", [("x-api-key", PH)]))
+st, body = response(t)
+hd, _ = GOOD.last()
+report(code(st) == "200" and hd.get("x-api-key") == [VALUE],
+       "x-api-key: placeholder is replaced; the upstream sees the real value (%s)" % st)
+report(VALUE.encode() not in body, "and the guest's response does not hold it")
+report(GOOD.alpn and GOOD.alpn[-1] == "http/1.1",
+       "ALPN upstream is http/1.1 only (the upstream offered h2 first): %s" % GOOD.alpn[-1:])
+report(h.wait_event("secret-use secret ANTHROPIC_API_KEY used for api.anthropic.test") is not None,
+       "the use is recorded, by name")
+t.sendall(req("/", [("Authorization", "Bearer " + PH)]))
+st, _ = response(t)
+hd, _ = GOOD.last()
+report(code(st) == "200" and hd.get("authorization") == ["Bearer " + VALUE],
+       "Authorization: Bearer placeholder is replaced (keep-alive request 2)")
+basic = base64.b64encode(("x-access-token:" + PH).encode()).decode()
+t.sendall(req("/", [("Authorization", "Basic " + basic)]))
+st, _ = response(t)
+hd, _ = GOOD.last()
+got = base64.b64decode(hd.get("authorization", ["Basic "])[0][6:]).decode()
+report(code(st) == "200" and got == "x-access-token:" + VALUE,
+       "the password of a decoded Authorization: Basic is replaced (%s)" % got.split(":")[0])
+report(h.count("secret-use") == 1, "one use record per connection and secret (%d)" % h.count("secret-use"))
+
+# ---- Never elsewhere: request line, non-whole values, bodies -------------
+t.sendall(req("/q?key=" + PH, [("x-note", "prefix-" + PH), ("Cookie", "k=" + PH)],
+              body=b'{"key": "%s"}' % PH.encode()))
+st, _ = response(t)
+hd, bd = GOOD.last()
+report(code(st) == "200" and PH in hd["_line"] and hd.get("x-note") == ["prefix-" + PH]
+       and hd.get("cookie") == ["k=" + PH] and bd == b'{"key": "%s"}' % PH.encode(),
+       "the request line, non-whole header values and bodies are never rewritten")
+report(not any(VALUE in str(r) for r in GOOD.requests[-1:]), "no value went anywhere there")
+
+# ---- Framing: pipelined keep-alive, chunked bodies, 100 Continue, SSE ----
+before = len(GOOD.requests)
+t.sendall(req("/p1", [("x-api-key", PH)]) + req("/p2", [("x-api-key", PH)]))
+s1, _ = response(t)
+s2, _ = response(t)
+report(code(s1) == "200" and code(s2) == "200" and len(GOOD.requests) == before + 2 and
+       [r[0].get("x-api-key") for r in GOOD.requests[-2:]] == [[VALUE], [VALUE]],
+       "two pipelined requests in one write are both relayed and replaced")
+chunks = b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n"
+t.sendall(b"POST /chunked HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n\r\n" + chunks)
+st, _ = response(t)
+hd, bd = GOOD.last()
+report(code(st) == "200" and bd == b"hello, world", "a chunked request body is relayed whole (%r)" % bd)
+t.sendall(req("/after-chunked"))
+st, _ = response(t)
+report(code(st) == "200" and GOOD.last()[0]["_line"].startswith("GET /after-chunked"),
+       "and the request after it is found (keep-alive)")
+t.sendall(b"POST /expect HTTP/1.1\r\nHost: api.anthropic.test\r\nContent-Length: 4\r\n"
+          b"Expect: 100-continue\r\n\r\n")
+buf = b""
+while b"\r\n\r\n" not in buf:
+    buf += t.recv(1)
+report(buf.startswith(b"HTTP/1.1 100 Continue"), "100 Continue is relayed before the body (%r)" % buf[:25])
+t.sendall(b"body")
+st, _ = response(t)
+report(code(st) == "200" and GOOD.last()[1] == b"body", "then the body and the final response")
+t.sendall(req("/stream"))
+buf = b""
+while b"data: first" not in buf:
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+report(b"data: first" in buf, "a streamed response's first event arrives before the stream ends")
+GOOD.go.set()
+while not buf.endswith(b"0\r\n\r\n"):
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+report(b"data: second" in buf, "and the rest follows (server-sent events, unbuffered)")
+t.close()
+
+# ---- A placeholder split across two TCP writes --------------------------
+t = h.tls()
+whole = req("/split", [("x-api-key", PH)])
+cut = whole.index(PH.encode()) + 10
+t.sendall(whole[:cut])
+time.sleep(0.2)     # two reads on the proxy's side, not one
+t.sendall(whole[cut:])
+st, _ = response(t)
+report(code(st) == "200" and GOOD.last()[0].get("x-api-key") == [VALUE],
+       "a placeholder split across two TCP writes is still replaced")
+t.close()
+
+# ---- Refusals: the placeholder to a host that is not its secret's -------
+t = h.tls()
+t.sendall(req("/", [("Authorization", "Bearer " + PH_B)]))
+st, body = response(t)
+report(code(st) == "403", "GH_TOKEN's placeholder in a header to api.anthropic.test gets 403 (%s)" % st)
+report(h.wait_event("secret-refused secret GH_TOKEN sent to api.anthropic.test: refused") is not None,
+       "and \"secret GH_TOKEN sent to api.anthropic.test: refused\" is recorded")
+t.close()
+c = socket.create_connection(("127.0.0.1", h.port), timeout=5)
+c.sendall(b"GET http://other.test:%d/x HTTP/1.1\r\nx-api-key: %s\r\n\r\n" % (PLAIN.port, PH.encode()))
+st, _ = response(c)
+report(code(st) == "403" and h.wait_event("secret ANTHROPIC_API_KEY sent to other.test: refused"),
+       "plain HTTP to an unlisted host with the placeholder in a header: 403, recorded (%s)" % st)
+c.close()
+c = socket.create_connection(("127.0.0.1", h.port), timeout=5)
+c.sendall(b"GET http://other.test:%d/?k=%s HTTP/1.1\r\n\r\n" % (PLAIN.port, PH.encode()))
+st, _ = response(c)
+report(code(st) == "403", "in the request line: 403 too (%s)" % st)
+c.close()
+c = socket.create_connection(("127.0.0.1", h.port), timeout=5)
+basic = base64.b64encode(("u:" + PH).encode()).decode()
+c.sendall(b"GET http://other.test:%d/ HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n" % (PLAIN.port, basic.encode()))
+st, _ = response(c)
+report(code(st) == "403", "inside a Basic credential: 403 too (%s)" % st)
+c.close()
+n_before = len(PLAIN.requests)
+body = b'{"history": "...%s..."}' % PH.encode()
+c = socket.create_connection(("127.0.0.1", h.port), timeout=5)
+half = len(body) // 2 + 5
+c.sendall(b"POST http://other.test:%d/b HTTP/1.1\r\nContent-Length: %d\r\n\r\n" % (PLAIN.port, len(body)) + body[:half])
+time.sleep(0.2)
+c.sendall(body[half:])
+st, _ = response(c)
+report(code(st) == "200" and len(PLAIN.requests) == n_before + 1 and PLAIN.last()[1] == body,
+       "in a body (split across writes) it passes unchanged (%s)" % st)
+report(h.wait_event("secret-body secret ANTHROPIC_API_KEY seen in a request body to other.test: recorded") is not None,
+       "and is recorded")
+c.close()
+c, st = h.connect("open.test", GOOD.port)
+c.close()
+report(code(st) == "403", "open.test is in no list: refused outside internet mode (%s)" % st)
+h.close()
+
+# ---- SNI, Host and the target must agree --------------------------------
+h = Harness()
+try:
+    t = h.tls(sni="b.anthropic.test", strict=False)
+    st, _ = response(t)
+    t.close()
+except (OSError, ssl.SSLError) as e:
+    st = str(e)
+report(code(st) == "421" and h.wait_event("TLS server name b.anthropic.test is not the CONNECT target"),
+       "SNI other than the CONNECT target: refused (%s)" % st)
+t = h.tls()
+t.sendall(req("/", [("x-api-key", PH)], host="b.anthropic.test"))
+st, _ = response(t)
+report(code(st) == "421" and h.wait_event("Host b.anthropic.test is not the CONNECT target"),
+       "Host other than the CONNECT target: refused, even for a listed host (%s)" % st)
+t.close()
+n_before = len(GOOD.requests)
+t = h.tls()
+t.sendall(b"GET / HTTP/1.1\r\nHost: api.anthropic.test:1\r\nx-api-key: %s\r\n\r\n" % PH.encode())
+st, _ = response(t)
+report(code(st) == "421" and len(GOOD.requests) == n_before,
+       "Host with another port: refused, nothing sent upstream (%s)" % st)
+t.close()
+
+# ---- The upstream must verify: bad certificate, wrong name --------------
+for up, why in ((SELF, "a self-signed certificate"), (WRONG, "a certificate for another name")):
+    c, st = h.connect("api.anthropic.test", up.port)
+    c.close()
+    report(code(st) == "502" and h.wait_event("api.anthropic.test:%d: upstream TLS refused: certificate not verified" % up.port),
+           "an upstream with %s is refused, never replaced (%s)" % (why, st))
+h.close()
+
+# ---- Bounds: head size, head deadline, certificate cache ----------------
+h = Harness("--max-header", "2048", "--head-ms", "1000", "--max-leaves", "1")
+t = h.tls()
+t.sendall(b"GET / HTTP/1.1\r\nHost: api.anthropic.test\r\nX-Pad: " + b"a" * 4000)
+st, _ = response(t)
+report(code(st) == "431" and h.wait_event("request head over 2048 bytes"),
+       "a head over its bound inside TLS: 431, recorded (%s)" % st)
+t.close()
+t = h.tls()
+t.sendall(req("/first"))
+response(t)
+t0 = time.time()
+t.sendall(b"GET / HTTP/1.1\r\n")
+try:
+    for _ in range(10):
+        t.sendall(b"X")       # dripping: never extends the deadline
+        time.sleep(0.15)
+except OSError:
+    pass
+st, _ = response(t)
+report(code(st) == "408" and time.time() - t0 < 3 and h.wait_event("request head not complete within 1000 ms"),
+       "a slow head of a keep-alive request: 408 at its deadline, recorded (%s)" % st)
+t.close()
+c, st = h.connect("b.anthropic.test", GOOD.port)
+c.close()
+report(code(st) == "503" and h.wait_event("the lane's certificate cache is full"),
+       "a leaf over the cache's bound (max_leaves=1): 503, recorded (%s)" % st)
+t = h.tls()
+t.sendall(req("/"))
+report(code(response(t)[0]) == "200", "the cached host is still served")
+t.close()
+h.close()
+
+# ---- TRACE, and framings with two readings ------------------------------
+h = Harness()
+for bad, want in ((b"TRACE / HTTP/1.1\r\nHost: api.anthropic.test\r\n\r\n", "405"),
+                  (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabc", "400"),
+                  (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", "501"),
+                  (b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "400")):
+    t = h.tls()
+    t.sendall(bad)
+    st, _ = response(t)
+    report(code(st) == want, "%r... is answered %s (%s)" % (bad[:28], want, st))
+    t.close()
+h.close()
+
+# ---- internet mode: hosts without a secret are opaque tunnels -----------
+h = Harness("--internet")
+c, st = h.connect("open.test", GOOD.port)
+ctx = ssl.create_default_context(cafile=os.path.join(TMP, "ca.pem"))
+t = ctx.wrap_socket(c, server_hostname="open.test")
+issuer = str(t.getpeercert().get("issuer"))
+t.sendall(req("/tunnel", [("x-api-key", PH)], host="open.test"))
+st2, _ = response(t)
+report(code(st) == "200" and "Test Upstream CA" in issuer and GOOD.last()[0].get("x-api-key") == [PH],
+       "internet mode: a host without a secret is an opaque tunnel (upstream's own certificate; nothing replaced)")
+t.close()
+h.close()
+
+# ---- The overrides are the test build's only ------------------------------
+def holds(path, text):
+    try:
+        with open(path, "rb") as f:
+            return text in f.read()
+    except OSError:
+        return False
+
+
+report(not holds(sys.argv[2], b"AGENT_LANED_TEST_TRUST") and
+       not holds(sys.argv[2], b"AGENT_LANED_TEST_RESOLVE"),
+       "agent-laned itself has no trust store or resolver override")
+report(holds(sys.argv[3], b"AGENT_LANED_TEST_TRUST"),
+       "the test daemon (agent-laned-test) has the trust store override")
+
+print("# %d checks, %d failed" % (n, failed))
+sys.exit(1 if failed else 0)
