@@ -228,3 +228,46 @@ PN=$(ctl create)
 check_eq "a create without secrets takes it" "$POOLED" "$PN"
 ctl rm "$PS" "$PN" >/dev/null
 stop_daemon
+
+# ---- Through the lane's proxy, driven from the host ----
+# The simulator's guests have no network: a host client plays the guest.
+# The test daemon resolves the test names to a loopback upstream that has
+# its own test CA, which it trusts (tests/proxy/testhooks.c).
+TESTD=$(dirname "$LANED")/tests/agent-laned-test
+UP=$T/up
+mkdir -p "$UP"
+python3 "$(dirname "$0")/secret_upstream.py" "$UP" >"$T/up.ports" 2>"$T/up.err" &
+UPID=$!
+stop_upstream() { kill "$UPID" 2>/dev/null; wait "$UPID" 2>/dev/null; }
+FINISH_HOOK=stop_upstream
+wait_for 20 test -s "$T/up.ports"
+read -r HTTPS_PORT HTTP_PORT <"$T/up.ports"
+AGENT_LANED_TEST_RESOLVE="api.test=127.0.0.1,other.test=127.0.0.1" \
+    AGENT_LANED_TEST_TRUST=$UP/ca.pem LANED=$TESTD \
+    start_daemon --proxy-connect-ports "$HTTPS_PORT" --proxy-http-ports "$HTTP_PORT" || exit 1
+E=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.test)
+EP=$(json "$E" 'l["proxy_port"]')
+PHE=$(guest_var "$E" ANTHROPIC_API_KEY)
+# The lane CA as the guest's trust store gets it: from the lane's YAML.
+sed -n '/BEGIN CERTIFICATE/,/END CERTIFICATE/p' "$(instance_dir "$E")/lima.yaml" |
+    sed 's/^    //' >"$T/laneca.pem"
+via() { curl -sS --max-time 20 --proxy "http://127.0.0.1:$EP" "$@"; }
+OUT=$(via --cacert "$T/laneca.pem" -H "x-api-key: $PHE" "https://api.test:$HTTPS_PORT/v1/messages" 2>&1)
+check_match "a client trusting only the lane CA reaches the secret's host through the proxy" \
+    "hello from the test upstream" "$OUT"
+check_eq "the upstream saw the real value" "api.test:$HTTPS_PORT $KEY" "$(tail -n 1 "$UP/seen" 2>/dev/null)"
+check_nomatch "the client never saw it" "$KEY" "$OUT"
+OUT=$(via -o /dev/null -w '%{http_code}' -H "x-api-key: $PHE" "http://other.test:$HTTP_PORT/" 2>&1)
+check_eq "the placeholder sent to another host is refused" 403 "$OUT"
+check "and never reached it" sh -c "! grep -q '^other.test' '$UP/seen'"
+OUT=$(via --cacert "$UP/ca.pem" "https://other.test:$HTTPS_PORT/" 2>&1)
+check_match "a host without a secret is an opaque tunnel (its own certificate reaches the client)" \
+    "hello from the test upstream" "$OUT"
+EV=$(ctl events "$E")
+check_match "the use is in the lane's events" "secret-use +secret ANTHROPIC_API_KEY used for api.test" "$EV"
+check_match "and the refusal" "secret-refused +secret ANTHROPIC_API_KEY sent to other.test: refused" "$EV"
+check_nomatch "neither holds the value" "$KEY" "$EV"
+check_eq "still no file holds the value" "" "$(files_with "$STATE" "$KEY")"
+ctl rm "$E" >/dev/null
+check "the proxy closed with the lane" sh -c "! curl -s --max-time 5 --proxy http://127.0.0.1:$EP http://other.test:$HTTP_PORT/ >/dev/null 2>&1"
+stop_daemon

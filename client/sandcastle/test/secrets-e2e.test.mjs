@@ -29,10 +29,14 @@ const openssl = (...args) => execFileSync("openssl", args, { cwd: certs, stdio: 
 // A test CA and a leaf for api.anthropic.com: what the loopback upstream shows
 // the proxy, which trusts only this CA (the test daemon's trust override).
 openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-  "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=agent-lane test upstream CA");
+  "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=agent-lane test upstream CA",
+  "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign");
 openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
   "-keyout", "up.key", "-out", "up.csr", "-subj", "/CN=api.anthropic.com");
-fs.writeFileSync(path.join(certs, "ext.cnf"), "subjectAltName=DNS:api.anthropic.com\nextendedKeyUsage=serverAuth\n");
+fs.writeFileSync(
+  path.join(certs, "ext.cnf"),
+  "subjectAltName=DNS:api.anthropic.com\nextendedKeyUsage=serverAuth\nbasicConstraints=critical,CA:FALSE\n",
+);
 openssl("x509", "-req", "-in", "up.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
   "-out", "up.pem", "-days", "2", "-extfile", "ext.cnf");
 
