@@ -174,7 +174,12 @@ const struct ctl_command ctl_commands[] = {
 	    "or a private range; none reaches nothing; allow reaches only the\n"
 	    "--allow hosts, over HTTP(S) through a proxy of the daemon (execs\n"
 	    "get HTTP_PROXY and HTTPS_PROXY). Without --sudo the lane has no\n"
-	    "guest root, so the rules hold (Lima 2.2 or later).\n",
+	    "guest root, so the rules hold (Lima 2.2 or later).\n"
+	    "--secret NAME@HOST gives the lane a credential it never holds: the\n"
+	    "value is our $NAME; every exec sees NAME set to a placeholder, and\n"
+	    "the lane's proxy puts the value in its place only in requests to\n"
+	    "HOST (HTTPS intercepted with a CA the guest trusts). The daemon\n"
+	    "keeps it in memory for the lane's life; a restart destroys the lane.\n",
 	    create_options, 0, true, CTL_COMPLETE_NONE, NULL },
 	{ "run", NULL, "[--] CMD [ARG...]",
 	    "run one command in a new lane, then destroy it",
