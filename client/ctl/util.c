@@ -186,29 +186,39 @@ ctl_time(int64_t ms, char *buf, size_t len)
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* The first n lines of a '\n'-separated text as a JSON array of strings. */
+static void
+json_lines(FILE *f, const char *p, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n && *p != '\0'; i++) {
+		char line[AL_ALLOW_TEXT_MAX + 1];
+		size_t len = strcspn(p, "\n");
+
+		if (len >= sizeof line)
+			len = sizeof line - 1;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (i > 0)
+			fputc(',', f);
+		ctl_json_string(f, line);
+		p += strcspn(p, "\n");
+		p += *p == '\n';
+	}
+	fputc(']', f);
+}
+
 /* ,"secrets":[{"name":..,"hosts":[..]},...] */
 static void
 secrets_json(FILE *f, const struct al_lane_secrets *sec)
 {
 	fputs(",\"secrets\":[", f);
 	for (size_t i = 0; i < sec->n; i++) {
-		const char *p = sec->v[i].hosts;
-
 		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", f);
 		ctl_json_string(f, sec->v[i].name);
-		fputs(",\"hosts\":[", f);
-		for (size_t k = 0; k < sec->v[i].nhosts && *p != '\0'; k++) {
-			char h[AL_SECRET_HOSTS_TEXT_MAX + 1];
-			size_t len = strcspn(p, "\n");
-
-			memcpy(h, p, len);
-			h[len] = '\0';
-			if (k > 0)
-				fputc(',', f);
-			ctl_json_string(f, h);
-			p += len + (p[len] == '\n');
-		}
-		fputs("]}", f);
+		fputs(",\"hosts\":", f);
+		json_lines(f, sec->v[i].hosts, sec->v[i].nhosts);
+		fputc('}', f);
 	}
 	fputc(']', f);
 }
@@ -257,23 +267,11 @@ ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *net,
 	}
 	fputc('}', f);
 	if (net != NULL) {
-		const char *p = net->allow;
-
 		fputs(",\"network\":", f);
 		ctl_json_string(f, net->network);
-		fputs(",\"allow\":[", f);
-		for (size_t i = 0; i < net->nallow && *p != '\0'; i++) {
-			char pat[AL_ALLOW_TEXT_MAX + 1];
-			size_t len = strcspn(p, "\n");
-
-			memcpy(pat, p, len);
-			pat[len] = '\0';
-			if (i > 0)
-				fputc(',', f);
-			ctl_json_string(f, pat);
-			p += len + (p[len] == '\n');
-		}
-		fprintf(f, "],\"sudo\":%s,\"network_policy\":",
+		fputs(",\"allow\":", f);
+		json_lines(f, net->allow, net->nallow);
+		fprintf(f, ",\"sudo\":%s,\"network_policy\":",
 		    net->sudo ? "true" : "false");
 		ctl_json_string(f, net->policy);
 		fputs(",\"network_note\":", f);

@@ -83,26 +83,12 @@ secrets_from_proto(struct al_lane_secrets *s, const Agentlane__V1__Lane *p,
 	for (size_t i = 0; i < p->n_secrets && s->n < AL_SECRETS_MAX; i++) {
 		struct al_lane_secret *d = &s->v[s->n];
 		const Agentlane__V1__LaneSecret *m = p->secrets[i];
-		size_t off = 0;
 
 		if (m->name == NULL || m->name[0] == '\0')
 			continue;
 		snprintf(d->name, sizeof d->name, "%s", m->name);
-		/* Whole names only: one that does not fit is left out. */
-		for (size_t k = 0; k < m->n_hosts &&
-		    d->nhosts < AL_SECRET_HOSTS_MAX; k++) {
-			size_t len = m->hosts[k] != NULL ? strlen(m->hosts[k]) : 0;
-
-			if (len == 0 || strchr(m->hosts[k], '\n') != NULL ||
-			    off + (off > 0) + len > AL_SECRET_HOSTS_TEXT_MAX)
-				continue;
-			if (off > 0)
-				d->hosts[off++] = '\n';
-			memcpy(d->hosts + off, m->hosts[k], len);
-			off += len;
-			d->nhosts++;
-		}
-		d->hosts[off] = '\0';
+		d->nhosts = al_join_lines(d->hosts, sizeof d->hosts, m->hosts,
+		    m->n_hosts, AL_SECRET_HOSTS_MAX);
 		s->n++;
 	}
 	return 0;
