@@ -35,6 +35,8 @@
 /* The registry keeps what the policy module bounds. */
 _Static_assert(LANE_ALLOW_TEXT_MAX == NETPOLICY_ALLOW_TEXT_MAX,
     "allow list bounds differ");
+_Static_assert(LANE_SECRETS_TEXT_MAX == LANESECRET_TEXT_MAX,
+    "secret text bounds differ");
 
 /*
  * Prepares the lane's writable workspace and proves the guest can run the

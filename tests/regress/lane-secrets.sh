@@ -142,6 +142,17 @@ check_eq "its allow list is as given (the proxy lets a secret's hosts through)" 
     "['registry.npmjs.org']" "$(json "$W" 'l["allow"]')"
 check "placeholders are unique to the lane" test "$(guest_var "$W" ANTHROPIC_API_KEY)" != "$A"
 
+# ---- run, and a lane cloned from an image ----
+OUT=$(ANTHROPIC_API_KEY=$KEY ctl run --secret ANTHROPIC_API_KEY@api.anthropic.com -- printenv ANTHROPIC_API_KEY)
+check_match "run --secret gives the command the placeholder" "$PH" "$OUT"
+printf '#!/bin/sh\necho provisioned > /etc/agent-lane-test\n' >"$T/p.sh"
+ctl image build sectools --provision "$T/p.sh" >/dev/null 2>&1
+I=$(ANTHROPIC_API_KEY=$KEY ctl create --image sectools --secret ANTHROPIC_API_KEY@api.anthropic.com)
+check_match "a clone gets the placeholder" "$PH" "$(guest_var "$I" ANTHROPIC_API_KEY)"
+check "and its rewritten YAML installs its CA" grep -q "BEGIN CERTIFICATE" "$(instance_dir "$I")/lima.yaml"
+check "not the image's: the image has none" sh -c "! grep -rq 'BEGIN CERTIFICATE' '$STATE'/lima/ali-*/lima.yaml"
+ctl rm "$I" >/dev/null
+
 # ---- Refusals: typed, and never with the value ----
 OUT=$(unset NOPE; ctl create --secret NOPE@api.example.com 2>&1); RC=$?
 check_eq "a secret whose variable is not set is a usage error" 2 "$RC"
