@@ -479,11 +479,11 @@ show_net(const struct al_lane_net *net)
 		for (const char *p = net->allow; *p != '\0'; p++)
 			putchar(*p == '\n' ? ' ' : *p);
 		printf("%s\n", net->nallow == 0 ? "- (nothing)" : "");
-		if (net->proxy_port != 0)
-			printf("proxy:        127.0.0.1:%u (guest: "
-			    "192.168.5.2:%u)\n", (unsigned)net->proxy_port,
-			    (unsigned)net->proxy_port);
 	}
+	/* allow lanes, and internet lanes with secrets. */
+	if (net->proxy_port != 0)
+		printf("proxy:        127.0.0.1:%u (guest: 192.168.5.2:%u)\n",
+		    (unsigned)net->proxy_port, (unsigned)net->proxy_port);
 	printf("policy:       %s\n", net->policy[0] != '\0' ? net->policy :
 	    "- (decided before ready)");
 	if (net->note[0] != '\0')

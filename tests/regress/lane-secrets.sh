@@ -94,6 +94,7 @@ check_eq "show --json lists names and hosts" \
     "[{'name': 'ANTHROPIC_API_KEY', 'hosts': ['api.anthropic.com']}, {'name': 'GH_TOKEN', 'hosts': ['github.com', '*.githubusercontent.com']}]" \
     "$(json "$L" 'l["secrets"]')"
 SHOW=$(ctl show "$L")
+check_match "show prints the proxy" "^proxy: +127.0.0.1:$P \\(guest: 192.168.5.2:$P\\)\$" "$SHOW"
 check_match "show prints each secret" "^secret: +ANTHROPIC_API_KEY for api.anthropic.com\$" "$SHOW"
 check_match "with its hosts" "^secret: +GH_TOKEN for github.com \*.githubusercontent.com\$" "$SHOW"
 LS=$(ctl ls --json)
