@@ -302,7 +302,7 @@ $(BUILD)/bench/rpcload: $(call obj,bench/rpcload.c) $(PROTO_OBJS)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -pthread -o $@ $^ $(CLIENT_LIBS)
 
-bench: all $(BENCH_BINS)
+bench: all $(BENCH_BINS) $(BUILD)/tests/al-proxy-harness
 	BENCH_BIN=$(BUILD)/bench bench/run.sh
 
 install: all

@@ -4,7 +4,7 @@
 # here is pass/fail. The sections run in order and print ONE table at the
 # end (the progress goes to stderr).
 #
-# Usage: bench/run.sh [rpc exec copy rss create scale vm ...]  (default: all)
+# Usage: bench/run.sh [rpc exec copy rss create scale tls vm ...]  (default: all)
 #   BENCH_BIN         where echod and rpcload are (default: build/bench)
 #   BENCH_RPC_SECS    seconds per RPC load run (default 3)
 #   BENCH_EXEC_RUNS   exec round trips per side (default 61)
@@ -13,13 +13,14 @@
 #   BENCH_CREATES     creates per side for create -> first output (default 20)
 #   BENCH_BOOT_MS     simulated boot time for that section (default 3000)
 #   BENCH_LANES       lanes registered for the scale section (default 1000)
+#   BENCH_TLS_REQUESTS requests per side for the tls section (default 400)
 #   BENCH_VM          0: skip the real-VM rows (tests/lima-vm: VM boots,
 #                     minutes under TCG; one cold and one pooled create)
 set -u
 . "$(dirname "$0")/../tests/regress/lib.sh" >/dev/null
 trap 'finish >/dev/null 2>&1' EXIT
 
-WHAT=${*:-rpc exec copy rss create scale vm}
+WHAT=${*:-rpc exec copy rss create scale tls vm}
 BIN=${BENCH_BIN:-$REPO/build/bench}
 RPC_SECS=${BENCH_RPC_SECS:-3}
 RUNS=${BENCH_EXEC_RUNS:-61}
@@ -310,6 +311,14 @@ PY
 # The real-VM tier (tests/lima-vm) boots QEMU guests: one cold and one
 # pooled create (each boot takes most of a minute under TCG), and the exec
 # overhead against limactl shell, from tests/lima-vm/bench-create.sh.
+# What the intercepting proxy (secrets) adds to an HTTPS request, against
+# a direct TLS connection to the same loopback upstream.
+bench_tls() {
+	say "tls: loopback upstream, direct and through the intercepting proxy"
+	python3 "$REPO/bench/proxytls.py" "$REPO/build/tests/al-proxy-harness" \
+	    "${BENCH_TLS_REQUESTS:-400}" >> "$ROWS"
+}
+
 bench_vm() {
 	if [ "${BENCH_VM:-1}" = 0 ]; then
 		row "real VM create, cold vs pooled" "n/a" "n/a" "-" \
@@ -331,6 +340,7 @@ for w in $WHAT; do
 	rss) bench_rss ;;
 	create) bench_create ;;
 	scale) bench_scale ;;
+	tls) bench_tls ;;
 	vm) bench_vm ;;
 	*) echo "unknown benchmark $w" >&2 ;;
 	esac

@@ -91,6 +91,7 @@ static const struct config_key config_keys[] = {
 	K(proxy_idle_timeout_ms, CT_SECONDS, 1000, 86400000, "allow lanes: a proxied connection with no traffic is closed"),
 	K(proxy_head_timeout_ms, CT_SECONDS, 1000, 3600000, "allow lanes: a request head must be whole this long after its connection opened"),
 	K(proxy_max_heads, CT_U32, 1, 4096, "allow lanes: proxied connections still sending their request head, at once"),
+	K(proxy_max_certs, CT_U32, 1, 4096, "lanes with secrets: leaf certificates one lane's CA keeps at once (one per host)"),
 	K(proxy_events_per_min, CT_U32, 1, 100000, "allow lanes: proxy records per lane and minute (the rest are counted)"),
 	K(proxy_connect_ports, CT_PORTS, 0, 0, "allow lanes: ports CONNECT may reach (\"443,8443\")"),
 	K(proxy_http_ports, CT_PORTS, 0, 0, "allow lanes: ports plain-HTTP requests may reach (\"80\")"),
@@ -186,6 +187,7 @@ config_defaults(struct config *c)
 	c->proxy_idle_timeout_ms = 5 * UNITS_MS_PER_MIN;
 	c->proxy_head_timeout_ms = 10 * UNITS_MS_PER_S;
 	c->proxy_max_heads = 16;
+	c->proxy_max_certs = 64;
 	c->proxy_events_per_min = 600;
 	c->proxy_connect_ports = xstrdup("443");
 	c->proxy_http_ports = xstrdup("80");

@@ -82,6 +82,7 @@ struct config {
 	uint64_t proxy_idle_timeout_ms;	/* no byte either way */
 	uint64_t proxy_head_timeout_ms;	/* accept to a whole request head */
 	uint32_t proxy_max_heads;	/* connections still sending a head */
+	uint32_t proxy_max_certs;	/* leaves a lane CA caches (tlsca_new) */
 	uint32_t proxy_events_per_min;	/* proxy records per lane; the rest counted */
 	char *proxy_connect_ports;	/* "443": CONNECT targets allowed */
 	char *proxy_http_ports;		/* "80": absolute-URI http targets */

@@ -227,14 +227,14 @@ scheme_secret(const struct secret_set *set, const char *v, size_t n)
 /* The value of a forwarded field, a whole-credential placeholder replaced. */
 static void
 put_value(const struct secret_set *set, const char *host, bool replace,
-    const char *v, size_t n, struct obuf *o, proxysecret_mask *used)
+    bool auth, const char *v, size_t n, struct obuf *o, proxysecret_mask *used)
 {
 	size_t at, mark;
 	int i;
 
 	if (!replace || proxysecret_find(set, v, n) == 0) {
 		/* Basic credentials are encoded: the placeholder is not seen. */
-		if (!replace || (at = basic_at(v, n)) == 0) {
+		if (!replace || !auth || (at = basic_at(v, n)) == 0) {
 			ob_put(o, v, n);
 			return;
 		}
@@ -242,6 +242,11 @@ put_value(const struct secret_set *set, const char *host, bool replace,
 	if ((i = exact(set, v, n)) >= 0 && secret_host_match(&set->v[i], host)) {
 		ob_put(o, set->v[i].value, set->v[i].value_len);
 		*used |= (proxysecret_mask)1 << i;
+		return;
+	}
+	/* A scheme and a credential: Authorization only. */
+	if (!auth) {
+		ob_put(o, v, n);
 		return;
 	}
 	if ((at = basic_at(v, n)) > 0) {
@@ -274,7 +279,8 @@ build(const struct secret_set *set, const char *head, const struct proxyreq *r,
 			continue;
 		ob_put(o, head + f->name, f->nlen);
 		ob_put(o, ": ", 2);
-		put_value(set, host, replace, head + f->value, f->vlen, o, used);
+		put_value(set, host, replace, proxyreq_field_is(r, head, i,
+		    "authorization"), head + f->value, f->vlen, o, used);
 		ob_put(o, "\r\n", 2);
 	}
 	if (r->close)

@@ -42,9 +42,10 @@ struct proxysecret_head {
  *   - otherwise, when out is wanted (origin form: the head to send over
  *     the verified TLS connection), h->out is the head with hop-by-hop
  *     fields dropped, "Connection: close" when r->close, and, if replace,
- *     each header value that is a placeholder, "SCHEME placeholder", or
- *     "Basic " over user:password where the user or the password is a
- *     placeholder, carrying the value instead. Nothing else changes.
+ *     each header value that is exactly a placeholder, and each
+ *     Authorization that is "SCHEME placeholder" or "Basic " over
+ *     user:password where the user or the password is a placeholder,
+ *     carrying the value instead. Nothing else changes.
  * Returns 0, 403, or 431 when the head would pass PROXYSECRET_HEAD_MAX.
  * h->out is NULL unless 0 was returned with out wanted; free it.
  */

@@ -274,6 +274,34 @@ def proxyreq_corpus():
     write(t, "pattern-self", b"*.npmjs.org\0npmjs.org")
 
 
+# ---- intercepted requests (proxyreq origin form, proxysecret, bodies) ----
+
+PH_A = "AGENTLANE_PH_" + "a" * 32
+PH_B = "AGENTLANE_PH_" + "b" * 32
+
+
+def proxyhttp_corpus():
+    t = "fuzz_proxyhttp"
+    write(t, "key", "POST /v1/messages HTTP/1.1\r\nHost: api.a.test\r\n"
+          "x-api-key: " + PH_A + "\r\nContent-Length: 5\r\n\r\nhello")
+    write(t, "bearer", "GET / HTTP/1.1\r\nHost: b.test\r\n"
+          "Authorization: Bearer " + PH_B + "\r\nConnection: close, x-a\r\n"
+          "X-A: 1\r\n\r\n")
+    import base64
+    basic = base64.b64encode(("x-access-token:" + PH_B).encode()).decode()
+    write(t, "basic", "GET /repo.git/info/refs HTTP/1.1\r\nHost: b.test\r\n"
+          "Authorization: Basic " + basic + "\r\n\r\n")
+    write(t, "refused", "GET /?k=" + PH_B + " HTTP/1.1\r\nHost: x.a.test\r\n\r\n")
+    write(t, "chunked", "POST / HTTP/1.1\r\nHost: api.a.test\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n"
+          "5\r\nhello\r\n1a;x=y\r\n" + PH_A[:26] + "\r\n0\r\nT: 1\r\n\r\n"
+          "GET /next HTTP/1.1\r\n\r\n")
+    write(t, "body-ph", "POST / HTTP/1.1\r\nHost: b.test\r\nContent-Length: 60\r\n\r\n"
+          '{"m": "' + PH_A + '"}')
+    write(t, "two-lengths", "POST / HTTP/1.1\r\nHost: b.test\r\n"
+          "Content-Length: 1\r\nContent-Length: 2\r\n\r\nab")
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -283,6 +311,7 @@ def main():
     tar_corpus()
     config_corpus()
     proxyreq_corpus()
+    proxyhttp_corpus()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,173 @@
+/*
+ * daemon/secret.c and daemon/proxysecret.c: what a secret set accepts,
+ * where a placeholder is replaced (only a whole credential, only for its
+ * hosts), where it is refused, and that a body scan finds it across seams.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxyreq.h"
+#include "proxysecret.h"
+#include "secret.h"
+
+#define PH_A "AGENTLANE_PH_0123456789abcdef0123456789abcdef"
+#define PH_B "AGENTLANE_PH_fedcba9876543210fedcba9876543210"
+
+static struct secret_set *
+two(void)
+{
+	const char *ha[] = { "*.anthropic.com" }, *hb[] = { "github.com" };
+	struct secret_set *s = secret_set_new(4);
+	char err[128];
+
+	assert_int_equal(secret_set_add(s, "ANTHROPIC_API_KEY", PH_A, "sk-A", 4,
+	    ha, 1, err, sizeof err), 0);
+	assert_int_equal(secret_set_add(s, "GH_TOKEN", PH_B, "ghp_B", 5, hb, 1,
+	    err, sizeof err), 0);
+	return s;
+}
+
+static void
+test_set_checks(void **state)
+{
+	struct secret_set *s = two();
+	const char *h[] = { "x.org" }, *bad[] = { "*.org" };
+	char err[128];
+
+	/* Duplicate name, overlapping placeholders, header-breaking values. */
+	assert_int_equal(secret_set_add(s, "GH_TOKEN", PH_A "x", "v", 1, h, 1,
+	    err, sizeof err), -1);
+	assert_int_equal(secret_set_add(s, "C", PH_A "x", "v", 1, h, 1, err,
+	    sizeof err), -1);
+	assert_non_null(strstr(err, "overlaps"));
+	assert_int_equal(secret_set_add(s, "C", "AGENTLANE_PH_short", "v", 1, h,
+	    1, err, sizeof err), -1);
+	assert_int_equal(secret_set_add(s, "C", PH_A "9Z", "a\r\nX: y", 7, h, 1,
+	    err, sizeof err), -1);
+	assert_int_equal(secret_set_add(s, "1C", "AGENTLANE_PH_" "11111111111111111111111111111111",
+	    "v", 1, h, 1, err, sizeof err), -1);
+	assert_int_equal(secret_set_add(s, "C", "AGENTLANE_PH_" "11111111111111111111111111111111",
+	    "v", 1, bad, 1, err, sizeof err), -1);
+	assert_int_equal(secret_set_add(s, "C", "AGENTLANE_PH_" "11111111111111111111111111111111",
+	    "v", 1, h, 0, err, sizeof err), -1);
+	assert_int_equal(s->n, 2);
+	assert_true(secret_host_match(&s->v[0], "api.anthropic.com"));
+	assert_false(secret_host_match(&s->v[0], "anthropic.com"));
+	assert_true(secret_set_any_host(s, "github.com"));
+	assert_false(secret_set_any_host(NULL, "github.com"));
+	secret_set_free(s);
+}
+
+/* The head proxysecret_head sends, as a string (NULL when refused). */
+static char *
+send_head(struct secret_set *s, const char *head, const char *host, int *st,
+    int *refused)
+{
+	struct proxyreq r;
+	struct proxysecret_head h;
+	const char *why;
+
+	assert_int_equal(proxyreq_parse_origin(head, strlen(head), &r, &why), 0);
+	*st = proxysecret_head(s, head, &r, host, true, true, &h);
+	*refused = h.refused;
+	if (*st != 0)
+		return NULL;
+	char *out = malloc(h.len + 1);
+	memcpy(out, h.out, h.len);
+	out[h.len] = '\0';
+	free(h.out);
+	return out;
+}
+
+static void
+test_replace(void **state)
+{
+	struct secret_set *s = two();
+	int st, ref;
+	char *o;
+
+	o = send_head(s, "GET /v1 HTTP/1.1\r\nHost: api.anthropic.com\r\n"
+	    "x-api-key: " PH_A "\r\nX-Note: see " PH_A "\r\n\r\n",
+	    "api.anthropic.com", &st, &ref);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(o, "x-api-key: sk-A\r\n"));
+	assert_non_null(strstr(o, "X-Note: see " PH_A "\r\n"));	/* not whole */
+	free(o);
+	o = send_head(s, "GET /?q=" PH_B " HTTP/1.1\r\nHost: github.com\r\n"
+	    "Authorization: token " PH_B "\r\nConnection: close, X-Hop\r\n"
+	    "X-Hop: 1\r\n\r\n", "github.com", &st, &ref);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(o, "GET /?q=" PH_B " HTTP/1.1\r\n"));	/* line as is */
+	assert_non_null(strstr(o, "Authorization: token ghp_B\r\n"));
+	assert_null(strstr(o, "X-Hop"));
+	assert_non_null(strstr(o, "Connection: close\r\n\r\n"));
+	free(o);
+	/* Basic: x-access-token:PH_B is "eC1hY2Nlc3MtdG9rZW46" + ... */
+	o = send_head(s, "GET / HTTP/1.1\r\nHost: github.com\r\nAuthorization: "
+	    "Basic eC1hY2Nlc3MtdG9rZW46QUdFTlRMQU5FX1BIX2ZlZGNiYTk4NzY1NDMyMTBmZWRjYmE5ODc2NTQzMjEw"
+	    "\r\n\r\n", "github.com", &st, &ref);
+	assert_int_equal(st, 0);
+	/* base64("x-access-token:ghp_B") */
+	assert_non_null(strstr(o, "Authorization: Basic eC1hY2Nlc3MtdG9rZW46Z2hwX0I=\r\n"));
+	free(o);
+	secret_set_free(s);
+}
+
+static void
+test_refuse(void **state)
+{
+	struct secret_set *s = two();
+	int st, ref;
+
+	assert_null(send_head(s, "GET / HTTP/1.1\r\nHost: github.com\r\n"
+	    "x-api-key: " PH_A "\r\n\r\n", "github.com", &st, &ref));
+	assert_int_equal(st, 403);
+	assert_int_equal(ref, 0);
+	/* Percent-encoded in the line, and inside Basic credentials. */
+	assert_null(send_head(s, "GET /?k=AGENTLANE%5FPH_0123456789abcdef0123456789abcdef"
+	    " HTTP/1.1\r\nHost: evil.example\r\n\r\n", "evil.example", &st, &ref));
+	assert_int_equal(st, 403);
+	assert_null(send_head(s, "GET / HTTP/1.1\r\nHost: evil.example\r\nAuthorization: "
+	    "Basic eC1hY2Nlc3MtdG9rZW46QUdFTlRMQU5FX1BIX2ZlZGNiYTk4NzY1NDMyMTBmZWRjYmE5ODc2NTQzMjEw"
+	    "\r\n\r\n", "evil.example", &st, &ref));
+	assert_int_equal(ref, 1);
+	secret_set_free(s);
+}
+
+static void
+test_scan_seams(void **state)
+{
+	struct secret_set *s = two();
+	const char *body = "{\"history\":\"" PH_B "\"}";
+	size_t n = strlen(body);
+
+	for (size_t cut = 0; cut <= n; cut++) {
+		struct proxysecret_scan sc;
+		memset(&sc, 0, sizeof sc);
+		/* One byte at a time up to the cut, then the rest. */
+		for (size_t i = 0; i < cut; i++)
+			proxysecret_scan(s, &sc, (const uint8_t *)body + i, 1);
+		proxysecret_scan(s, &sc, (const uint8_t *)body + cut, n - cut);
+		assert_int_equal(sc.found, 2);
+	}
+	secret_set_free(s);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_set_checks),
+		cmocka_unit_test(test_replace),
+		cmocka_unit_test(test_refuse),
+		cmocka_unit_test(test_scan_seams),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
