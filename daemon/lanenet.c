@@ -22,12 +22,6 @@
 #include "util.h"
 #include "wire.h"
 
-/*
- * Leaf certificates a lane CA keeps at once: one per host of a secret
- * the guest connects to, and a "*.suffix" secret can name many. Past it the
- * proxy refuses the connection with a typed record (TLSCA_FULL).
- */
-#define LANE_CA_LEAVES 256
 /* A lane CA outlives the longest lane by this much (clocks drift). */
 #define LANE_CA_MARGIN_MS (24ull * 3600 * 1000)
 
@@ -333,9 +327,14 @@ proxy_secrets(struct lane *l, char *err, size_t errlen)
 {
 	if (l->secrets == NULL)
 		return 0;
+	/*
+	 * Its leaf cache is bounded by proxy_max_certs: one leaf a host of
+	 * a secret the guest connects to ("*.suffix" can name many); past
+	 * it the proxy refuses with a record (TLSCA_FULL).
+	 */
 	if (l->ca == NULL && (l->ca = tlsca_new(l->name,
-	    l->d->cfg.max_lifetime_ms + LANE_CA_MARGIN_MS, LANE_CA_LEAVES, err,
-	    errlen)) == NULL)
+	    l->d->cfg.max_lifetime_ms + LANE_CA_MARGIN_MS,
+	    l->d->cfg.proxy_max_certs, err, errlen)) == NULL)
 		return -1;
 	proxy_set_secrets(l->proxy, l->secrets, l->ca);
 	return 0;
