@@ -554,7 +554,9 @@ class Connection {
         `request frame of ${frame.length - 4} bytes exceeds the daemon's limit of ${this.maxFrameBytes}`,
       );
     }
-    const ok = this.sock.write(frame);
+    // A frame may carry secrets (an exec's environment, a create's
+    // secrets): zeroed once the socket has taken it.
+    const ok = this.sock.write(frame, () => frame.fill(0));
     if (!ok) await this.drain();
   }
 
@@ -706,6 +708,7 @@ export class AgentLaneClient {
     };
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const secretValues = (req.secrets ?? []).map((s) => Buffer.from(s.value, "utf8"));
     try {
       await conn.send({
         createLane: {
@@ -720,9 +723,9 @@ export class AgentLaneClient {
           allow: req.allow ?? [],
           sudo: req.sudo ?? false,
           alias: req.alias ?? "",
-          secrets: (req.secrets ?? []).map((s) => ({
+          secrets: (req.secrets ?? []).map((s, i) => ({
             name: s.name,
-            value: Buffer.from(s.value, "utf8"),
+            value: secretValues[i],
             hosts: s.hosts ?? [],
           })),
         },
@@ -738,6 +741,7 @@ export class AgentLaneClient {
         throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CreateLane`);
       }
     } finally {
+      for (const v of secretValues) v.fill(0);
       opts.signal?.removeEventListener("abort", onAbort);
       conn.destroy();
     }
