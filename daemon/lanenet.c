@@ -10,6 +10,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanenet.h"
+#include "lanesecret.h"
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -21,6 +22,13 @@
 #include "tlsca.h"
 #include "util.h"
 #include "wire.h"
+
+/* Every variable a lane gives its execs fits (lanenet_exec_env). */
+_Static_assert(LANENET_ENV_MAX >= 8 + 5 + LANESECRET_MAX,
+    "a lane's exec environment does not fit");
+_Static_assert(LANENET_ENV_LEN > TEXT_SECRET_NAME_MAX + 1 + LANESECRET_PH_LEN &&
+    LANENET_ENV_LEN > sizeof("NODE_EXTRA_CA_CERTS=" NETPOLICY_CA_FILE),
+    "a lane's exec variable does not fit");
 
 /* A lane CA outlives the longest lane by this much (clocks drift). */
 #define LANE_CA_MARGIN_MS (24ull * 3600 * 1000)
@@ -423,21 +431,17 @@ lanenet_proxy_close(struct lane *l)
 	}
 }
 
-/* Appends "NAME=VALUE" to env; false when it does not fit. */
-static bool
+/* Appends "NAME=VALUE" to env (the asserts above make room for all). */
+static void
 env_add(struct lanenet_env *env, bool secret, const char *name,
     const char *value)
 {
-	int n;
-
 	if (env->n == LANENET_ENV_MAX)
-		return false;
-	n = snprintf(env->v[env->n], sizeof env->v[env->n], "%s=%s", name,
+		fatalx("lane exec environment: more than %d variables",
+		    LANENET_ENV_MAX);
+	(void)snprintf(env->v[env->n], sizeof env->v[env->n], "%s=%s", name,
 	    value);
-	if (n < 0 || (size_t)n >= sizeof env->v[env->n])
-		return false;
 	env->secret[env->n++] = secret;
-	return true;
 }
 
 void
@@ -465,17 +469,16 @@ lanenet_exec_env(struct laned *d, const char *name, struct lanenet_env *env)
 		char *eq = strchr(pol[i], '=');
 
 		*eq = '\0';
-		(void)env_add(env, false, pol[i], eq + 1);
+		env_add(env, false, pol[i], eq + 1);
 	}
 	if (l->ca != NULL && np > 0) {
-		(void)env_add(env, false, "NODE_EXTRA_CA_CERTS",
-		    NETPOLICY_CA_FILE);
+		env_add(env, false, "NODE_EXTRA_CA_CERTS", NETPOLICY_CA_FILE);
 		for (size_t i = 0; i < 4; i++)
-			(void)env_add(env, false, bundle_vars[i],
+			env_add(env, false, bundle_vars[i],
 			    NETPOLICY_CA_BUNDLE);
 	}
 	for (size_t i = 0; l->secrets != NULL && i < l->secrets->n; i++)
-		(void)env_add(env, true, l->secrets->v[i].name,
+		env_add(env, true, l->secrets->v[i].name,
 		    l->secrets->v[i].placeholder);
 }
 

@@ -137,6 +137,8 @@ EXPECT = {
     "none":     [B] * 13,
     "allow":    [B, B, R, B, B, B, B, B, B, B, B, B, B],
 }
+# An internet lane with secrets has a proxy: its port, and only it, opens.
+EXPECT_INTERNET_PROXY = [B, B, R, R, R, B, R, R, B, B, B, B, B]
 
 
 def probe_all():
@@ -154,6 +156,7 @@ SERVER = r'''
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("192.168.5.15", 22)); s.listen(1); s.settimeout(5)
+print("listening", flush=True)
 try:
     c, _ = s.accept(); c.sendall(b"SSH-2.0-guest\r\n" + c.recv(100))
 except OSError:
@@ -163,8 +166,9 @@ except OSError:
 
 def ssh_reply():
     srv = subprocess.Popen(["nsenter", "-t", str(G), "-n",
-                            "python3", "-c", SERVER])
-    time.sleep(0.3)
+                            "python3", "-c", SERVER], stdout=subprocess.PIPE)
+    # Listening before the connection is made: no sleep to race a slow start.
+    srv.stdout.readline()
     got = b""
     try:
         c = socket.create_connection(("192.168.5.15", 22), timeout=3,
@@ -179,6 +183,7 @@ def ssh_reply():
     except OSError:
         pass
     srv.wait(timeout=10)
+    srv.stdout.close()
     return got == b"SSH-2.0-guest\r\nhello"
 
 
@@ -203,9 +208,10 @@ report(r.returncode == 0 and not ssh_reply(),
        "a naive rule set (no established-first) loses the reply to 192.168.5.2")
 sh("nft", "delete", "table", "inet", "agentlane", ns=G)
 
-def provision(mode):
-    """Runs the system provision script of the mode's lane YAML in the guest."""
-    text = subprocess.run([PRINT, mode, "yaml", str(PROXY_PORT)], check=True,
+def provision(mode, port=PROXY_PORT):
+    """Runs the system provision script of the mode's lane YAML in the guest
+    (port: its proxy's; an internet lane has one only with secrets)."""
+    text = subprocess.run([PRINT, mode, "yaml", str(port)], check=True,
                           capture_output=True, text=True).stdout
     body = text.split("  script: |\n", 1)[1]
     script = "".join(l[4:] + "\n" for l in body.split("\n") if l)
@@ -213,9 +219,18 @@ def provision(mode):
                           capture_output=True, text=True)
 
 
+# The internet lane with secrets first: its proxy port opens, nothing else.
+set_stamp(None)
+r = provision("internet", PROXY_PORT)
+got = probe_all()
+report(r.returncode == 0, "internet with secrets: the provision script loads (%s)" % r.stderr.strip()[:200])
+for (h, p, pr, what), want, res in zip(TARGETS, EXPECT_INTERNET_PROXY, got):
+    report(res == want, "internet with secrets: %s %s:%d/%s is %s" % (what, h, p, pr, res))
+report(ssh_reply(), "internet with secrets: replies to a connection from 192.168.5.2 still pass")
+
 for mode in ("internet", "none", "allow"):
     set_stamp(None)
-    r = provision(mode)
+    r = provision(mode, 0 if mode == "internet" else PROXY_PORT)
     stamp = open("/run/agent-lane/netpolicy").read().strip() if r.returncode == 0 else ""
     report(r.returncode == 0 and stamp == mode + " enforced",
            "%s: the provision script loads the rules and stamps '%s' (%s)" % (mode, stamp, r.stderr.strip()[:200]))
@@ -238,7 +253,7 @@ for mode in ("internet", "none", "allow"):
     report(rc == 1 and "passwordless sudo" in out, "%s: passwordless sudo fails the check (%s)" % (mode, out))
     set_sudo(False)
     # Loading again replaces the table (provisioning runs at every boot).
-    r = provision(mode)
+    r = provision(mode, 0 if mode == "internet" else PROXY_PORT)
     lst = sh("nft", "list", "ruleset", ns=G).stdout
     report(r.returncode == 0 and lst.count("table inet agentlane") == 1,
            "%s: a second load replaces the table" % mode)
