@@ -179,6 +179,28 @@ AL_API const char *al_client_socket(const struct al_client *);
 AL_API enum al_code al_hello(struct al_client *, struct al_daemon_info *,
     struct al_error *);
 
+#define AL_SECRETS_MAX 16		/* secrets of a lane */
+#define AL_SECRET_NAME_MAX 64		/* a secret's name and its NUL */
+#define AL_SECRET_VALUE_MAX 8192	/* bytes of a secret's value */
+#define AL_SECRET_HOSTS_MAX 16		/* hosts of one secret */
+#define AL_SECRET_HOSTS_TEXT_MAX 1024	/* their text, '\n' separators in */
+
+/* A lane secret as al_create_opts carries it. */
+struct al_secret {
+	const char *name;	/* the guest variable, [A-Za-z_][A-Za-z0-9_]{0,62} */
+	/*
+	 * The real value: 1-AL_SECRET_VALUE_MAX bytes of printable ASCII
+	 * without a space at either end (it goes into HTTP headers).
+	 */
+	const char *value;
+	/*
+	 * Host names or "*.example.org" patterns its value may be sent to;
+	 * nhosts 0: those agent-laned.conf's `secret` line gives the name.
+	 */
+	const char *const *hosts;
+	size_t nhosts;
+};
+
 struct al_create_opts {
 	size_t size;		/* sizeof(struct al_create_opts): use the macro */
 	uint32_t cpus;		/* 0: the daemon's default */
@@ -215,6 +237,17 @@ struct al_create_opts {
 	 * AL_ALREADY_EXISTS.
 	 */
 	const char *alias;
+	/*
+	 * Credentials the lane uses without holding them (agent-lanectl(1),
+	 * "Secrets"): every exec in the lane sees NAME set to a placeholder,
+	 * and the lane's proxy puts the value in its place only in requests
+	 * to the secret's hosts. The values go to the daemon over its socket
+	 * and stay in its memory for the lane's life. A daemon whose
+	 * agent-laned.conf names secrets refuses a create without them
+	 * (AL_FAILED_PRECONDITION).
+	 */
+	const struct al_secret *secrets;
+	size_t nsecrets;
 };
 #define AL_CREATE_OPTS_INIT { .size = sizeof(struct al_create_opts) }
 
@@ -288,6 +321,37 @@ AL_API enum al_code al_list_net(struct al_client *, bool all,
     struct al_lane **lanes, struct al_lane_net **nets, size_t *n,
     struct al_error *);
 AL_API void al_lane_nets_free(struct al_lane_net *nets);
+/* A lane secret as the daemon reports it: never its value. */
+struct al_lane_secret {
+	char name[AL_SECRET_NAME_MAX];
+	size_t nhosts;
+	char hosts[AL_SECRET_HOSTS_TEXT_MAX + 1];	/* '\n'-separated */
+};
+
+/* One lane's secrets (v: n of them, allocated; NULL when n is 0). */
+struct al_lane_secrets {
+	char name[AL_NAME_MAX];		/* the lane */
+	size_t n;
+	struct al_lane_secret *v;
+};
+
+/*
+ * al_get_net with the lane's secrets, into *secrets (allocated; free with
+ * al_lane_secrets_free(*secrets, 1)). lane and net may be NULL.
+ */
+AL_API enum al_code al_get_secrets(struct al_client *, const char *name,
+    struct al_lane *, struct al_lane_net *, struct al_lane_secrets **secrets,
+    struct al_error *);
+/*
+ * al_list_net with each lane's secrets: secrets[i] is lanes[i]'s. Free
+ * with al_lanes_free, al_lane_nets_free and al_lane_secrets_free(secrets,
+ * n); nets may be NULL.
+ */
+AL_API enum al_code al_list_secrets(struct al_client *, bool all,
+    struct al_lane **lanes, struct al_lane_net **nets,
+    struct al_lane_secrets **secrets, size_t *n, struct al_error *);
+AL_API void al_lane_secrets_free(struct al_lane_secrets *, size_t n);
+
 /* Waits until the VM is deleted; the final lane is returned. */
 AL_API enum al_code al_destroy(struct al_client *, const char *name,
     struct al_lane *, struct al_error *);

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "image.h"
+#include "lanesecret.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "proxy.h"
@@ -32,6 +33,7 @@ enum config_type {
 	CT_NETMODE,	/* internet, none or allow */
 	CT_ALLOW,	/* host patterns, comma or space separated, repeatable */
 	CT_PORTS,	/* "443,8443": 1-16 ports */
+	CT_SECRET,	/* NAME@HOST[,HOST...], repeatable */
 };
 
 struct config_key {
@@ -94,6 +96,7 @@ static const struct config_key config_keys[] = {
 	K(proxy_events_per_min, CT_U32, 1, 100000, "allow lanes: proxy records per lane and minute (the rest are counted)"),
 	K(proxy_connect_ports, CT_PORTS, 0, 0, "allow lanes: ports CONNECT may reach (\"443,8443\")"),
 	K(proxy_http_ports, CT_PORTS, 0, 0, "allow lanes: ports plain-HTTP requests may reach (\"80\")"),
+	K(secret, CT_SECRET, 0, 0, "NAME@HOST[,HOST...]: every create must bring variable NAME's value as a secret for these hosts (repeatable)"),
 };
 
 #undef K
@@ -197,6 +200,7 @@ config_defaults(struct config *c)
 	c->proxy_events_per_min = 600;
 	c->proxy_connect_ports = xstrdup("443");
 	c->proxy_http_ports = xstrdup("80");
+	c->secret = xstrdup("");
 }
 
 /* One allow line: patterns separated by commas or blanks, added. */
@@ -385,6 +389,8 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 		return config_add_shape(c, value, err, errlen);
 	case CT_ALLOW:
 		return config_add_allow(c, value, err, errlen);
+	case CT_SECRET:
+		return lanesecret_config_add(&c->secret, value, err, errlen);
 	case CT_NETMODE: {
 		enum netpolicy_mode m;
 
@@ -683,6 +689,18 @@ config_print(const struct config *c, FILE *f)
 				fputc('\n', f);
 			}
 			break;
+		case CT_SECRET:
+			/* "NAME HOST HOST" lines: NAME@HOST,HOST again. */
+			for (const char *p = c->secret; *p != '\0';) {
+				size_t n = strcspn(p, "\n"), sp = strcspn(p, " ");
+
+				fprintf(f, "%s = %.*s@", name, (int)sp, p);
+				for (size_t j = sp + 1; j < n; j++)
+					fputc(p[j] == ' ' ? ',' : p[j], f);
+				fputc('\n', f);
+				p += n + (p[n] == '\n');
+			}
+			break;
 		case CT_SHAPE:
 			for (uint32_t j = 0; j < c->npool_shapes; j++) {
 				const struct pool_shape *sh = &c->pool_shape[j];
@@ -732,5 +750,6 @@ config_free(struct config *c)
 	free(c->allow);
 	free(c->proxy_connect_ports);
 	free(c->proxy_http_ports);
+	free(c->secret);
 	memset(c, 0, sizeof *c);
 }

@@ -86,6 +86,13 @@ struct config {
 	uint32_t proxy_events_per_min;	/* proxy records per lane; the rest counted */
 	char *proxy_connect_ports;	/* "443": CONNECT targets allowed */
 	char *proxy_http_ports;		/* "80": absolute-URI http targets */
+
+	/*
+	 * Secrets every create must bring (lanesecret.h): "NAME HOST..."
+	 * lines. Names and hosts only: the daemon never has a value but a
+	 * client's, held in memory for that lane's life.
+	 */
+	char *secret;
 };
 
 /*

@@ -532,9 +532,13 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		if (len > 0 && payload == NULL)
 			fatalx("evbuffer_pullup");
 		req = wire_unpack_request(payload, len);
-		/* An Exec carries environment values: not left in the buffer. */
+		/*
+		 * An Exec carries environment values, a CreateLane secrets:
+		 * not left in the buffer.
+		 */
 		if (req != NULL &&
-		    req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC)
+		    (req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC ||
+		    req->body_case == AGENTLANE__V1__REQUEST__BODY_CREATE_LANE))
 			wire_wipe(payload, len);
 		evbuffer_drain(in, len);
 		if (req == NULL || req->body_case ==

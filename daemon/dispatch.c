@@ -5,6 +5,7 @@
 #include "image.h"
 #include "laned.h"
 #include "lanecall.h"
+#include "lanesecret.h"
 #include "log.h"
 #include "logcall.h"
 #include "reaper.h"
@@ -72,4 +73,7 @@ out:
 	/* The caller frees the request next: not with the values in it. */
 	if (req->body_case == AGENTLANE__V1__REQUEST__BODY_EXEC)
 		exec_wipe_request((Agentlane__V1__Exec *)req->exec);
+	if (req->body_case == AGENTLANE__V1__REQUEST__BODY_CREATE_LANE)
+		lanesecret_wipe_request(
+		    (Agentlane__V1__CreateLane *)req->create_lane);
 }

@@ -6,6 +6,7 @@
 #include "compat.h"
 #include "conn.h"
 #include "exec.h"
+#include "lane.h"
 #include "laned.h"
 #include "lanenet.h"
 #include "log.h"
@@ -138,7 +139,8 @@ void
 exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 {
 	struct gexec_bytes *argv = NULL, *env = NULL;
-	char **envbuf = NULL, polenv[8][64];
+	char **envbuf = NULL, ref[LANE_NAME_SIZE];
+	struct lanenet_env *lenv;
 	struct gexec_spec spec;
 	struct session *s;
 	uint64_t timeout_ms = req->timeout_ms, env_bytes = 0;
@@ -214,6 +216,25 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		return;
 	}
 	spec.tty = req->tty;
+	/*
+	 * The lane's own environment is its full name's: an alias or a
+	 * prefix gets what the al- name gets. A secret's variable is the
+	 * lane's placeholder; a value for it must not reach the guest.
+	 */
+	if (!lane_resolve(d, c, req->lane, ref))
+		return;
+	lenv = xmalloc(sizeof *lenv);
+	lanenet_exec_env(d, ref, lenv);
+	for (size_t i = 0; i < req->n_env; i++)
+		if (lanenet_env_secret(lenv, req->env[i]->name)) {
+			conn_send_error(c,
+			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+			    "%s is a secret of lane %s: the lane sets it to its "
+			    "placeholder, and its value stays out of the guest",
+			    req->env[i]->name, ref);
+			free(lenv);
+			return;
+		}
 	if (d->cfg.max_exec_timeout_ms > 0) {
 		if (timeout_ms > d->cfg.max_exec_timeout_ms) {
 			conn_send_error(c,
@@ -221,6 +242,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 			    "exec timeout above the cap of %llu s "
 			    "(max_exec_timeout)", (unsigned long long)
 			    (d->cfg.max_exec_timeout_ms / 1000));
+			free(lenv);
 			return;
 		}
 		if (timeout_ms == 0)
@@ -246,17 +268,18 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	}
 	/*
 	 * NAME=VALUE entries; they only ever travel to the helper's stdin.
-	 * The lane's policy comes first (an allow lane's HTTP_PROXY and
-	 * friends, lanenet.c), the caller's after it: the helper applies
-	 * them in order, so a caller may override them. That changes no
-	 * rule: the guest's nftables decide what is reachable.
+	 * The lane's come first (its proxy's and trust variables, its
+	 * secrets' placeholders: lanenet.c), the caller's after them: the
+	 * helper applies them in order, so a caller may override the proxy
+	 * and trust ones. That changes no rule: the guest's nftables decide
+	 * what is reachable, and the values are never in the guest.
 	 */
-	npol = lanenet_exec_env(d, req->lane, polenv);
+	npol = lenv->n;
 	env = xcalloc(npol + req->n_env + 1, sizeof *env);
 	envbuf = xcalloc(req->n_env + 1, sizeof *envbuf);
 	for (size_t i = 0; i < npol; i++) {
-		env[i].data = (const uint8_t *)polenv[i];
-		env[i].len = strlen(polenv[i]);
+		env[i].data = (const uint8_t *)lenv->v[i];
+		env[i].len = strlen(lenv->v[i]);
 	}
 	for (size_t i = 0; i < req->n_env; i++) {
 		const Agentlane__V1__EnvVar *e = req->env[i];
@@ -270,7 +293,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		env[npol + i].data = (const uint8_t *)envbuf[i];
 		env[npol + i].len = nl + 1 + e->value.len;
 	}
-	spec.lane = req->lane;
+	spec.lane = ref;
 	spec.argv = argv;
 	spec.argc = argc;
 	spec.cwd = req->workdir != NULL && req->workdir[0] != '\0' ?
@@ -291,5 +314,6 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	}
 	free(envbuf);
 	free(env);
+	free(lenv);
 	free(argv);
 }

@@ -60,6 +60,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 	l->last_activity_ms = rec->last_activity_ms;
 	l->persisted_activity_ms = rec->last_activity_ms;
 	l->owned = rec->owned;
+	l->has_secrets = rec->secrets[0] != '\0';
 	str_copy(l->workspace, rec->workspace, sizeof l->workspace);
 	if (rec->network[0] != '\0') {
 		enum netpolicy_mode m;
@@ -822,6 +823,15 @@ lane_recover(struct lane *l)
 			/* Its owner's connection did not survive the restart. */
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 			    "its owner was lost to an agent-laned restart");
+		else if (l->has_secrets && l->secrets == NULL)
+			/*
+			 * The values were in the memory of the daemon that
+			 * stopped; its placeholders would now reach their hosts
+			 * as they are. Nothing carries on half-working.
+			 */
+			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+			    "its secrets were held in memory by the agent-laned "
+			    "that stopped, and are gone");
 		else if (l->deadline_ms <= time_now_ms())
 			lane_destroy(l,
 			    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,

@@ -27,6 +27,8 @@ struct gexec_chan;
 struct lane_waiter;
 struct lane_setup;
 struct proxy;
+struct secret_set;
+struct tlsca;
 
 /* An exec or a copy running in a lane; cancelled when the lane goes. */
 struct lane_activity {
@@ -106,6 +108,16 @@ struct lane {
 	/* The check's verdict, written with the ready change. */
 	char net_verdict[16];
 	char net_note[LANE_NET_NOTE_MAX];
+	/*
+	 * create --secret (lanesecret.h, secret.h): the values, in memory
+	 * only, and the lane's CA (tlsca.h, made with its proxy), both
+	 * borrowed by the proxy and wiped when it closes (lane_free).
+	 * has_secrets comes from the row: after a restart secrets is NULL,
+	 * and the lane is destroyed.
+	 */
+	struct secret_set *secrets;
+	struct tlsca *ca;
+	bool has_secrets;
 
 	struct proc *proc;		/* CREATE, START, DELETE */
 	struct lane_setup *setup;	/* SETUP */

@@ -10,6 +10,7 @@
 #include "lanelog.h"
 #include "lanecreate.h"
 #include "lanenet.h"
+#include "lanesecret.h"
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -78,6 +79,35 @@ lane_record_net_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->allow = n > 0 ? allowv : NULL;
 }
 
+/* What a Lane's secrets point into (lane_record_secrets_to_proto). */
+struct secrets_view {
+	struct lanesecret_info info[LANESECRET_MAX];
+	Agentlane__V1__LaneSecret msg[LANESECRET_MAX];
+	Agentlane__V1__LaneSecret *ptr[LANESECRET_MAX];
+};
+
+void *
+lane_record_secrets_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl)
+{
+	struct secrets_view *v;
+	size_t n;
+
+	if (rec->secrets[0] == '\0')
+		return NULL;
+	v = xcalloc(1, sizeof *v);
+	n = lanesecret_text_split(rec->secrets, v->info, LANESECRET_MAX);
+	for (size_t i = 0; i < n; i++) {
+		agentlane__v1__lane_secret__init(&v->msg[i]);
+		v->msg[i].name = (char *)v->info[i].name;
+		v->msg[i].hosts = (char **)v->info[i].hosts;
+		v->msg[i].n_hosts = v->info[i].nhosts;
+		v->ptr[i] = &v->msg[i];
+	}
+	pl->secrets = v->ptr;
+	pl->n_secrets = n;
+	return v;
+}
+
 bool
 lane_send(struct laned *d, struct conn *c, const char *name)
 {
@@ -97,6 +127,7 @@ lane_send_row(struct laned *d, struct conn *c, const char *name)
 	struct lane_label src[LANE_LABELS_MAX];
 	struct lane_record rec;
 	char *allowv[NETPOLICY_ALLOW_MAX];
+	void *secv;
 	size_t n = 0;
 	int rc;
 
@@ -111,9 +142,12 @@ lane_send_row(struct laned *d, struct conn *c, const char *name)
 	}
 	lane_record_to_proto(&rec, &pl, labelv, labels, src, n);
 	lane_record_net_to_proto(&rec, &pl, allowv);
+	secv = lane_record_secrets_to_proto(&rec, &pl);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE;
 	resp.lane = &pl;
-	return conn_send(c, &resp) == 0;
+	rc = conn_send(c, &resp);
+	free(secv);
+	return rc == 0;
 }
 
 /* ---- Calls ---- */
@@ -136,19 +170,24 @@ static const struct conn_handler create_wait_handler = {
 	.closed = create_wait_closed,
 };
 
-/* After the checks and the facts: a pool lane, or a new one. */
+/*
+ * After the checks and the facts: a pool lane, or a new one. A lane with
+ * secrets is always new: a pool lane booted without the lane CA in its
+ * trust store and without a proxy its rules let it reach.
+ */
 static void
-create_go(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
+create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 {
 	char err[512];
 	int code;
 
 	if ((code = lanenet_lima_refusal(d, true, plan->sudo, err,
 	    sizeof err)) != 0) {
+		lane_create_plan_clear(plan);
 		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	if (pool_take(d, c, plan))
+	if (plan->secrets == NULL && pool_take(d, c, plan))
 		return;
 	lane_create_start(d, c, plan);
 }
@@ -167,6 +206,7 @@ create_wait_done(struct laned *d, void *arg)
 		else
 			create_go(d, w->c, &w->plan);
 	}
+	lane_create_plan_clear(&w->plan);
 	free(w);
 }
 
@@ -190,6 +230,7 @@ lane_handle_create(struct laned *d, struct conn *c,
 		return;
 	}
 	if (lima_home_unsafe(d->lima, err, sizeof err)) {
+		lane_create_plan_clear(&plan);
 		log_warnx("create refused: %s", err);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
 		    "%s", err);
@@ -203,7 +244,7 @@ lane_handle_create(struct laned *d, struct conn *c,
 		struct create_wait *w = xcalloc(1, sizeof *w);
 
 		w->c = c;
-		w->plan = plan;
+		w->plan = plan;		/* its secrets move with it */
 		conn_set_handler(c, &create_wait_handler, w);
 		lanenet_when_known_call(d, create_wait_done, w);
 		return;
@@ -314,6 +355,7 @@ lane_handle_list(struct laned *d, struct conn *c,
 	Agentlane__V1__Lane *lanes, **lanev;
 	Agentlane__V1__Label *labels, **labelv;
 	char **allowv;
+	void **secv;
 	char token[PAGE_TOKEN_MAX + 1];
 	size_t n, limit, budget, used = 0, i;
 	bool more;
@@ -341,6 +383,7 @@ lane_handle_list(struct laned *d, struct conn *c,
 	labels = xcalloc(n * LANE_LABELS_MAX, sizeof *labels);
 	labelv = xcalloc(n * LANE_LABELS_MAX, sizeof *labelv);
 	allowv = xcalloc(n * NETPOLICY_ALLOW_MAX, sizeof *allowv);
+	secv = xcalloc(n + 1, sizeof *secv);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE_LIST;
 	resp.lane_list = &list;
 	budget = page_budget(&resp);
@@ -354,6 +397,7 @@ lane_handle_list(struct laned *d, struct conn *c,
 		    src + rows[i].label_off : NULL, rows[i].nlabels);
 		lane_record_net_to_proto(&rows[i].rec, &lanes[i],
 		    allowv + i * NETPOLICY_ALLOW_MAX);
+		secv[i] = lane_record_secrets_to_proto(&rows[i].rec, &lanes[i]);
 		cost = entry_cost(protobuf_c_message_get_packed_size(
 		    &lanes[i].base));
 		if (used + cost > budget)
@@ -381,6 +425,9 @@ lane_handle_list(struct laned *d, struct conn *c,
 		log_warnx("list: cannot send the reply (%zu lanes)", i);
 	conn_finish(c);
 out:
+	for (size_t k = 0; k < n; k++)
+		free(secv[k]);
+	free(secv);
 	free(allowv);
 	free(labelv);
 	free(labels);
@@ -426,6 +473,7 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	struct lane_label src[LANE_LABELS_MAX];
 	struct lane_record rec;
 	char *allowv[NETPOLICY_ALLOW_MAX];
+	void *secv;
 	struct lane *l;
 	int64_t ceiling, deadline;
 	char detail[128], name[LANE_NAME_SIZE];
@@ -477,11 +525,13 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	lane_changed(d);
 	lane_record_to_proto(&rec, &pl, labelv, labels, src, nl);
 	lane_record_net_to_proto(&rec, &pl, allowv);
+	secv = lane_record_secrets_to_proto(&rec, &pl);
 	ext.lane = &pl;
 	ext.capped = capped;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EXTENDED;
 	resp.extended = &ext;
 	(void)conn_send(c, &resp);
+	free(secv);
 	conn_finish(c);
 }
 

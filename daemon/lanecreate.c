@@ -18,6 +18,8 @@
 #include "lanecreate.h"
 #include "lanelog.h"
 #include "lanenet.h"
+#include "lanesecret.h"
+#include "secret.h"
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -28,9 +30,13 @@
 #include "util.h"
 
 #define SETUP_OUTPUT_MAX 4096
+/* The lane YAML: the template, the policy script, a CA certificate. */
+#define LANE_YAML_MAX 16384
 /* The registry keeps what the policy module bounds. */
 _Static_assert(LANE_ALLOW_TEXT_MAX == NETPOLICY_ALLOW_TEXT_MAX,
     "allow list bounds differ");
+_Static_assert(LANE_SECRETS_TEXT_MAX == LANESECRET_TEXT_MAX,
+    "secret text bounds differ");
 
 /*
  * Prepares the lane's writable workspace and proves the guest can run the
@@ -142,6 +148,19 @@ lane_create_net_plan(const struct config *cfg,
 	return 0;
 }
 
+/*
+ * The request's secrets, last of the checks (the plan owns their values
+ * from here). In an allow lane the proxy lets a secret's hosts through as
+ * well (proxy.h): they were named by the same creator.
+ */
+static int
+secrets_plan(const struct config *cfg, const Agentlane__V1__CreateLane *req,
+    struct lane_create_plan *plan, char *err, size_t errlen)
+{
+	return lanesecret_plan(cfg->secret, req->secrets, req->n_secrets,
+	    &plan->secrets, err, errlen);
+}
+
 int
 lane_create_check(const struct config *cfg,
     const Agentlane__V1__CreateLane *req, size_t live,
@@ -239,7 +258,14 @@ lane_create_check(const struct config *cfg,
 		    "(max_lanes)", live, cfg->max_lanes);
 		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
 	}
-	return 0;
+	return secrets_plan(cfg, req, plan, err, errlen);
+}
+
+void
+lane_create_plan_clear(struct lane_create_plan *plan)
+{
+	lanesecret_set_free(plan->secrets);
+	plan->secrets = NULL;
 }
 
 /* ---- Registration ---- */
@@ -255,11 +281,63 @@ record_net(struct lane_record *rec, const struct lane_create_plan *plan)
 }
 
 
+/*
+ * The secrets of a new row: names and hosts for the registry, the values
+ * sealed with their placeholders into *sealed (the lane's, once it is
+ * registered). False (c answered) if that failed; the plan's set is gone
+ * either way.
+ */
+static bool
+record_secrets(struct conn *c, struct lane_create_plan *plan,
+    struct lane_record *rec, struct secret_set **sealed)
+{
+	char err[256];
+
+	*sealed = NULL;
+	if (plan->secrets == NULL)
+		return true;
+	if (lanesecret_text(plan->secrets, rec->secrets,
+	    sizeof rec->secrets) == -1) {
+		lane_create_plan_clear(plan);
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "the secrets' names and hosts do not fit the registry");
+		return false;
+	}
+	*sealed = lanesecret_seal(plan->secrets, err, sizeof err);
+	plan->secrets = NULL;
+	if (*sealed == NULL) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL, "%s",
+		    err);
+		return false;
+	}
+	return true;
+}
+
+/* The lane's events name its secrets and their hosts (never a value). */
+static void
+secrets_event(struct lane *l)
+{
+	char detail[LANE_SECRETS_TEXT_MAX + 64];
+
+	for (size_t i = 0; l->secrets != NULL && i < l->secrets->n; i++) {
+		const struct secret *sc = &l->secrets->v[i];
+		size_t off;
+
+		off = (size_t)snprintf(detail, sizeof detail, "%s for ",
+		    sc->name);
+		for (size_t k = 0; k < sc->nhosts && off < sizeof detail; k++)
+			off += (size_t)snprintf(detail + off, sizeof detail - off,
+			    "%s%s", k > 0 ? "," : "", sc->hosts[k]);
+		lane_event(l, "secret", detail);
+	}
+}
+
 void
 lane_create_start(struct laned *d, struct conn *c,
-    const struct lane_create_plan *plan)
+    struct lane_create_plan *plan)
 {
 	struct lane_record rec;
+	struct secret_set *sealed;
 	struct lane *l;
 	char inst[IMAGE_INSTANCE_SIZE], err[256];
 	uint32_t image_disk = 0;
@@ -270,8 +348,11 @@ lane_create_start(struct laned *d, struct conn *c,
 	rec.memory_mib = plan->memory_mib;
 	rec.disk_gib = plan->disk_gib;
 	/* Held from here to the clone's end: image rm refuses meanwhile. */
+	if (!record_secrets(c, plan, &rec, &sealed))
+		return;
 	if (plan->image[0] != '\0' && (rc = image_hold(d, plan->image, inst,
 	    &image_disk, err, sizeof err)) != 0) {
+		secret_set_free(sealed);
 		conn_send_error(c, rc, "%s", err);
 		return;
 	}
@@ -290,6 +371,9 @@ lane_create_start(struct laned *d, struct conn *c,
 	/* Invariant 1: the row is durable before limactl hears the name. */
 	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
 		if (lima_name_generate(rec.name, sizeof rec.name) == -1) {
+			if (plan->image[0] != '\0')
+				image_release(d, plan->image);
+			secret_set_free(sealed);
 			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 			    "cannot read the OS random source");
 			return;
@@ -304,6 +388,7 @@ lane_create_start(struct laned *d, struct conn *c,
 
 		if (plan->image[0] != '\0')
 			image_release(d, plan->image);
+		secret_set_free(sealed);
 		if (rc == REG_TAKEN && registry_lane_by_alias(d->reg,
 		    plan->alias, holder) == REG_OK)
 			conn_send_error(c,
@@ -324,8 +409,10 @@ lane_create_start(struct laned *d, struct conn *c,
 	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
 	l = lane_new(d, &rec);
 	l->create_detached = plan->detach;
+	l->secrets = sealed;
 	if (plan->alias[0] != '\0')
 		lane_event(l, "alias", plan->alias);
+	secrets_event(l);
 	if (plan->image[0] != '\0') {
 		str_copy(l->image, plan->image, sizeof l->image);
 		str_copy(l->image_instance, inst, sizeof l->image_instance);
@@ -707,7 +794,7 @@ lane_step_netcheck(struct lane *l)
 		return;
 	}
 	if ((n = netpolicy_check_script((enum netpolicy_mode)l->net_mode,
-	    l->sudo, port, script, sizeof script)) < 0) {
+	    l->sudo, port, lanenet_ca_pem(l), script, sizeof script)) < 0) {
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "network policy check script too large");
 		return;
@@ -827,6 +914,8 @@ lane_spec(const struct lane *l, const struct lane_record *rec,
 	spec->net_mode = (int)l->net_mode;
 	spec->proxy_port = l->proxy_port;
 	spec->sudo = l->sudo;
+	/* Its certificate only: the key never leaves the daemon's memory. */
+	spec->ca_pem = lanenet_ca_pem(l);
 }
 
 /* Renders the isolation template for the lane from its registry row. */
@@ -859,7 +948,7 @@ static void
 clone_done(struct proc *p, int status, void *arg)
 {
 	struct lane *l = arg;
-	char yaml[8192], err[256];
+	char yaml[LANE_YAML_MAX], err[256];
 	int n;
 
 	if (l->image_held) {
@@ -899,7 +988,7 @@ write_yaml(struct lane *l, char *err, size_t errlen)
 {
 	struct lima_lane_spec spec;
 	struct lane_record rec;
-	char yaml[8192], path[PATH_MAX];
+	char yaml[LANE_YAML_MAX], path[PATH_MAX];
 	int n;
 
 	if (registry_lane_get(l->d->reg, l->name, &rec) != REG_OK) {
@@ -938,8 +1027,7 @@ lane_step_create_go(struct lane *l)
 		lane_fail_creation(l, code, "%s", err);
 		return;
 	}
-	if (l->net_policy && l->net_mode == NETPOLICY_ALLOW &&
-	    l->proxy == NULL) {
+	if (lanenet_wants_proxy(l) && l->proxy == NULL) {
 		if (lanenet_proxy_open(l, 0, err, sizeof err) == -1) {
 			lane_fail_creation(l,
 			    AGENTLANE__V1__ERROR_CODE__INTERNAL,

@@ -17,6 +17,7 @@ struct config;
 struct conn;
 struct lane;
 struct laned;
+struct lanesecret_set;
 
 /* What a checked request asks for, defaults applied. */
 struct lane_create_plan {
@@ -33,7 +34,16 @@ struct lane_create_plan {
 	uint32_t net_mode;		/* enum netpolicy_mode */
 	char allow[LANE_ALLOW_TEXT_MAX + 1];
 	bool sudo;
+	/*
+	 * The lane's secrets with their values (lanesecret.h), or NULL. The
+	 * plan owns them until lane_create_start takes them; whoever drops a
+	 * plan before that calls lane_create_plan_clear.
+	 */
+	struct lanesecret_set *secrets;
 };
+
+/* Wipes and frees what a plan owns (its secrets); the plan stays valid. */
+void lane_create_plan_clear(struct lane_create_plan *);
 
 /*
  * Checks a request against the caps of cfg, given `live` lanes already
@@ -53,9 +63,10 @@ bool lane_alias_valid(const char *);
 /*
  * Registers the lane (a fresh name, committed in "creating") and starts
  * its creation with c as its first waiter. On failure c has been answered.
+ * It takes plan->secrets in every case (the lane's, or wiped).
  */
 void lane_create_start(struct laned *, struct conn *,
-    const struct lane_create_plan *);
+    struct lane_create_plan *);
 
 /*
  * Registers a warm-pool lane of that shape (pooled, recycled after

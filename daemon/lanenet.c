@@ -10,6 +10,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanenet.h"
+#include "lanesecret.h"
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -17,8 +18,20 @@
 #include "proxy.h"
 #include "proxyreq.h"
 #include "registry.h"
+#include "secret.h"
+#include "tlsca.h"
 #include "util.h"
 #include "wire.h"
+
+/* Every variable a lane gives its execs fits (lanenet_exec_env). */
+_Static_assert(LANENET_ENV_MAX >= 8 + 5 + LANESECRET_MAX,
+    "a lane's exec environment does not fit");
+_Static_assert(LANENET_ENV_LEN > TEXT_SECRET_NAME_MAX + 1 + LANESECRET_PH_LEN &&
+    LANENET_ENV_LEN > sizeof("NODE_EXTRA_CA_CERTS=" NETPOLICY_CA_FILE),
+    "a lane's exec variable does not fit");
+
+/* A lane CA outlives the longest lane by this much (clocks drift). */
+#define LANE_CA_MARGIN_MS (24ull * 3600 * 1000)
 
 /* `limactl info` prints a few KiB; anything past this is not limactl. */
 #define INFO_OUTPUT_MAX (1u << 20)
@@ -290,12 +303,49 @@ lanenet_guest_unenforceable(const struct laned *d, char *note, size_t notelen)
 	return true;
 }
 
-/* ---- The proxy of an allow lane ---- */
+/* ---- The proxy of an allow lane, or of a lane with secrets ---- */
 
 static void
 proxy_record(void *arg, const char *event, const char *detail)
 {
 	audit_proxy(arg, event, detail);
+}
+
+bool
+lanenet_wants_proxy(const struct lane *l)
+{
+	if (!l->net_policy)
+		return false;
+	return l->net_mode == NETPOLICY_ALLOW ||
+	    (l->net_mode == NETPOLICY_INTERNET && l->has_secrets);
+}
+
+const char *
+lanenet_ca_pem(const struct lane *l)
+{
+	return l->ca != NULL ? tlsca_cert_pem(l->ca, NULL) : NULL;
+}
+
+/*
+ * The secrets go to the proxy with the lane CA, made here: the key
+ * stays in this process, the certificate goes to the lane YAML.
+ */
+static int
+proxy_secrets(struct lane *l, char *err, size_t errlen)
+{
+	if (l->secrets == NULL)
+		return 0;
+	/*
+	 * Its leaf cache is bounded by proxy_max_certs: one leaf a host of
+	 * a secret the guest connects to ("*.suffix" can name many); past
+	 * it the proxy refuses with a record (TLSCA_FULL).
+	 */
+	if (l->ca == NULL && (l->ca = tlsca_new(l->name,
+	    l->d->cfg.max_lifetime_ms + LANE_CA_MARGIN_MS,
+	    l->d->cfg.proxy_max_certs, err, errlen)) == NULL)
+		return -1;
+	proxy_set_secrets(l->proxy, l->secrets, l->ca);
+	return 0;
 }
 
 int
@@ -341,36 +391,105 @@ lanenet_proxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
 			log_warnx("lane proxies: no resolver (/etc/resolv.conf): "
 			    "every name will be refused");
 	}
+	/* Internet lanes have one for their secrets; others pass through. */
+	pol.internet = l->net_mode == NETPOLICY_INTERNET;
 	l->proxy = proxy_new(d->base, n->dns, &pol, &lim, port, proxy_record,
 	    l, err, errlen);
 	if (l->proxy == NULL)
 		return -1;
+	/* Before the guest can connect: open connections keep their set. */
+	if (proxy_secrets(l, err, errlen) == -1) {
+		proxy_free(l->proxy);
+		l->proxy = NULL;
+		return -1;
+	}
 	l->proxy_port = proxy_port(l->proxy);
 	if (d->proxy_hook != NULL)
 		d->proxy_hook(l->proxy);
-	log_info("lane %s: proxy on 127.0.0.1:%u (%zu allowed patterns)",
-	    l->name, (unsigned)l->proxy_port, pol.nallow);
+	log_info("lane %s: proxy on 127.0.0.1:%u (%s%zu allowed patterns, "
+	    "%zu secrets)", l->name, (unsigned)l->proxy_port, pol.internet ?
+	    "any public host, " : "", pol.nallow, l->secrets != NULL ?
+	    l->secrets->n : 0);
 	return 0;
 }
 
 void
 lanenet_proxy_close(struct lane *l)
 {
-	if (l->proxy == NULL)
-		return;
-	proxy_free(l->proxy);
-	l->proxy = NULL;
-	log_info("lane %s: proxy on 127.0.0.1:%u closed", l->name,
-	    (unsigned)l->proxy_port);
+	if (l->proxy != NULL) {
+		proxy_free(l->proxy);
+		l->proxy = NULL;
+		log_info("lane %s: proxy on 127.0.0.1:%u closed", l->name,
+		    (unsigned)l->proxy_port);
+	}
+	/* The proxy only borrowed them: the values and the CA key go now. */
+	secret_set_free(l->secrets);
+	l->secrets = NULL;
+	if (l->ca != NULL) {
+		tlsca_free(l->ca);
+		l->ca = NULL;
+	}
 }
 
-size_t
-lanenet_exec_env(struct laned *d, const char *name, char env[8][64])
+/* Appends "NAME=VALUE" to env (the asserts above make room for all). */
+static void
+env_add(struct lanenet_env *env, bool secret, const char *name,
+    const char *value)
 {
-	struct lane *l = name != NULL ? lane_find(d, name) : NULL;
+	if (env->n == LANENET_ENV_MAX)
+		fatalx("lane exec environment: more than %d variables",
+		    LANENET_ENV_MAX);
+	(void)snprintf(env->v[env->n], sizeof env->v[env->n], "%s=%s", name,
+	    value);
+	env->secret[env->n++] = secret;
+}
 
+void
+lanenet_exec_env(struct laned *d, const char *name, struct lanenet_env *env)
+{
+	/*
+	 * Tools that replace the trust store are pointed at the whole system
+	 * bundle (which holds the lane CA), never at the CA alone: hosts the
+	 * proxy tunnels must still verify. Node adds to its own store.
+	 */
+	static const char *const bundle_vars[] = {
+		"SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+		"GIT_SSL_CAINFO",
+	};
+	struct lane *l = name != NULL ? lane_find(d, name) : NULL;
+	char pol[8][64];
+	size_t np;
+
+	memset(env, 0, sizeof *env);
 	if (l == NULL || !l->net_policy)
-		return 0;
-	return netpolicy_proxy_env((enum netpolicy_mode)l->net_mode,
-	    l->proxy_port, env);
+		return;
+	np = netpolicy_proxy_env((enum netpolicy_mode)l->net_mode,
+	    l->proxy != NULL ? l->proxy_port : 0, pol);
+	for (size_t i = 0; i < np; i++) {
+		char *eq = strchr(pol[i], '=');
+
+		*eq = '\0';
+		env_add(env, false, pol[i], eq + 1);
+	}
+	if (l->ca != NULL && np > 0) {
+		env_add(env, false, "NODE_EXTRA_CA_CERTS", NETPOLICY_CA_FILE);
+		for (size_t i = 0; i < 4; i++)
+			env_add(env, false, bundle_vars[i],
+			    NETPOLICY_CA_BUNDLE);
+	}
+	for (size_t i = 0; l->secrets != NULL && i < l->secrets->n; i++)
+		env_add(env, true, l->secrets->v[i].name,
+		    l->secrets->v[i].placeholder);
+}
+
+bool
+lanenet_env_secret(const struct lanenet_env *env, const char *name)
+{
+	size_t nl = strlen(name);
+
+	for (size_t i = 0; i < env->n; i++)
+		if (env->secret[i] && strncmp(env->v[i], name, nl) == 0 &&
+		    env->v[i][nl] == '=')
+			return true;
+	return false;
 }

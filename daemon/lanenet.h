@@ -64,18 +64,44 @@ bool lanenet_guest_unenforceable(const struct laned *, char *note,
     size_t notelen);
 
 /*
- * Opens the lane's proxy (allow lanes) on 127.0.0.1:port, port 0 for any;
- * l->proxy_port is set. -1 with err when it cannot listen.
+ * Whether the lane has a proxy: allow lanes, and lanes with secrets in
+ * internet mode (their HTTP(S) goes through it so that the secrets' hosts
+ * are intercepted; every other host is an opaque tunnel). A none lane has
+ * none: nothing leaves it, secrets or not.
+ */
+bool lanenet_wants_proxy(const struct lane *);
+/*
+ * Opens the lane's proxy on 127.0.0.1:port, port 0 for any; l->proxy_port
+ * is set. A lane with secrets gets its CA made here (l->ca) and both
+ * handed to the proxy before the guest can connect. -1 with err when it
+ * cannot listen or the CA cannot be made.
  */
 int lanenet_proxy_open(struct lane *, uint16_t port, char *err,
     size_t errlen);
+/*
+ * Closes the proxy, then wipes the lane's secret values and frees its CA
+ * (key included), which only the proxy used: the lane's end for both.
+ */
 void lanenet_proxy_close(struct lane *);
+/* The lane CA's certificate (PEM) for the lane YAML; NULL without one. */
+const char *lanenet_ca_pem(const struct lane *);
 
 /*
- * The NAME=VALUE strings a lane's execs get from its policy (allow: the
- * proxy variables), into env[8]; returns the count. 0 for other lanes and
- * for a name that is not a live lane.
+ * The NAME=VALUE strings a lane gives every exec: its proxy's variables,
+ * with secrets the trust variables (NODE_EXTRA_CA_CERTS the lane CA's
+ * file; SSL_CERT_FILE, REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, GIT_SSL_CAINFO
+ * the system bundle), and each secret's NAME=placeholder (secret[i] set).
  */
-size_t lanenet_exec_env(struct laned *, const char *lane, char env[8][64]);
+#define LANENET_ENV_MAX (8 + 5 + 32)	/* proxy, trust, SECRET_MAX */
+#define LANENET_ENV_LEN 256
+struct lanenet_env {
+	size_t n;
+	char v[LANENET_ENV_MAX][LANENET_ENV_LEN];
+	bool secret[LANENET_ENV_MAX];
+};
+/* Empty for a name that is not a live lane (callers resolve it first). */
+void lanenet_exec_env(struct laned *, const char *lane, struct lanenet_env *);
+/* Whether name is one of env's secrets (an exec may not set it). */
+bool lanenet_env_secret(const struct lanenet_env *, const char *name);
 
 #endif

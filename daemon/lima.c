@@ -287,11 +287,16 @@ lima_yaml_render(const struct lima *l, const struct lima_lane_spec *spec,
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	if (!spec->has_policy)
-		return n;
+		return spec->ca_pem == NULL ? n : -1;
 	if ((p = netpolicy_yaml((enum netpolicy_mode)spec->net_mode,
 	    spec->proxy_port, spec->sudo, buf + n, len - (size_t)n)) < 0)
 		return -1;
-	return n + p;
+	n += p;
+	/* The lane CA's script is one more item of the provision list. */
+	if (spec->ca_pem != NULL && (p = netpolicy_ca_yaml(spec->ca_pem,
+	    buf + n, len - (size_t)n)) < 0)
+		return -1;
+	return spec->ca_pem != NULL ? n + p : n;
 }
 
 bool

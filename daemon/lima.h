@@ -33,8 +33,13 @@ struct lima_lane_spec {
 	 */
 	bool has_policy;
 	int net_mode;			/* enum netpolicy_mode */
-	uint16_t proxy_port;		/* allow */
+	uint16_t proxy_port;		/* allow; internet with secrets */
 	bool sudo;
+	/*
+	 * A lane with secrets and a proxy: its CA's certificate (PEM), put
+	 * into the guest's system trust store at every boot. Needs a policy.
+	 */
+	const char *ca_pem;
 };
 
 struct lima_instance {

@@ -73,23 +73,30 @@ netpolicy_ruleset(enum netpolicy_mode m, uint16_t proxy_port, char *buf,
 {
 	int n = -1;
 
+	char proxy[64] = "";
+
 	switch (m) {
 	case NETPOLICY_INTERNET:
 		/*
 		 * 192.168.5.2 (host loopback) and .3 fall in 192.168/16;
 		 * 100.64/10 carries VPNs such as Tailscale; fec0::/10 is
-		 * slirp's IPv6 prefix, where fec0::2 is the host.
+		 * slirp's IPv6 prefix, where fec0::2 is the host. A lane with
+		 * secrets has a proxy: its one port on the host is let through.
 		 */
+		if (proxy_port != 0)
+			snprintf(proxy, sizeof proxy, "\t\tip daddr 192.168.5.2 "
+			    "tcp dport %u accept\n", (unsigned)proxy_port);
 		n = snprintf(buf, len, CHAIN_HEAD("accept")
 		    "\t\tip daddr 192.168.5.3 udp dport 53 accept\n"
 		    "\t\tip daddr 192.168.5.3 tcp dport 53 accept\n"
+		    "%s"
 		    "\t\tip daddr { 0.0.0.0/8, 10.0.0.0/8, 100.64.0.0/10, "
 		    "127.0.0.0/8, 169.254.0.0/16, 172.16.0.0/12, "
 		    "192.168.0.0/16, 224.0.0.0/4, 240.0.0.0/4 } drop\n"
 		    "\t\tip6 daddr { ::/127, ::ffff:0:0/96, fc00::/7, "
 		    "fe80::/10, fec0::/10, ff00::/8 } drop\n"
 		    "\t}\n"
-		    "}\n");
+		    "}\n", proxy);
 		break;
 	case NETPOLICY_NONE:
 		n = snprintf(buf, len, CHAIN_HEAD("drop") "\t}\n}\n");
@@ -196,14 +203,86 @@ netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
 	return (int)off;
 }
 
-int
-netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
-    char *buf, size_t len)
+/* A PEM certificate as OpenSSL writes it: nothing a shell would read. */
+static bool
+pem_plain(const char *pem)
 {
-	const char *mode = netpolicy_mode_name(m);
+	return strncmp(pem, "-----BEGIN CERTIFICATE-----\n", 28) == 0 &&
+	    strspn(pem, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789+/=- \n") == strlen(pem) && pem[strlen(pem) - 1] == '\n';
+}
+
+int
+netpolicy_ca_yaml(const char *pem, char *buf, size_t len)
+{
+	char script[8192];
+	size_t off = 0;
 	int n;
 
-	if (probe_port == 0)
+	if (!pem_plain(pem))
+		return -1;
+	/*
+	 * One PEM per file, named *.crt, where update-ca-certificates looks;
+	 * it rebuilds the bundle that SSL_CERT_FILE and friends name. Its
+	 * own output goes to the boot log; set -e: no half-installed CA.
+	 */
+	n = snprintf(script, sizeof script,
+	    "#!/bin/sh\n"
+	    "# agent-lane: the lane CA (secrets). Runs as root at every boot.\n"
+	    "set -eu\n"
+	    "mkdir -p " NETPOLICY_CA_DIR "\n"
+	    "cat > " NETPOLICY_CA_FILE ".tmp <<'AGENT_LANE_CA'\n"
+	    "%s"
+	    "AGENT_LANE_CA\n"
+	    "chmod 0644 " NETPOLICY_CA_FILE ".tmp\n"
+	    "mv -f " NETPOLICY_CA_FILE ".tmp " NETPOLICY_CA_FILE "\n"
+	    "update-ca-certificates\n", pem);
+	if (n < 0 || (size_t)n >= sizeof script)
+		return -1;
+	n = snprintf(buf, len, "- mode: system\n  script: |\n");
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	off = (size_t)n;
+	if (!indent_into(buf, len, &off, "    ", script))
+		return -1;
+	return (int)off;
+}
+
+/*
+ * The check's lines for the CA: the bundle holds its certificate (a line
+ * of its base64 long enough to be its own; PEM lines are 64 characters).
+ */
+static int
+ca_check(const char *pem, char *buf, size_t len)
+{
+	const char *line;
+	size_t n;
+	int w;
+
+	buf[0] = '\0';
+	if (pem == NULL)
+		return 0;
+	if (!pem_plain(pem) || (line = strchr(pem, '\n')) == NULL)
+		return -1;
+	line++;
+	if ((n = strcspn(line, "\n")) < 32)
+		return -1;
+	w = snprintf(buf, len,
+	    "grep -qxF '%.*s' " NETPOLICY_CA_BUNDLE " 2>/dev/null || {\n"
+	    "\techo 'fail: the lane CA is not in " NETPOLICY_CA_BUNDLE "'; "
+	    "exit 1; }\n", (int)n, line);
+	return w < 0 || (size_t)w >= len ? -1 : 0;
+}
+
+int
+netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
+    const char *ca_pem, char *buf, size_t len)
+{
+	const char *mode = netpolicy_mode_name(m);
+	char ca[256];
+	int n;
+
+	if (probe_port == 0 || ca_check(ca_pem, ca, sizeof ca) == -1)
 		return -1;
 	/*
 	 * The probe is perl (the guest helper needs it anyway): connected
@@ -226,6 +305,7 @@ netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
 	    "print $!{ECONNREFUSED} ? \"reachable\\n\" : \"blocked\\n\";')\n"
 	    "[ \"$r\" = blocked ] || {\n"
 	    "\techo \"fail: 192.168.5.2:%u answered the guest ($r)\"; exit 1; }\n"
+	    "%s"
 	    "echo 'ok %s'\n",
 	    mode, sudo ? "advisory" : "enforced",
 	    mode, sudo ? "advisory" : "enforced",
@@ -236,7 +316,7 @@ netpolicy_check_script(enum netpolicy_mode m, bool sudo, uint16_t probe_port,
 	    "<\"$HOME/password\" >/dev/null 2>&1; then\n"
 	    "\techo 'fail: the password Lima gave the guest user "
 	    "(~/password) opens sudo'; exit 1; fi\n",
-	    (unsigned)probe_port, (unsigned)probe_port, mode);
+	    (unsigned)probe_port, (unsigned)probe_port, ca, mode);
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	return n;
@@ -275,7 +355,7 @@ netpolicy_proxy_env(enum netpolicy_mode m, uint16_t port, char env[8][64])
 	};
 	size_t n = 0;
 
-	if (m != NETPOLICY_ALLOW || port == 0)
+	if (m == NETPOLICY_NONE || port == 0)
 		return 0;
 	for (size_t i = 0; i < 4; i++)
 		snprintf(env[n++], 64, "%s=http://192.168.5.2:%u", names[i],

@@ -43,8 +43,9 @@ bool netpolicy_mode_parse(const char *, enum netpolicy_mode *);
 const char *netpolicy_mode_name(enum netpolicy_mode);
 
 /*
- * The nft script for a mode; proxy_port is used by allow only (and must
- * then be non-zero). Returns the length, or -1 if buf is too small.
+ * The nft script for a mode; proxy_port is the lane's proxy on the host:
+ * an allow lane's only way out (it must be non-zero), an internet lane's
+ * with secrets (0: none). Returns the length, or -1 if buf is too small.
  */
 int netpolicy_ruleset(enum netpolicy_mode, uint16_t proxy_port, char *buf,
     size_t len);
@@ -62,12 +63,27 @@ int netpolicy_yaml(enum netpolicy_mode, uint16_t proxy_port, bool sudo,
  * reports a policy lane ready: the provision script's stamp names this
  * mode as enforced, the user has no passwordless sudo (unless kept), and a
  * TCP connection to 192.168.5.2:probe_port (the lane's own ssh port on the
- * host) is dropped, neither made nor refused. Prints "ok MODE" and exits 0,
+ * host) is dropped, neither made nor refused, and with ca_pem that the
+ * system bundle holds the lane CA. Prints "ok MODE" and exits 0,
  * or prints "fail: WHY" and exits 1. A guest with no network at all (the
  * simulator) has no stamp and fails: nothing here passes by default.
  */
 int netpolicy_check_script(enum netpolicy_mode, bool sudo, uint16_t probe_port,
-    char *buf, size_t len);
+    const char *ca_pem, char *buf, size_t len);
+
+/*
+ * The lane CA of a lane with secrets, in the guest: its certificate goes
+ * to NETPOLICY_CA_FILE and into the system bundle (update-ca-certificates)
+ * by a system provision script, as root at every boot (the lane user has
+ * no root). netpolicy_ca_yaml renders that script as one more item of the
+ * `provision:` list netpolicy_yaml opens; -1 if pem is not a plain PEM
+ * certificate or buf is too small. With ca_pem, netpolicy_check_script
+ * also checks that the bundle holds it before the lane is ready.
+ */
+#define NETPOLICY_CA_DIR "/usr/local/share/ca-certificates"
+#define NETPOLICY_CA_FILE NETPOLICY_CA_DIR "/agent-lane.crt"
+#define NETPOLICY_CA_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+int netpolicy_ca_yaml(const char *pem, char *buf, size_t len);
 
 /*
  * `limactl --version` output ("limactl version 2.2.0"): whether it is at
@@ -76,9 +92,10 @@ int netpolicy_check_script(enum netpolicy_mode, bool sudo, uint16_t probe_port,
 bool netpolicy_lima_version_ok(const char *out, char *why, size_t whylen);
 
 /*
- * The exec environment of an allow lane: HTTP_PROXY, HTTPS_PROXY,
- * NO_PROXY and their lower-case forms, as NAME=VALUE strings into env[8].
- * Returns the count. Other modes get none.
+ * The exec environment of a lane with a proxy (allow lanes; internet
+ * lanes with secrets): HTTP_PROXY, HTTPS_PROXY, NO_PROXY and their
+ * lower-case forms, as NAME=VALUE strings into env[8]. Returns the count;
+ * none for mode none or port 0.
  */
 size_t netpolicy_proxy_env(enum netpolicy_mode, uint16_t proxy_port,
     char env[8][64]);

@@ -333,9 +333,13 @@ list_done(struct proc *p, int status, void *arg)
 		char reason[64];
 
 		next = TAILQ_NEXT(l, entry);
-		/* Booted pool lanes too: a stopped VM is no warm lane. */
+		/*
+		 * Booted pool lanes too: a stopped VM is no warm lane. A pool
+		 * lane that still waits for the limactl facts (no step, no VM
+		 * yet) is not booted: it has no workspace until it is.
+		 */
 		if ((l->state != LANE_READY && !(l->state == LANE_POOLED &&
-		    l->step == LANE_STEP_NONE)) ||
+		    l->step == LANE_STEP_NONE && l->workspace[0] != '\0')) ||
 		    l->step == LANE_STEP_COMMIT_WAIT)
 			continue;
 		for (size_t i = 0; i < n; i++)

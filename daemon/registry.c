@@ -115,6 +115,11 @@ static const char *const migrations[] = {
 	"ALTER TABLE lanes ADD COLUMN owned INTEGER NOT NULL DEFAULT 0;"
 	"CREATE UNIQUE INDEX lanes_alias_live ON lanes(alias) WHERE "
 	"  alias IS NOT NULL AND state IN ('creating','ready','destroying');",
+	/*
+	 * Lane secrets (daemon/lanesecret.h): their names and hosts, never
+	 * their values, which only the daemon's memory holds.
+	 */
+	"ALTER TABLE lanes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -221,7 +226,8 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 #define LANE_COLUMNS "name, state, cpus, memory_mib, disk_gib, " \
 	"created_at_ms, deadline_ms, idle_timeout_ms, last_activity_ms, " \
 	"ended_at_ms, owner_uid, workspace, error, create_failed, pooled, " \
-	"network, allow, sudo, proxy_port, net_policy, net_note, alias, owned"
+	"network, allow, sudo, proxy_port, net_policy, net_note, alias, owned, " \
+	"secrets"
 
 /* The tables and columns this build reads and writes. */
 #define IMAGE_COLUMNS "name, id, instance, state, from_image, docker, cpus, " \
@@ -637,8 +643,9 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 	st = prepare(r, "INSERT INTO lanes (name, state, cpus, memory_mib, "
 	    "disk_gib, created_at_ms, deadline_ms, idle_timeout_ms, "
 	    "last_activity_ms, owner_uid, pooled, network, allow, sudo, "
-	    "proxy_port, alias, owned) VALUES (?1, 'creating', ?2, ?3, ?4, ?5, "
-	    "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, NULLIF(?15, ''), ?16)");
+	    "proxy_port, alias, owned, secrets) VALUES (?1, 'creating', ?2, "
+	    "?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+	    "NULLIF(?15, ''), ?16, ?17)");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, rec->name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, rec->cpus);
@@ -656,6 +663,7 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		sqlite3_bind_int(st, 14, rec->proxy_port);
 		sqlite3_bind_text(st, 15, rec->alias, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 16, rec->owned);
+		sqlite3_bind_text(st, 17, rec->secrets, -1, SQLITE_STATIC);
 	}
 	rc = step_done(r, st);
 	for (size_t i = 0; rc == REG_OK && i < nlabels; i++) {
@@ -725,6 +733,7 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 	column_copy(st, 20, rec->net_note, sizeof rec->net_note);
 	column_copy(st, 21, rec->alias, sizeof rec->alias);
 	rec->owned = sqlite3_column_int(st, 22) != 0;
+	column_copy(st, 23, rec->secrets, sizeof rec->secrets);
 	if (rec->pooled && (rec->state == LANE_CREATING ||
 	    rec->state == LANE_READY))
 		rec->state = LANE_POOLED;

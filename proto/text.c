@@ -217,3 +217,57 @@ text_stream_end(struct text_stream *ts,
 			return false;
 	return true;
 }
+
+bool
+text_secret_name_valid(const char *s)
+{
+	size_t n = 0;
+
+	if (s == NULL || !((s[0] >= 'A' && s[0] <= 'Z') ||
+	    (s[0] >= 'a' && s[0] <= 'z') || s[0] == '_'))
+		return false;
+	for (; s[n] != '\0'; n++)
+		if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= 'a' &&
+		    s[n] <= 'z') || (s[n] >= '0' && s[n] <= '9') ||
+		    s[n] == '_') || n >= TEXT_SECRET_NAME_MAX)
+			return false;
+	return true;
+}
+
+bool
+text_secret_value_valid(const void *v, size_t len)
+{
+	const unsigned char *p = v;
+
+	if (p == NULL || len == 0 || len > TEXT_SECRET_VALUE_MAX ||
+	    p[0] == ' ' || p[len - 1] == ' ')
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] < 0x20 || p[i] > 0x7e)
+			return false;
+	return true;
+}
+
+bool
+text_secret_spec(const char *spec, char name[TEXT_SECRET_NAME_MAX + 1],
+    const char **hosts)
+{
+	size_t n = 0;
+
+	while (spec[n] != '\0' && spec[n] != '@')
+		n++;
+	if (n == 0 || n > TEXT_SECRET_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		name[i] = spec[i];
+	name[n] = '\0';
+	if (!text_secret_name_valid(name))
+		return false;
+	*hosts = NULL;
+	if (spec[n] == '@') {
+		if (spec[n + 1] == '\0')
+			return false;
+		*hosts = spec + n + 1;
+	}
+	return true;
+}

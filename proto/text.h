@@ -58,4 +58,28 @@ bool text_stream_put(struct text_stream *, const void *data, size_t len,
 bool text_stream_end(struct text_stream *,
     bool (*put)(const void *, size_t, void *), void *arg);
 
+/*
+ * Lane secrets (create --secret NAME@HOST[,HOST...]): the daemon and the
+ * CLI check them alike, so that the CLI can refuse before it sends.
+ */
+#define TEXT_SECRET_NAME_MAX 63		/* a secret's variable name */
+#define TEXT_SECRET_VALUE_MAX 8192	/* a secret's value, bytes */
+
+/* An environment variable name fit for a secret: [A-Za-z_][A-Za-z0-9_]{0,62}. */
+bool text_secret_name_valid(const char *);
+/*
+ * A secret's value: 1 to TEXT_SECRET_VALUE_MAX bytes of printable ASCII
+ * (0x20-0x7e), no space at either end. It is put into HTTP header values
+ * upstream, so a CR, LF or NUL in it could forge headers.
+ */
+bool text_secret_value_valid(const void *, size_t);
+/*
+ * Splits NAME@HOST[,HOST...] at the first '@': the name into name (NUL
+ * terminated, up to TEXT_SECRET_NAME_MAX), *hosts to the text after the
+ * '@', or NULL when there is none (NAME alone). False when the name is
+ * invalid, or an '@' has nothing after it.
+ */
+bool text_secret_spec(const char *spec, char name[TEXT_SECRET_NAME_MAX + 1],
+    const char **hosts);
+
 #endif

@@ -32,7 +32,10 @@
 	{ 0, "allow", "HOST", "with --network allow: a host or *.domain the " \
 	    "lane reaches through its proxy; repeatable" }, \
 	{ 0, "sudo", NULL, "keep passwordless root in the guest (the policy " \
-	    "is then advisory)" }
+	    "is then advisory)" }, \
+	{ 0, "secret", "NAME[@HOST,...]", "a credential the lane uses but " \
+	    "never holds: $NAME's value, put in by the proxy for HOST only; " \
+	    "repeatable" }
 
 static const struct ctl_option create_options[] = {
 	LANE_OPTIONS_RESOURCES,
@@ -165,7 +168,12 @@ const struct ctl_command ctl_commands[] = {
 		    "or a private range; none reaches nothing; allow reaches only the\n"
 		    "--allow hosts, over HTTP(S) through a proxy of the daemon (execs\n"
 		    "get HTTP_PROXY and HTTPS_PROXY). Without --sudo the lane has no\n"
-		    "guest root, so the rules hold (Lima 2.2 or later).\n",
+		    "guest root, so the rules hold (Lima 2.2 or later).\n"
+		    "--secret NAME@HOST gives the lane a credential it never holds: the\n"
+		    "value is our $NAME; every exec sees NAME set to a placeholder, and\n"
+		    "the lane's proxy puts the value in its place only in requests to\n"
+		    "HOST (HTTPS intercepted with a CA the guest trusts). The daemon\n"
+		    "keeps it in memory for the lane's life; a restart destroys the lane.\n",
 		.options = create_options,
 		.json = true,
 		.units = true,

@@ -193,9 +193,11 @@ void ctl_json_string(FILE *, const char *);
 void ctl_time(int64_t ms, char *buf, size_t len);
 /*
  * lanejson.c: a lane and its network policy as one JSON object, the same
- * for every command that prints a lane (no newline).
+ * for every command that prints a lane (no newline). The secrets are
+ * names and hosts (the CLI never has a lane's values); NULL: none.
  */
-void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *);
+void ctl_lane_json(FILE *, const struct al_lane *, const struct al_lane_net *,
+    const struct al_lane_secrets *);
 
 /*
  * cp with "-": a tar stream from standard input into a lane directory, or a
@@ -239,6 +241,11 @@ struct ctl_create_state {
 struct ctl_create_args {
 	struct al_label labels[AL_LABELS_MAX];
 	const char *allow[AL_ALLOW_MAX];
+	/* --secret NAME[@HOST,...]: the value is $NAME, never an argument. */
+	struct al_secret secrets[AL_SECRETS_MAX];
+	char secret_names[AL_SECRETS_MAX][AL_SECRET_NAME_MAX];
+	char secret_hosts[AL_SECRETS_MAX][AL_SECRET_HOSTS_TEXT_MAX + 1];
+	const char *secret_hostv[AL_SECRETS_MAX][AL_SECRET_HOSTS_MAX];
 	struct al_image im;		/* of --provision */
 	bool quiet;			/* -q: no progress line */
 };

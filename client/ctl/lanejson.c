@@ -13,7 +13,8 @@
 
 /*
  * Each key: its name, how it is written (a put_* below) and the value, an
- * expression of the lane l and its network policy n. In output order.
+ * expression of the lane l, its network policy n and its secrets s (names
+ * and hosts). In output order.
  */
 #define LANE_KEYS(K) \
 	K("name", str, l->name) \
@@ -39,7 +40,8 @@
 	K("sudo", bool, n->sudo) \
 	K("network_policy", str, n->policy) \
 	K("network_note", str, n->note) \
-	K("proxy_port", uint, n->proxy_port)
+	K("proxy_port", uint, n->proxy_port) \
+	K("secrets", secrets, s)
 
 /* The separator and the key; every put_* starts with it. */
 static void
@@ -122,30 +124,56 @@ put_labels(FILE *f, bool *first, const char *k, const struct al_lane *l)
 	fputc('}', f);
 }
 
+/* The first n lines of a '\n'-separated text, as a JSON array. */
+static void
+put_lines(FILE *f, const char *p, size_t n)
+{
+	fputc('[', f);
+	for (size_t i = 0; i < n && *p != '\0'; i++) {
+		char line[AL_ALLOW_TEXT_MAX + 1];
+		size_t len = strcspn(p, "\n");
+
+		if (len >= sizeof line)
+			len = sizeof line - 1;
+		memcpy(line, p, len);
+		line[len] = '\0';
+		if (i > 0)
+			fputc(',', f);
+		ctl_json_string(f, line);
+		p += strcspn(p, "\n");
+		p += *p == '\n';
+	}
+	fputc(']', f);
+}
+
 /* The allow patterns, '\n'-separated in the library's struct. */
 static void
 put_allow(FILE *f, bool *first, const char *k, const struct al_lane_net *n)
 {
-	const char *p = n->allow;
+	key(f, first, k);
+	put_lines(f, n->allow, n->nallow);
+}
 
+/* [{"name": NAME, "hosts": [HOST...]}...]: never a value. */
+static void
+put_secrets(FILE *f, bool *first, const char *k,
+    const struct al_lane_secrets *s)
+{
 	key(f, first, k);
 	fputc('[', f);
-	for (size_t i = 0; i < n->nallow && *p != '\0'; i++) {
-		char pat[AL_ALLOW_TEXT_MAX + 1];
-		size_t len = strcspn(p, "\n");
-
-		memcpy(pat, p, len);
-		pat[len] = '\0';
-		if (i > 0)
-			fputc(',', f);
-		ctl_json_string(f, pat);
-		p += len + (p[len] == '\n');
+	for (size_t i = 0; s != NULL && i < s->n; i++) {
+		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", f);
+		ctl_json_string(f, s->v[i].name);
+		fputs(",\"hosts\":", f);
+		put_lines(f, s->v[i].hosts, s->v[i].nhosts);
+		fputc('}', f);
 	}
 	fputc(']', f);
 }
 
 void
-ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *n)
+ctl_lane_json(FILE *f, const struct al_lane *l, const struct al_lane_net *n,
+    const struct al_lane_secrets *s)
 {
 	bool first = true;
 

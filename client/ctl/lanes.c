@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "text.h"
 #include "units.h"
 
 
@@ -78,6 +79,60 @@ parse_label(const char *v, struct al_label *labels, size_t *n)
 	memcpy(labels[*n].key, v, (size_t)(eq - v));
 	labels[*n].key[eq - v] = '\0';
 	snprintf(labels[*n].value, sizeof labels[*n].value, "%s", eq + 1);
+	(*n)++;
+	return 0;
+}
+
+/*
+ * --secret NAME[@HOST[,HOST...]] into a->secrets[*n]: the value is ours,
+ * $NAME, as with exec --env NAME, so that it is never on a command line.
+ * Hosts are checked by the daemon, the one place that decides.
+ */
+static int
+parse_secret(const char *v, struct ctl_create_args *a, size_t *n)
+{
+	char name[TEXT_SECRET_NAME_MAX + 1], *save = NULL, *h;
+	const char *hosts, *value;
+	struct al_secret *s = &a->secrets[*n];
+
+	if (!text_secret_spec(v, name, &hosts))
+		return ctl_usage("--secret needs NAME[@HOST[,HOST...]], NAME a "
+		    "variable name ([A-Za-z_][A-Za-z0-9_], up to %d)",
+		    TEXT_SECRET_NAME_MAX);
+	if (*n == AL_SECRETS_MAX)
+		return ctl_usage("at most %d --secret", AL_SECRETS_MAX);
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(a->secrets[i].name, name) == 0)
+			return ctl_usage("--secret %s is given twice", name);
+	if ((value = getenv(name)) == NULL)
+		return ctl_usage("--secret %s: $%s is not set (the value comes "
+		    "from our environment, never from the command line)", name,
+		    name);
+	if (!text_secret_value_valid(value, strlen(value)))
+		return ctl_usage("--secret %s: $%s must be 1-%d bytes of "
+		    "printable ASCII without a space at either end", name, name,
+		    TEXT_SECRET_VALUE_MAX);
+	snprintf(a->secret_names[*n], sizeof a->secret_names[*n], "%s", name);
+	s->name = a->secret_names[*n];
+	s->value = value;
+	s->hosts = a->secret_hostv[*n];
+	s->nhosts = 0;
+	if (hosts != NULL) {
+		if (strlen(hosts) >= sizeof a->secret_hosts[*n])
+			return ctl_usage("--secret %s: the host list is longer "
+			    "than %d bytes", name, AL_SECRET_HOSTS_TEXT_MAX);
+		snprintf(a->secret_hosts[*n], sizeof a->secret_hosts[*n], "%s",
+		    hosts);
+		for (h = strtok_r(a->secret_hosts[*n], ",", &save); h != NULL;
+		    h = strtok_r(NULL, ",", &save)) {
+			if (s->nhosts == AL_SECRET_HOSTS_MAX)
+				return ctl_usage("--secret %s: at most %d hosts",
+				    name, AL_SECRET_HOSTS_MAX);
+			a->secret_hostv[*n][s->nhosts++] = h;
+		}
+		if (s->nhosts == 0)
+			return ctl_usage("--secret %s@: no host", name);
+	}
 	(*n)++;
 	return 0;
 }
@@ -158,7 +213,12 @@ ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
 			a->allow[o->nallow++] = v;
 		} else if (ctl_is(&p->opts[i], "sudo"))
 			o->sudo = true;
+		else if (ctl_is(&p->opts[i], "secret")) {
+			if ((rc = parse_secret(v, a, &o->nsecrets)) != 0)
+				return rc;
+		}
 	}
+	o->secrets = a->secrets;
 	/* The daemon's default may be allow: only it can tell. */
 	if (o->nallow > 0 && o->network != NULL &&
 	    strcmp(o->network, "allow") != 0)
@@ -207,14 +267,16 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		    CTL_EXIT_FAILURE);
 	ctl_progress_end("ready");
 	if (ctl->json) {
+		struct al_lane_secrets *sec;
 		struct al_lane_net net;
 
-		/* As show --json prints it: with its network policy. */
-		if (al_get_net(ctl->client, lane.name, &lane, &net, &err) !=
-		    AL_OK)
+		/* As show --json prints it: with its policy and secrets. */
+		if (al_get_secrets(ctl->client, lane.name, &lane, &net, &sec,
+		    &err) != AL_OK)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
-		ctl_lane_json(stdout, &lane, &net);
+		ctl_lane_json(stdout, &lane, &net, sec);
 		fputc('\n', stdout);
+		al_lane_secrets_free(sec, 1);
 	} else
 		printf("%s\n", lane.name);
 	return 0;
@@ -344,6 +406,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	struct ctl_parsed p;
 	struct al_lane *lanes;
 	struct al_lane_net *nets;
+	struct al_lane_secrets *secs;
 	struct al_error err;
 	struct filter *filters;
 	bool all = false, quiet = false, first = true;
@@ -386,7 +449,8 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_usage("ls: -q and --json are alternatives");
 	}
-	if (al_list_net(ctl->client, all, &lanes, &nets, &n, &err) != AL_OK) {
+	if (al_list_secrets(ctl->client, all, &lanes, &nets, &secs, &n,
+	    &err) != AL_OK) {
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
@@ -407,7 +471,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		if (ctl->json) {
 			if (!first)
 				fputc(',', stdout);
-			ctl_lane_json(stdout, &lanes[i], &nets[i]);
+			ctl_lane_json(stdout, &lanes[i], &nets[i], &secs[i]);
 		} else if (quiet)
 			printf("%s\n", lanes[i].name);
 		else {
@@ -433,6 +497,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		fputs("]\n", stdout);
 	al_lanes_free(lanes);
 	al_lane_nets_free(nets);
+	al_lane_secrets_free(secs, n);
 	free(filters);
 	return 0;
 }
@@ -452,15 +517,27 @@ show_net(const struct al_lane_net *net)
 		for (const char *p = net->allow; *p != '\0'; p++)
 			putchar(*p == '\n' ? ' ' : *p);
 		printf("%s\n", net->nallow == 0 ? "- (nothing)" : "");
-		if (net->proxy_port != 0)
-			printf("proxy:        127.0.0.1:%u (guest: "
-			    "192.168.5.2:%u)\n", (unsigned)net->proxy_port,
-			    (unsigned)net->proxy_port);
 	}
+	/* allow lanes, and internet lanes with secrets. */
+	if (net->proxy_port != 0)
+		printf("proxy:        127.0.0.1:%u (guest: 192.168.5.2:%u)\n",
+		    (unsigned)net->proxy_port, (unsigned)net->proxy_port);
 	printf("policy:       %s\n", net->policy[0] != '\0' ? net->policy :
 	    "- (decided before ready)");
 	if (net->note[0] != '\0')
 		printf("policy note:  %s\n", net->note);
+}
+
+/* The secrets lines of show: names and hosts (the values are not ours). */
+static void
+show_secrets(const struct al_lane_secrets *sec)
+{
+	for (size_t i = 0; i < sec->n; i++) {
+		printf("secret:       %s for ", sec->v[i].name);
+		for (const char *p = sec->v[i].hosts; *p != '\0'; p++)
+			putchar(*p == '\n' ? ' ' : *p);
+		putchar('\n');
+	}
 }
 
 int
@@ -469,6 +546,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	struct ctl_parsed p;
 	struct al_lane l;
 	struct al_lane_net net;
+	struct al_lane_secrets *sec;
 	struct al_error err;
 	char t[32], rel[48];
 	int rc;
@@ -477,11 +555,13 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 		return rc;
 	if (p.noperands != 1)
 		return ctl_usage("usage: agent-lanectl show [--json] LANE");
-	if (al_get_net(ctl->client, p.operands[0], &l, &net, &err) != AL_OK)
+	if (al_get_secrets(ctl->client, p.operands[0], &l, &net, &sec,
+	    &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
-		ctl_lane_json(stdout, &l, &net);
+		ctl_lane_json(stdout, &l, &net, sec);
 		fputc('\n', stdout);
+		al_lane_secrets_free(sec, 1);
 		return 0;
 	}
 	printf("name:         %s\n", l.name);
@@ -511,6 +591,8 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	for (size_t i = 0; i < l.nlabels; i++)
 		printf("label:        %s=%s\n", l.labels[i].key, l.labels[i].value);
 	show_net(&net);
+	show_secrets(sec);
+	al_lane_secrets_free(sec, 1);
 	return 0;
 }
 
@@ -605,13 +687,16 @@ cmd_extend(struct ctl *ctl, int argc, char **argv)
 	    &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
+		struct al_lane_secrets *sec;
 		struct al_lane_net net;
 
-		/* The lane as every command prints it: with its policy. */
-		if (al_get_net(ctl->client, l.name, &l, &net, &err) != AL_OK)
+		/* The lane as every command prints it: policy and secrets. */
+		if (al_get_secrets(ctl->client, l.name, &l, &net, &sec,
+		    &err) != AL_OK)
 			return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 		fputs("{\"lane\":", stdout);
-		ctl_lane_json(stdout, &l, &net);
+		ctl_lane_json(stdout, &l, &net, sec);
+		al_lane_secrets_free(sec, 1);
 		printf(",\"capped\":%s}\n", capped ? "true" : "false");
 		return 0;
 	}

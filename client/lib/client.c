@@ -704,8 +704,6 @@ al_lane_from_proto(struct al_lane *l, const Agentlane__V1__Lane *p)
 void
 al_lane_net_from_proto(struct al_lane_net *n, const Agentlane__V1__Lane *p)
 {
-	size_t off = 0;
-
 	memset(n, 0, sizeof *n);
 	snprintf(n->name, sizeof n->name, "%s", p->name != NULL ? p->name : "");
 	snprintf(n->network, sizeof n->network, "%s",
@@ -716,20 +714,29 @@ al_lane_net_from_proto(struct al_lane_net *n, const Agentlane__V1__Lane *p)
 	    p->network_note != NULL ? p->network_note : "");
 	n->sudo = p->sudo;
 	n->proxy_port = p->proxy_port <= 65535 ? (uint16_t)p->proxy_port : 0;
-	/* Whole patterns only: one that does not fit is left out. */
-	for (size_t i = 0; i < p->n_allow && n->nallow < AL_ALLOW_MAX; i++) {
-		size_t len = p->allow[i] != NULL ? strlen(p->allow[i]) : 0;
+	n->nallow = al_join_lines(n->allow, sizeof n->allow, p->allow,
+	    p->n_allow, AL_ALLOW_MAX);
+}
 
-		if (len == 0 || strchr(p->allow[i], '\n') != NULL ||
-		    off + (off > 0) + len > AL_ALLOW_TEXT_MAX)
+size_t
+al_join_lines(char *dst, size_t cap, char *const *src, size_t n, size_t max)
+{
+	size_t off = 0, count = 0;
+
+	for (size_t i = 0; i < n && count < max; i++) {
+		size_t len = src[i] != NULL ? strlen(src[i]) : 0;
+
+		if (len == 0 || strchr(src[i], '\n') != NULL ||
+		    off + (off > 0) + len + 1 > cap)
 			continue;
 		if (off > 0)
-			n->allow[off++] = '\n';
-		memcpy(n->allow + off, p->allow[i], len);
+			dst[off++] = '\n';
+		memcpy(dst + off, src[i], len);
 		off += len;
-		n->nallow++;
+		count++;
 	}
-	n->allow[off] = '\0';
+	dst[off] = '\0';
+	return count;
 }
 
 AL_API enum al_code

@@ -68,6 +68,13 @@ bool al_conn_want_write(const struct al_conn *);
 /* Lane/label conversion from the protocol. */
 void al_lane_from_proto(struct al_lane *, const Agentlane__V1__Lane *);
 void al_lane_net_from_proto(struct al_lane_net *, const Agentlane__V1__Lane *);
+/*
+ * Up to max of the n strings src[] into dst (cap bytes with its NUL),
+ * '\n'-separated, whole ones only: an empty one, one with a '\n' or one
+ * that does not fit is left out. Returns how many went in.
+ */
+size_t al_join_lines(char *dst, size_t cap, char *const *src, size_t n,
+    size_t max);
 
 /*
  * For EINTR handling: true once al_interrupt() was called. A loop that sees

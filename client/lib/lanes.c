@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "text.h"
 
 struct al_owner {
 	struct al_conn conn;
@@ -49,6 +50,10 @@ call(struct al_client *c, const AlRequest *req, const struct al_create_opts *co,
 	return call_keep(c, req, co, NULL, err);
 }
 
+static int lane_call_full(struct al_client *, const AlRequest *,
+    const struct al_create_opts *, struct al_lane *, struct al_lane_net *,
+    struct al_lane_secrets *, struct al_conn *, struct al_error *);
+
 /*
  * Expects a Lane answer, into out and (its network policy) net, either
  * NULL; keep: as call_keep, on success only.
@@ -58,12 +63,63 @@ lane_call_keep(struct al_client *c, const AlRequest *req,
     const struct al_create_opts *co, struct al_lane *out,
     struct al_lane_net *net, struct al_conn *keep, struct al_error *err)
 {
+	return lane_call_full(c, req, co, out, net, NULL, keep, err);
+}
+
+/* Secrets' names and hosts of a Lane; -1 (AL_IO) out of memory. */
+static int
+secrets_from_proto(struct al_lane_secrets *s, const Agentlane__V1__Lane *p,
+    struct al_error *err)
+{
+	memset(s, 0, sizeof *s);
+	snprintf(s->name, sizeof s->name, "%s", p->name != NULL ? p->name : "");
+	if (p->n_secrets == 0)
+		return 0;
+	if ((s->v = calloc(p->n_secrets < AL_SECRETS_MAX ? p->n_secrets :
+	    AL_SECRETS_MAX, sizeof *s->v)) == NULL) {
+		al_set_error(err, AL_IO, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < p->n_secrets && s->n < AL_SECRETS_MAX; i++) {
+		struct al_lane_secret *d = &s->v[s->n];
+		const Agentlane__V1__LaneSecret *m = p->secrets[i];
+
+		if (m->name == NULL || m->name[0] == '\0')
+			continue;
+		snprintf(d->name, sizeof d->name, "%s", m->name);
+		d->nhosts = al_join_lines(d->hosts, sizeof d->hosts, m->hosts,
+		    m->n_hosts, AL_SECRET_HOSTS_MAX);
+		s->n++;
+	}
+	return 0;
+}
+
+AL_API void
+al_lane_secrets_free(struct al_lane_secrets *v, size_t n)
+{
+	for (size_t i = 0; v != NULL && i < n; i++)
+		free(v[i].v);
+	free(v);
+}
+
+static int
+lane_call_full(struct al_client *c, const AlRequest *req,
+    const struct al_create_opts *co, struct al_lane *out,
+    struct al_lane_net *net, struct al_lane_secrets *sec,
+    struct al_conn *keep, struct al_error *err)
+{
 	AlResponse *resp = call_keep(c, req, co, keep, err);
 
 	if (resp == NULL)
 		return -1;
 	if (resp->body_case != AGENTLANE__V1__RESPONSE__BODY_LANE) {
 		al_error_from_response(err, resp);
+		al_response_free(resp);
+		if (keep != NULL)
+			al_conn_close(keep);
+		return -1;
+	}
+	if (sec != NULL && secrets_from_proto(sec, resp->lane, err) == -1) {
 		al_response_free(resp);
 		if (keep != NULL)
 			al_conn_close(keep);
@@ -84,6 +140,60 @@ lane_call(struct al_client *c, const AlRequest *req,
 	return lane_call_keep(c, req, co, out, NULL, NULL, err);
 }
 
+/*
+ * The secrets of a create into msgs (pointing into o, nothing copied),
+ * checked as the daemon checks them so that a bad one is refused before
+ * its value travels. The value is never in an error message.
+ */
+static int
+secrets_to_proto(const struct al_create_opts *o, Agentlane__V1__Secret *msgs,
+    Agentlane__V1__Secret **msgv, Agentlane__V1__CreateLane *cl,
+    struct al_error *err)
+{
+	if (o->nsecrets > AL_SECRETS_MAX) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "at most %d secrets",
+		    AL_SECRETS_MAX);
+		return -1;
+	}
+	if (o->nsecrets > 0 && o->secrets == NULL) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "nsecrets without secrets");
+		return -1;
+	}
+	for (size_t i = 0; i < o->nsecrets; i++) {
+		const struct al_secret *sc = &o->secrets[i];
+
+		if (!text_secret_name_valid(sc->name)) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "a secret's name is "
+			    "[A-Za-z_][A-Za-z0-9_], up to %d characters",
+			    AL_SECRET_NAME_MAX - 1);
+			return -1;
+		}
+		if (sc->value == NULL || !text_secret_value_valid(sc->value,
+		    strlen(sc->value))) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: the "
+			    "value must be 1-%d bytes of printable ASCII without a "
+			    "space at either end", sc->name, AL_SECRET_VALUE_MAX);
+			return -1;
+		}
+		if (sc->nhosts > AL_SECRET_HOSTS_MAX ||
+		    (sc->nhosts > 0 && sc->hosts == NULL)) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: at most "
+			    "%d hosts", sc->name, AL_SECRET_HOSTS_MAX);
+			return -1;
+		}
+		agentlane__v1__secret__init(&msgs[i]);
+		msgs[i].name = (char *)sc->name;
+		msgs[i].value.data = (uint8_t *)sc->value;
+		msgs[i].value.len = strlen(sc->value);
+		msgs[i].hosts = (char **)sc->hosts;
+		msgs[i].n_hosts = sc->nhosts;
+		msgv[i] = &msgs[i];
+	}
+	cl->secrets = msgv;
+	cl->n_secrets = o->nsecrets;
+	return 0;
+}
+
 static int
 do_create(struct al_client *c, const struct al_create_opts *o,
     struct al_lane *out, struct al_conn *owner, struct al_error *err)
@@ -91,6 +201,7 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__CreateLane cl = AGENTLANE__V1__CREATE_LANE__INIT;
 	Agentlane__V1__Label labels[AL_LABELS_MAX], *labelv[AL_LABELS_MAX];
+	Agentlane__V1__Secret secrets[AL_SECRETS_MAX], *secretv[AL_SECRETS_MAX];
 
 	if (o != NULL) {
 		if (o->nlabels > AL_LABELS_MAX) {
@@ -128,6 +239,8 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 		cl.n_allow = o->nallow;
 		cl.sudo = o->sudo;
 		cl.alias = (char *)(o->alias != NULL ? o->alias : "");
+		if (secrets_to_proto(o, secrets, secretv, &cl, err) == -1)
+			return -1;
 	}
 	cl.owned = owner != NULL;
 	if (cl.owned && cl.detach) {
@@ -142,7 +255,8 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 
 static int
 do_get(struct al_client *c, const char *name, struct al_lane *out,
-    struct al_lane_net *net, struct al_error *err)
+    struct al_lane_net *net, struct al_lane_secrets *sec,
+    struct al_error *err)
 {
 	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
 	Agentlane__V1__GetLane g = AGENTLANE__V1__GET_LANE__INIT;
@@ -150,7 +264,7 @@ do_get(struct al_client *c, const char *name, struct al_lane *out,
 	g.name = (char *)name;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_GET_LANE;
 	req.get_lane = &g;
-	return lane_call_keep(c, &req, NULL, out, net, NULL, err);
+	return lane_call_full(c, &req, NULL, out, net, sec, NULL, err);
 }
 
 static int
@@ -229,14 +343,34 @@ pages_next(struct pages *pg, const char *token, size_t got,
 	return 0;
 }
 
+/* Room for n entries of elem bytes at *v (grown by realloc); -1 OOM. */
+static int
+side_grow(void **v, size_t *cap, size_t n, size_t elem, struct al_error *err)
+{
+	void *g;
+
+	if (n <= *cap)
+		return 0;
+	if ((g = realloc(*v, n * elem)) == NULL) {
+		al_set_error(err, AL_IO, "out of memory");
+		return -1;
+	}
+	memset((char *)g + *cap * elem, 0, (n - *cap) * elem);
+	*v = g;
+	*cap = n;
+	return 0;
+}
+
 static int
 do_list(struct al_client *c, bool all, struct al_lane **lanes,
-    struct al_lane_net **nets, size_t *n, struct al_error *err)
+    struct al_lane_net **nets, struct al_lane_secrets **secs, size_t *n,
+    struct al_error *err)
 {
 	struct pages pg = { .elem = sizeof(struct al_lane), .max = AL_LIST_MAX,
 	    .what = "lanes" };
 	struct al_lane_net *nv = NULL;
-	size_t ncap = 0;
+	struct al_lane_secrets *sv = NULL;
+	size_t ncap = 0, scap = 0;
 	int rc = -1;
 
 	do {
@@ -265,21 +399,22 @@ do_list(struct al_client *c, bool all, struct al_lane **lanes,
 			goto out;
 		}
 		/* pages_grow bounded pg.n + n_lanes by AL_LIST_MAX. */
-		if (nets != NULL && pg.n + list->n_lanes > ncap) {
-			struct al_lane_net *g;
-
-			ncap = pg.n + list->n_lanes;
-			if ((g = realloc(nv, ncap * sizeof *nv)) == NULL) {
-				al_set_error(err, AL_IO, "out of memory");
-				al_response_free(resp);
-				goto out;
-			}
-			nv = g;
+		if ((nets != NULL && side_grow((void **)&nv, &ncap, pg.n +
+		    list->n_lanes, sizeof *nv, err) == -1) || (secs != NULL &&
+		    side_grow((void **)&sv, &scap, pg.n + list->n_lanes,
+		    sizeof *sv, err) == -1)) {
+			al_response_free(resp);
+			goto out;
 		}
 		for (size_t i = 0; i < list->n_lanes; i++) {
 			if (nets != NULL)
 				al_lane_net_from_proto(&nv[pg.n],
 				    list->lanes[i]);
+			if (secs != NULL && secrets_from_proto(&sv[pg.n],
+			    list->lanes[i], err) == -1) {
+				al_response_free(resp);
+				goto out;
+			}
 			al_lane_from_proto(&((struct al_lane *)pg.v)[pg.n++],
 			    list->lanes[i]);
 		}
@@ -289,10 +424,14 @@ do_list(struct al_client *c, bool all, struct al_lane **lanes,
 	*n = pg.n;
 	if (nets != NULL)
 		*nets = nv;
+	if (secs != NULL)
+		*secs = sv;
 	nv = NULL;
+	sv = NULL;
 	pg.v = NULL;
 	rc = 0;
 out:
+	al_lane_secrets_free(sv, scap);
 	free(nv);
 	free(pg.token);
 	free(pg.v);
@@ -308,7 +447,7 @@ al_list(struct al_client *c, bool all, struct al_lane **lanes, size_t *n,
 	err = al_error_begin(err, &local);
 	*lanes = NULL;
 	*n = 0;
-	return al_result(do_list(c, all, lanes, NULL, n, err), err);
+	return al_result(do_list(c, all, lanes, NULL, NULL, n, err), err);
 }
 
 AL_API enum al_code
@@ -321,7 +460,23 @@ al_list_net(struct al_client *c, bool all, struct al_lane **lanes,
 	*lanes = NULL;
 	*nets = NULL;
 	*n = 0;
-	return al_result(do_list(c, all, lanes, nets, n, err), err);
+	return al_result(do_list(c, all, lanes, nets, NULL, n, err), err);
+}
+
+AL_API enum al_code
+al_list_secrets(struct al_client *c, bool all, struct al_lane **lanes,
+    struct al_lane_net **nets, struct al_lane_secrets **secrets, size_t *n,
+    struct al_error *err)
+{
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	*lanes = NULL;
+	if (nets != NULL)
+		*nets = NULL;
+	*secrets = NULL;
+	*n = 0;
+	return al_result(do_list(c, all, lanes, nets, secrets, n, err), err);
 }
 
 AL_API void
@@ -557,7 +712,7 @@ al_get(struct al_client *c, const char *name, struct al_lane *out,
 	struct al_error local;
 
 	err = al_error_begin(err, &local);
-	return al_result(do_get(c, name, out, NULL, err), err);
+	return al_result(do_get(c, name, out, NULL, NULL, err), err);
 }
 
 AL_API enum al_code
@@ -567,7 +722,27 @@ al_get_net(struct al_client *c, const char *name, struct al_lane *out,
 	struct al_error local;
 
 	err = al_error_begin(err, &local);
-	return al_result(do_get(c, name, out, net, err), err);
+	return al_result(do_get(c, name, out, net, NULL, err), err);
+}
+
+AL_API enum al_code
+al_get_secrets(struct al_client *c, const char *name, struct al_lane *out,
+    struct al_lane_net *net, struct al_lane_secrets **secrets,
+    struct al_error *err)
+{
+	struct al_error local;
+	int rc;
+
+	err = al_error_begin(err, &local);
+	if ((*secrets = calloc(1, sizeof **secrets)) == NULL) {
+		al_set_error(err, AL_IO, "out of memory");
+		return al_result(-1, err);
+	}
+	if ((rc = do_get(c, name, out, net, *secrets, err)) == -1) {
+		al_lane_secrets_free(*secrets, 1);
+		*secrets = NULL;
+	}
+	return al_result(rc, err);
 }
 
 AL_API enum al_code

@@ -19,4 +19,4 @@ cd "$REPO/client/sandcastle" || exit 1
 # the base template and QEMU wrapper from the environment.
 export AL_TEST_BOOT_S=$AL_BOOT_S
 exec node --test --test-reporter=tap --test-concurrency=1 \
-    test/image.test.mjs test/e2e.test.mjs
+    test/image.test.mjs test/e2e.test.mjs test/secrets-e2e.test.mjs

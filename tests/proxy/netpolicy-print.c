@@ -36,7 +36,8 @@ main(int argc, char **argv)
 	else if (strcmp(argv[2], "yaml") == 0)
 		n = netpolicy_yaml(m, (uint16_t)port, sudo, buf, sizeof buf);
 	else if (strcmp(argv[2], "check") == 0)
-		n = netpolicy_check_script(m, sudo, (uint16_t)port, buf, sizeof buf);
+		n = netpolicy_check_script(m, sudo, (uint16_t)port, NULL, buf,
+		    sizeof buf);
 	else
 		n = -1;
 	if (n < 0) {

@@ -156,6 +156,8 @@ EXPECT = {
     "none":     [B] * 13,
     "allow":    [B, B, R, B, B, B, B, B, B, B, B, B, B],
 }
+# An internet lane with secrets has a proxy: its port, and only it, opens.
+EXPECT_INTERNET_PROXY = [B, B, R, R, R, B, R, R, B, B, B, B, B]
 
 
 def probe_all():
@@ -199,6 +201,7 @@ def ssh_reply():
     except OSError:
         pass
     srv.wait(timeout=10)
+    srv.stdout.close()
     return got == b"SSH-2.0-guest\r\nhello"
 
 
@@ -223,12 +226,13 @@ report(r.returncode == 0 and not ssh_reply(),
        "a naive rule set (no established-first) loses the reply to 192.168.5.2")
 sh("nft", "delete", "table", "inet", "agentlane", ns=G)
 
-def provision(mode):
+def provision(mode, port=PROXY_PORT):
     """Runs the system provision script of the mode's lane YAML in the
-    guest, with {{.User}} expanded as Lima does. The script edits sudoers:
+    guest (port: its proxy's; an internet lane has one only with secrets),
+    with {{.User}} expanded as Lima does. The script edits sudoers:
     /etc/sudoers and /etc/sudoers.d are this test's own copies (bind mounts
     in this mount namespace), never the host's."""
-    text = subprocess.run([PRINT, mode, "yaml", str(PROXY_PORT)], check=True,
+    text = subprocess.run([PRINT, mode, "yaml", str(port)], check=True,
                           capture_output=True, text=True).stdout
     body = text.split("  script: |\n", 1)[1]
     script = "".join(l[4:] + "\n" for l in body.split("\n") if l)
@@ -344,10 +348,18 @@ for mode in ("internet", "none", "allow"):
     report(got == "reply-after-load",
            "%s: a session open while the rules load still gets the guest's reply (%s)" % (mode, got))
 
+# The internet lane with secrets first: its proxy port opens, nothing else.
+set_stamp(None)
+r = provision("internet", PROXY_PORT)
+got = probe_all()
+report(r.returncode == 0, "internet with secrets: the provision script loads (%s)" % r.stderr.strip()[:200])
+for (h, p, pr, what), want, res in zip(TARGETS, EXPECT_INTERNET_PROXY, got):
+    report(res == want, "internet with secrets: %s %s:%d/%s is %s" % (what, h, p, pr, res))
+report(ssh_reply(), "internet with secrets: replies to a connection from 192.168.5.2 still pass")
 
 for mode in ("internet", "none", "allow"):
     set_stamp(None)
-    r = provision(mode)
+    r = provision(mode, 0 if mode == "internet" else PROXY_PORT)
     stamp = open("/run/agent-lane/netpolicy").read().strip() if r.returncode == 0 else ""
     report(r.returncode == 0 and stamp == mode + " enforced",
            "%s: the provision script loads the rules and stamps '%s' (%s)" % (mode, stamp, r.stderr.strip()[:200]))
@@ -374,7 +386,7 @@ for mode in ("internet", "none", "allow"):
            "%s: a password in ~/password that opens sudo fails the check (%s)" % (mode, out))
     set_sudo(False)
     # Loading again replaces the table (provisioning runs at every boot).
-    r = provision(mode)
+    r = provision(mode, 0 if mode == "internet" else PROXY_PORT)
     lst = sh("nft", "list", "ruleset", ns=G).stdout
     report(r.returncode == 0 and lst.count("table inet agentlane") == 1,
            "%s: a second load replaces the table" % mode)

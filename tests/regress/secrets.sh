@@ -11,34 +11,7 @@ if [ ! -r /proc/self/mem ]; then
 fi
 
 # Occurrences of $2 in the writable mappings of process $1.
-scan() {
-	python3 - "$1" "$2" <<'PY'
-import re, sys
-pid, secret = sys.argv[1], sys.argv[2].encode()
-hits = 0
-with open("/proc/%s/maps" % pid) as maps, \
-        open("/proc/%s/mem" % pid, "rb", 0) as mem:
-    for line in maps:
-        m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
-        if not m.group(3).startswith("rw"):
-            continue
-        lo, hi = int(m.group(1), 16), int(m.group(2), 16)
-        # Sanitizer shadow maps are terabytes of reservation, not heap.
-        if hi - lo > (4 << 30):
-            continue
-        tail = b""
-        for off in range(lo, hi, 16 << 20):
-            try:
-                mem.seek(off)
-                chunk = tail + mem.read(min(16 << 20, hi - off))
-            except (OSError, ValueError, OverflowError):
-                tail = b""
-                continue
-            hits += chunk.count(secret)
-            tail = chunk[-(len(secret) - 1):]
-print(hits)
-PY
-}
+scan() { python3 "$(dirname "$0")/memscan.py" "$1" "$2"; }
 secret() { echo "zq$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
 
 start_daemon || exit 1

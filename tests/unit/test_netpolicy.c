@@ -91,6 +91,63 @@ test_order(void **state)
 	assert_int_equal(netpolicy_ruleset(NETPOLICY_INTERNET, 0, r, (size_t)n), -1);
 }
 
+/* An internet lane with secrets lets its proxy port through, before drops. */
+static void
+test_internet_proxy(void **state)
+{
+	char r[4096];
+
+	assert_true(netpolicy_ruleset(NETPOLICY_INTERNET, 0, r, sizeof r) > 0);
+	assert_null(strstr(r, "192.168.5.2 tcp dport"));
+	assert_true(netpolicy_ruleset(NETPOLICY_INTERNET, 8123, r, sizeof r) > 0);
+	assert_true(at(r, "ip daddr 192.168.5.2 tcp dport 8123 accept") <
+	    at(r, "192.168.0.0/16"));
+	assert_null(strstr(r, "dport 22"));
+}
+
+static const char test_pem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBczCCARmgAwIBAgIUPxpJHlRCSq9mPj4g4g3mjB7umeAwCgYIKoZIzj0EAwIw\n"
+    "DzENMAsGA1UEAwwEc3R1YjAeFw0yNjEyMDEwOTQ5MzRaFw0yNjEyMzEwOTQ5MzRa\n"
+    "-----END CERTIFICATE-----\n";
+
+/* The lane CA: a system provision item that installs it; checked before ready. */
+static void
+test_ca(void **state)
+{
+	char y[4096], c[8192], bad[sizeof test_pem + 16];
+	int n;
+
+	n = netpolicy_ca_yaml(test_pem, y, sizeof y);
+	assert_true(n > 0);
+	assert_int_equal(strncmp(y, "- mode: system\n  script: |\n", 27), 0);
+	(void)at(y, "    set -eu\n");
+	assert_true(at(y, "    -----BEGIN CERTIFICATE-----\n") <
+	    at(y, "    mv -f /usr/local/share/ca-certificates/agent-lane.crt.tmp "
+	    "/usr/local/share/ca-certificates/agent-lane.crt\n"));
+	assert_true(at(y, "agent-lane.crt\n") <
+	    at(y, "    update-ca-certificates\n"));
+	/* One short fails rather than cutting the script. */
+	assert_int_equal(netpolicy_ca_yaml(test_pem, y, (size_t)n), -1);
+	/* Anything but a plain PEM certificate is refused, not quoted. */
+	snprintf(bad, sizeof bad, "%s'$(reboot)'\n", test_pem);
+	assert_int_equal(netpolicy_ca_yaml(bad, y, sizeof y), -1);
+	assert_int_equal(netpolicy_ca_yaml("-----BEGIN PRIVATE KEY-----\nMII\n",
+	    y, sizeof y), -1);
+	assert_int_equal(netpolicy_ca_yaml("", y, sizeof y), -1);
+
+	assert_true(netpolicy_check_script(NETPOLICY_INTERNET, false, 22,
+	    test_pem, c, sizeof c) > 0);
+	assert_true(at(c, "grep -qxF 'MIIBczCCARmgAwIBAgIUPxpJHlRCSq9mPj4g4g3mjB7"
+	    "umeAwCgYIKoZIzj0EAwIw' /etc/ssl/certs/ca-certificates.crt") <
+	    at(c, "echo 'ok internet'"));
+	assert_true(netpolicy_check_script(NETPOLICY_INTERNET, false, 22, NULL,
+	    c, sizeof c) > 0);
+	assert_null(strstr(c, "ca-certificates.crt"));
+	assert_int_equal(netpolicy_check_script(NETPOLICY_INTERNET, false, 22,
+	    bad, c, sizeof c), -1);
+}
+
 static void
 test_modes(void **state)
 {
@@ -126,7 +183,11 @@ test_env(void **state)
 {
 	char env[8][64];
 
-	assert_int_equal(netpolicy_proxy_env(NETPOLICY_INTERNET, 8123, env), 0);
+	/* Internet lanes have a proxy only with secrets (a port); none never. */
+	assert_int_equal(netpolicy_proxy_env(NETPOLICY_INTERNET, 0, env), 0);
+	assert_int_equal(netpolicy_proxy_env(NETPOLICY_NONE, 8123, env), 0);
+	assert_int_equal(netpolicy_proxy_env(NETPOLICY_INTERNET, 8123, env), 6);
+	assert_string_equal(env[2], "http_proxy=http://192.168.5.2:8123");
 	assert_int_equal(netpolicy_proxy_env(NETPOLICY_ALLOW, 0, env), 0);
 	assert_int_equal(netpolicy_proxy_env(NETPOLICY_ALLOW, 8123, env), 6);
 	assert_string_equal(env[0], "HTTP_PROXY=http://192.168.5.2:8123");
@@ -145,6 +206,8 @@ main(void)
 		cmocka_unit_test(test_golden_allow),
 		cmocka_unit_test(test_golden_sudo),
 		cmocka_unit_test(test_order),
+		cmocka_unit_test(test_internet_proxy),
+		cmocka_unit_test(test_ca),
 		cmocka_unit_test(test_modes),
 		cmocka_unit_test(test_version),
 		cmocka_unit_test(test_env),

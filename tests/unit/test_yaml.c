@@ -97,6 +97,33 @@ test_golden_policies(void **state)
 	    "lane-internet-sudo.yaml");
 }
 
+/*
+ * An internet lane with secrets: its proxy port let through, and the lane
+ * CA's certificate installed by one more system provision item.
+ */
+static void
+test_golden_secrets(void **state)
+{
+	static const char pem[] =
+	    "-----BEGIN CERTIFICATE-----\n"
+	    "MIIBczCCARmgAwIBAgIUPxpJHlRCSq9mPj4g4g3mjB7umeAwCgYIKoZIzj0EAwIw\n"
+	    "-----END CERTIFICATE-----\n";
+	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
+	    .disk_gib = 30, .has_policy = true, .net_mode = NETPOLICY_INTERNET,
+	    .proxy_port = 41234, .ca_pem = pem };
+	char *yaml = calloc(1, 16384);
+	int n;
+
+	assert_non_null(yaml);
+	n = lima_yaml_render(*state, &spec, yaml, 16384);
+	assert_true(n > 0);
+	golden_check("lane-internet-secrets.yaml", yaml, (size_t)n);
+	/* A CA needs the policy's provision list to go into. */
+	spec.has_policy = false;
+	assert_int_equal(lima_yaml_render(*state, &spec, yaml, 16384), -1);
+	free(yaml);
+}
+
 static void
 test_policy_keys(void **state)
 {
@@ -379,6 +406,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_isolation_keys, setup_lima,
 		    teardown_lima),
 		cmocka_unit_test_setup_teardown(test_golden_policies,
+		    setup_lima, teardown_lima),
+		cmocka_unit_test_setup_teardown(test_golden_secrets,
 		    setup_lima, teardown_lima),
 		cmocka_unit_test_setup_teardown(test_policy_keys, setup_lima,
 		    teardown_lima),

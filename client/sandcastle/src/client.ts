@@ -104,6 +104,24 @@ export interface Lane {
   alias: string;
   /** Destroyed by the daemon when the connection that created it closes (`agent-lanectl run`'s lanes). */
   owned: boolean;
+  /** Its secrets: each one's variable name and the hosts its value may go to (never the value). */
+  secrets: LaneSecret[];
+}
+
+/** A lane secret as the daemon reports it: never its value or its placeholder. */
+export interface LaneSecret {
+  name: string;
+  hosts: string[];
+}
+
+/** A secret as createLane sends it: the value travels only over the daemon's socket. */
+export interface SecretRequest {
+  /** The guest variable ([A-Za-z_][A-Za-z0-9_]{0,62}); commands see a placeholder in it. */
+  name: string;
+  /** The real value (printable ASCII); the lane's proxy puts it in requests to hosts only. */
+  value: string;
+  /** Host names or "*.example.org" patterns; empty: the daemon's `secret` line for name. */
+  hosts?: string[];
 }
 
 /** A lane's egress policy (agent-lanectl(1), "create --network"). */
@@ -153,6 +171,8 @@ export interface CreateLaneRequest {
    * name takes it while the lane lives. Taken: ALREADY_EXISTS.
    */
   alias?: string;
+  /** Credentials the lane uses without holding them (agent-lanectl(1), "--secret"). */
+  secrets?: SecretRequest[];
 }
 
 /** A provision script: run as root in the image's VM; a #! line picks the interpreter. */
@@ -355,6 +375,7 @@ function toLane(o: any): Lane {
     proxyPort: o.proxyPort ?? 0,
     alias: o.alias ?? "",
     owned: Boolean(o.owned),
+    secrets: (o.secrets ?? []).map((s: any) => ({ name: s.name ?? "", hosts: [...(s.hosts ?? [])] })),
   };
 }
 
@@ -536,7 +557,9 @@ class Connection {
         `request frame of ${frame.length - 4} bytes exceeds the daemon's limit of ${this.maxFrameBytes}`,
       );
     }
-    const ok = this.sock.write(frame);
+    // A frame may carry secrets (an exec's environment, a create's
+    // secrets): zeroed once the socket has taken it.
+    const ok = this.sock.write(frame, () => frame.fill(0));
     if (!ok) await this.drain();
   }
 
@@ -688,6 +711,7 @@ export class AgentLaneClient {
     };
     if (opts.signal?.aborted) onAbort();
     opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const secretValues = (req.secrets ?? []).map((s) => Buffer.from(s.value, "utf8"));
     try {
       await conn.send({
         createLane: {
@@ -702,6 +726,11 @@ export class AgentLaneClient {
           allow: req.allow ?? [],
           sudo: req.sudo ?? false,
           alias: req.alias ?? "",
+          secrets: (req.secrets ?? []).map((s, i) => ({
+            name: s.name,
+            value: secretValues[i],
+            hosts: s.hosts ?? [],
+          })),
         },
       });
       for (;;) {
@@ -715,6 +744,7 @@ export class AgentLaneClient {
         throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CreateLane`);
       }
     } finally {
+      for (const v of secretValues) v.fill(0);
       opts.signal?.removeEventListener("abort", onAbort);
       conn.destroy();
     }

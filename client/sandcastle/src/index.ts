@@ -28,6 +28,7 @@ import {
   type Lane,
   type NetworkMode,
   type ProvisionScript,
+  type SecretRequest,
 } from "./client.js";
 
 export {
@@ -46,8 +47,10 @@ export {
   type LaneEvent,
   type LaneState,
   type Label,
+  type LaneSecret,
   type Limits,
   type NetworkMode,
+  type SecretRequest,
 } from "./client.js";
 
 /** Provider name reported to Sandcastle. */
@@ -120,6 +123,17 @@ export interface LimaOptions {
   readonly allow?: ReadonlyArray<string>;
   /** Keep passwordless root in the guest; the network policy is then advisory. */
   readonly sudo?: boolean;
+  /**
+   * Credentials the lane uses without holding them, e.g.
+   * `{ ANTHROPIC_API_KEY: ["api.anthropic.com"] }`: every command sees
+   * the variable set to a placeholder, and the lane's proxy puts the real
+   * value in its place only in HTTPS requests to those hosts (names or
+   * "*.example.org"; an empty list: the daemon's `secret` line). The value
+   * is the `env` entry of that name (yours or Sandcastle's), else
+   * process.env's; it goes to agent-laned over its socket and never into
+   * the guest. At most 16, 16 hosts each.
+   */
+  readonly secrets?: Readonly<Record<string, ReadonlyArray<string>>>;
 }
 
 /** The handle returned by create(): Sandcastle's IsolatedSandboxHandle plus the lane's identity. */
@@ -166,6 +180,7 @@ export async function createLaneHandle(
       throw new AgentLaneError("INVALID_ARGUMENT", `environment variable ${name} must be a string without NUL`);
     }
   }
+  const secrets = takeSecrets(options.secrets, env);
   const client = new AgentLaneClient({ socketPath: options.socketPath });
   const createId = randomBytes(8).toString("hex");
   const labels: Label[] = [
@@ -208,6 +223,7 @@ export async function createLaneHandle(
         allow: options.allow !== undefined ? [...options.allow] : undefined,
         sudo: options.sudo,
         alias: options.name,
+        secrets,
       },
       {
         signal: abort.signal,
@@ -260,6 +276,37 @@ export async function createLaneHandle(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The secrets of a create, their values taken out of env (Sandcastle's own
+ * env plumbing, or ours), else from process.env: env then no longer carries
+ * them, so no command ever gets a value, only the lane's placeholder.
+ */
+function takeSecrets(
+  secrets: LimaOptions["secrets"],
+  env: Record<string, string>,
+): SecretRequest[] | undefined {
+  if (secrets === undefined) return undefined;
+  const out: SecretRequest[] = [];
+  for (const [name, hosts] of Object.entries(secrets)) {
+    const value = Object.prototype.hasOwnProperty.call(env, name) ? env[name] : process.env[name];
+    if (value === undefined || value === "") {
+      throw new AgentLaneError(
+        "INVALID_ARGUMENT",
+        `lima(): secret ${name} has no value: give it in env, or set ${name} in the environment`,
+      );
+    }
+    if (!/^[\x20-\x7e]+$/.test(value) || value.startsWith(" ") || value.endsWith(" ") || value.length > 8192) {
+      throw new AgentLaneError(
+        "INVALID_ARGUMENT",
+        `lima(): secret ${name}: the value must be 1-8192 characters of printable ASCII without a space at either end`,
+      );
+    }
+    delete env[name];
+    out.push({ name, value, hosts: [...hosts] });
+  }
+  return out;
 }
 
 /** Loads provision scripts: paths are read now, relative to the current directory. */
@@ -379,6 +426,19 @@ function validateOptions(o: LimaOptions): void {
   }
   if (o.sudo !== undefined && typeof o.sudo !== "boolean") {
     throw new AgentLaneError("INVALID_ARGUMENT", "lima(): sudo must be a boolean");
+  }
+  if (o.secrets !== undefined) {
+    if (typeof o.secrets !== "object" || o.secrets === null || Array.isArray(o.secrets) || Object.keys(o.secrets).length > 16) {
+      throw new AgentLaneError("INVALID_ARGUMENT", "lima(): secrets must map at most 16 variable names to host lists");
+    }
+    for (const [name, hosts] of Object.entries(o.secrets)) {
+      if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
+        throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret name ${JSON.stringify(name)} is not [A-Za-z_][A-Za-z0-9_]{0,62}`);
+      }
+      if (!Array.isArray(hosts) || hosts.length > 16 || hosts.some((h) => typeof h !== "string" || h.length === 0 || h.length > 255)) {
+        throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret ${name} needs at most 16 host names or *.domain patterns`);
+      }
+    }
   }
   const forbidden = ["mounts", "mount", "hostMounts", "volumes"];
   for (const key of forbidden) {

@@ -14,6 +14,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, "..", "..", "..");
 export const daemonBin = process.env.AGENT_LANED || path.join(repoRoot, "build", "agent-laned");
 export const limaSim = process.env.LIMA_SIM || path.join(repoRoot, "tests", "lima-sim", "limactl");
+/** The test build of the daemon (a test resolver and trust store: tests/proxy/testhooks.c). */
+export const testDaemonBin = path.join(path.dirname(daemonBin), "tests", "agent-laned-test");
+/** Real guests (tests/lima-vm), which have a network; the simulator's have none. */
+export const realGuests = /\/lima-vm\/limactl$/.test(limaSim);
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -35,7 +39,7 @@ export async function waitFor(fn, { timeoutMs = 10_000, intervalMs = 20, what = 
  * must await ctx.start(), and its cleanups go through ctx.cleanup(fn), which
  * runs them before the daemon is stopped.
  */
-export function useDaemon({ extraArgs = [], env: extraEnv = {} } = {}) {
+export function useDaemon({ extraArgs = [], env: extraEnv = {}, bin = daemonBin } = {}) {
   const ctx = { tmp: "", socketPath: "", limaHome: "", client: undefined, daemon: undefined, output: [] };
   const cleanups = [];
   let starting;
@@ -45,7 +49,7 @@ export function useDaemon({ extraArgs = [], env: extraEnv = {} } = {}) {
   before(() => ctx.start());
 
   async function start() {
-    for (const [what, p] of [["agent-laned ($AGENT_LANED)", daemonBin], ["limactl simulator ($LIMA_SIM)", limaSim]]) {
+    for (const [what, p] of [["agent-laned ($AGENT_LANED)", bin], ["limactl simulator ($LIMA_SIM)", limaSim]]) {
       if (!fs.existsSync(p)) throw new Error(`${what} not found at ${p}; run make at the repository root`);
     }
     // Short: Lima's instance socket paths must stay under 104 bytes.
@@ -61,7 +65,7 @@ export function useDaemon({ extraArgs = [], env: extraEnv = {} } = {}) {
     const env = { ...process.env, LIMA_SIM_BOOT_MS: "20", ...extraEnv };
     delete env.AGENT_LANE_SOCKET;
     delete env.AGENT_LANE_CONFIG;
-    ctx.daemon = spawn(daemonBin, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+    ctx.daemon = spawn(bin, args, { env, stdio: ["ignore", "pipe", "pipe"] });
     ctx.daemon.stdout.on("data", (d) => ctx.output.push(d.toString()));
     ctx.daemon.stderr.on("data", (d) => ctx.output.push(d.toString()));
     ctx.exited = new Promise((resolve) => ctx.daemon.on("exit", (code, signal) => resolve({ code, signal })));

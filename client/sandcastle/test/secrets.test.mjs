@@ -1,0 +1,112 @@
+// Lane secrets through the provider: lima({ secrets }) turns the env entries
+// it names (or process.env's) into secrets, so commands see a placeholder and
+// never the value; the lane reports names and hosts; bad options are refused
+// before any call; the value is on no file the daemon wrote and in no host
+// command line. The HTTPS call through the proxy is secrets-e2e.test.mjs.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { randomBytes } from "node:crypto";
+import { lima, createLaneHandle } from "../dist/index.js";
+import { useDaemon, hostCommandLines } from "../test-support/harness.mjs";
+
+const daemon = useDaemon();
+const PH = /^AGENTLANE_SECRET_[0-9a-f]{48}$/;
+const value = (what) => `sk-${what}-${randomBytes(16).toString("hex")}`;
+
+/** Every file under dir whose bytes hold needle. */
+function filesWith(dir, needle) {
+  const hits = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) {
+        try {
+          if (fs.readFileSync(p).includes(needle)) hits.push(p);
+        } catch {
+          // a socket or a file gone meanwhile
+        }
+      }
+    }
+  };
+  walk(dir);
+  return hits;
+}
+
+test("lima({ secrets }): env entries named there become secrets; commands see placeholders", async () => {
+  await daemon.start();
+  const key = value("ant");
+  const gh = value("gh");
+  process.env.AL_TEST_GH_TOKEN = gh;
+  try {
+    const handle = await createLaneHandle(
+      {
+        secrets: { ANTHROPIC_API_KEY: ["api.anthropic.com"], AL_TEST_GH_TOKEN: ["github.com", "*.githubusercontent.com"] },
+        env: { ANTHROPIC_API_KEY: key, OTHER: "plain" },
+        name: "sec-node",
+        socketPath: daemon.socketPath,
+      },
+      { env: { FROM_SANDCASTLE: "yes" } },
+    );
+    daemon.cleanup(() => (handle.closed ? undefined : handle.close()));
+    assert.deepEqual(handle.lane.secrets, [
+      { name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"] },
+      { name: "AL_TEST_GH_TOKEN", hosts: ["github.com", "*.githubusercontent.com"] },
+    ]);
+    const env = (await handle.exec("env")).stdout;
+    const seen = Object.fromEntries(env.split("\n").filter(Boolean).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
+    assert.match(seen.ANTHROPIC_API_KEY, PH, "the env entry became a secret");
+    assert.match(seen.AL_TEST_GH_TOKEN, PH, "process.env's value too");
+    assert.notEqual(seen.ANTHROPIC_API_KEY, seen.AL_TEST_GH_TOKEN);
+    assert.equal(seen.OTHER, "plain", "other env entries still go");
+    assert.equal(seen.FROM_SANDCASTLE, "yes", "and Sandcastle's own");
+    assert.ok(!env.includes(key) && !env.includes(gh), "no command sees a value");
+    assert.equal(seen.NODE_EXTRA_CA_CERTS, "/usr/local/share/ca-certificates/agent-lane.crt");
+    assert.equal(seen.SSL_CERT_FILE, "/etc/ssl/certs/ca-certificates.crt");
+    assert.match(seen.HTTPS_PROXY, /^http:\/\/192\.168\.5\.2:\d+$/);
+    // By alias, the same environment.
+    const byAlias = await daemon.client.getLane("sec-node");
+    assert.deepEqual(byAlias.secrets, handle.lane.secrets);
+    // Nothing the daemon wrote, no host command line.
+    assert.deepEqual(filesWith(daemon.tmp, key), []);
+    assert.deepEqual(filesWith(daemon.tmp, gh), []);
+    assert.ok(!daemon.log().includes(key), "the daemon's log");
+    assert.deepEqual(
+      hostCommandLines().filter((p) => p.cmdline.includes(key) || p.cmdline.includes(gh)).map((p) => p.pid),
+      [],
+    );
+    const events = await daemon.client.getEvents(handle.laneName);
+    assert.ok(events.some((e) => e.event === "secret" && e.detail === "ANTHROPIC_API_KEY for api.anthropic.com"));
+    assert.ok(!JSON.stringify(events).includes(key));
+    await handle.close();
+  } finally {
+    delete process.env.AL_TEST_GH_TOKEN;
+  }
+});
+
+test("lima({ secrets }): a name without a value, and bad options, are refused before any call", async () => {
+  assert.throws(() => lima({ secrets: ["ANTHROPIC_API_KEY"] }), /secrets must map/);
+  assert.throws(() => lima({ secrets: { "BAD-NAME": ["a.example.org"] } }), /is not \[A-Za-z_\]/);
+  assert.throws(() => lima({ secrets: { K: "a.example.org" } }), /at most 16 host names/);
+  assert.throws(() => lima({ secrets: { K: Array(17).fill("a.example.org") } }), /at most 16 host names/);
+  const many = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`K${i}`, ["a.example.org"]]));
+  assert.throws(() => lima({ secrets: many }), /at most 16 variable names/);
+  delete process.env.AL_TEST_UNSET;
+  await assert.rejects(
+    createLaneHandle({ secrets: { AL_TEST_UNSET: ["a.example.org"] }, socketPath: "/nonexistent/sock" }),
+    (e) => e.code === "INVALID_ARGUMENT" && /AL_TEST_UNSET has no value/.test(e.message),
+  );
+  await assert.rejects(
+    createLaneHandle({ secrets: { K: ["a.example.org"] }, env: { K: "line\nbreak" }, socketPath: "/nonexistent/sock" }),
+    (e) => e.code === "INVALID_ARGUMENT" && /printable ASCII/.test(e.message) && !e.message.includes("break"),
+  );
+  // The daemon's own check: a pattern too wide; nothing is left behind.
+  await daemon.start();
+  await assert.rejects(
+    createLaneHandle({ secrets: { K: ["*.com"] }, env: { K: value("k") }, socketPath: daemon.socketPath }),
+    (e) => e.code === "INVALID_ARGUMENT" && /is not a host name/.test(e.message),
+  );
+  assert.deepEqual(await daemon.client.listLanes(false), []);
+});

@@ -1,0 +1,416 @@
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compat.h"
+#include "lanesecret.h"
+#include "proxyreq.h"
+#include "secret.h"
+#include "util.h"
+
+static const char hexdigits[] = "0123456789abcdef";
+
+/* ---- Hosts ---- */
+
+/* An address has no name for SNI or a certificate to be checked against. */
+static bool
+is_address(const char *host)
+{
+	unsigned char a[16];
+
+	return inet_pton(AF_INET, host, a) == 1 ||
+	    inet_pton(AF_INET6, host, a) == 1;
+}
+
+/* Appends one host pattern to s (normalised; a duplicate adds nothing). */
+static int
+hosts_add(struct lanesecret *s, const char *pattern, char *err, size_t errlen)
+{
+	char pat[PROXYREQ_HOST_MAX + 3];
+	size_t pl = strlen(pattern), len = strlen(s->hosts);
+	const char *p;
+
+	if (pl == 0 || pl >= sizeof pat) {
+		snprintf(err, errlen, "secret %s: a host is 1-%d characters",
+		    s->name, PROXYREQ_HOST_MAX + 2);
+		return -1;
+	}
+	memcpy(pat, pattern, pl + 1);
+	if (!proxyreq_pattern_valid(pat) || is_address(pat) ||
+	    (strncmp(pat, "*.", 2) == 0 && is_address(pat + 2))) {
+		snprintf(err, errlen, "secret %s: \"%.80s\" is not a host name "
+		    "or a \"*.example.org\" pattern (addresses are not taken: "
+		    "the proxy checks the name in the host's certificate)",
+		    s->name, pattern);
+		str_sanitize(err);
+		return -1;
+	}
+	pl = strlen(pat);
+	for (p = s->hosts; *p != '\0';) {
+		size_t n = strcspn(p, "\n");
+
+		if (n == pl && memcmp(p, pat, pl) == 0)
+			return 0;
+		p += n + (p[n] == '\n');
+	}
+	if (s->nhosts == LANESECRET_HOSTS_MAX ||
+	    len + (len > 0) + pl + 1 > sizeof s->hosts) {
+		snprintf(err, errlen, "secret %s: at most %d hosts (%d bytes)",
+		    s->name, LANESECRET_HOSTS_MAX, LANESECRET_HOSTS_TEXT_MAX);
+		return -1;
+	}
+	if (len > 0)
+		s->hosts[len++] = '\n';
+	memcpy(s->hosts + len, pat, pl + 1);
+	s->nhosts++;
+	return 0;
+}
+
+/* Hosts separated by any of sep (configuration and registry texts). */
+static int
+hosts_add_list(struct lanesecret *s, const char *list, const char *sep,
+    char *err, size_t errlen)
+{
+	char buf[LANESECRET_TEXT_MAX + 1], *save = NULL, *tok;
+
+	if (strlen(list) >= sizeof buf) {
+		snprintf(err, errlen, "secret %s: the host list is too long",
+		    s->name);
+		return -1;
+	}
+	str_copy(buf, list, sizeof buf);
+	for (tok = strtok_r(buf, sep, &save); tok != NULL;
+	    tok = strtok_r(NULL, sep, &save))
+		if (hosts_add(s, tok, err, errlen) == -1)
+			return -1;
+	return 0;
+}
+
+/* ---- The configured secrets ---- */
+
+/* The configured line for name: its hosts (space-separated) into buf. */
+static bool
+conf_hosts(const char *conf, const char *name, char *buf, size_t len)
+{
+	size_t nl = strlen(name);
+
+	for (const char *p = conf; *p != '\0';) {
+		size_t n = strcspn(p, "\n");
+
+		if (n > nl && strncmp(p, name, nl) == 0 && p[nl] == ' ') {
+			snprintf(buf, len, "%.*s", (int)(n - nl - 1), p + nl + 1);
+			return true;
+		}
+		p += n + (p[n] == '\n');
+	}
+	return false;
+}
+
+int
+lanesecret_config_add(char **conf, const char *spec, char *err, size_t errlen)
+{
+	struct lanesecret s;
+	char name[TEXT_SECRET_NAME_MAX + 1], hosts[LANESECRET_TEXT_MAX];
+	const char *list;
+	size_t n = 0;
+	char *next;
+
+	memset(&s, 0, sizeof s);
+	if (!text_secret_spec(spec, name, &list) || list == NULL) {
+		snprintf(err, errlen, "secret: \"%.80s\" is not NAME@HOST[,HOST...]"
+		    " (NAME: [A-Za-z_][A-Za-z0-9_], up to %d)", spec,
+		    TEXT_SECRET_NAME_MAX);
+		str_sanitize(err);
+		return -1;
+	}
+	str_copy(s.name, name, sizeof s.name);
+	if (hosts_add_list(&s, list, ",", err, errlen) == -1)
+		return -1;
+	if (conf_hosts(*conf, name, hosts, sizeof hosts)) {
+		snprintf(err, errlen, "secret: %s is named twice", name);
+		return -1;
+	}
+	for (const char *p = *conf; *p != '\0'; p++)
+		if (p == *conf || p[-1] == '\n')
+			n++;
+	if (n == LANESECRET_MAX) {
+		snprintf(err, errlen, "secret: at most %d", LANESECRET_MAX);
+		return -1;
+	}
+	for (char *h = s.hosts; *h != '\0'; h++)
+		if (*h == '\n')
+			*h = ' ';
+	xasprintf(&next, "%s%s%s %s", *conf, (*conf)[0] != '\0' ? "\n" : "",
+	    name, s.hosts);
+	if (strlen(next) > LANESECRET_TEXT_MAX) {
+		free(next);
+		snprintf(err, errlen, "secret: the lines are longer than %d "
+		    "bytes together", LANESECRET_TEXT_MAX);
+		return -1;
+	}
+	free(*conf);
+	*conf = next;
+	return 0;
+}
+
+/* ---- A create's secrets ---- */
+
+/* One requested secret into s: name, hosts (or the configured), value. */
+static int
+plan_one(const char *conf, const Agentlane__V1__Secret *r,
+    struct lanesecret *s, char *err, size_t errlen)
+{
+	char hosts[LANESECRET_TEXT_MAX];
+
+	if (r->name == NULL || !text_secret_name_valid(r->name)) {
+		snprintf(err, errlen, "a secret's name is [A-Za-z_][A-Za-z0-9_], "
+		    "up to %d characters", TEXT_SECRET_NAME_MAX);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	str_copy(s->name, r->name, sizeof s->name);
+	if (!text_secret_value_valid(r->value.data, r->value.len)) {
+		/* Never the value itself: only what is wrong with it. */
+		snprintf(err, errlen, "secret %s: the value must be 1-%d bytes "
+		    "of printable ASCII without a space at either end%s",
+		    s->name, TEXT_SECRET_VALUE_MAX, r->value.len == 0 ?
+		    " (it is empty: is the variable set?)" : "");
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (r->n_hosts > LANESECRET_HOSTS_MAX) {
+		snprintf(err, errlen, "secret %s: at most %d hosts", s->name,
+		    LANESECRET_HOSTS_MAX);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	for (size_t i = 0; i < r->n_hosts; i++)
+		if (hosts_add(s, r->hosts[i] != NULL ? r->hosts[i] : "", err,
+		    errlen) == -1)
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	if (r->n_hosts == 0) {
+		if (!conf_hosts(conf, s->name, hosts, sizeof hosts)) {
+			snprintf(err, errlen, "secret %s names no host (NAME@HOST"
+			    "[,HOST...]), and agent-laned.conf has no `secret` "
+			    "line for it", s->name);
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+		}
+		/* Checked when the configuration was read. */
+		if (hosts_add_list(s, hosts, " ", err, errlen) == -1)
+			return AGENTLANE__V1__ERROR_CODE__INTERNAL;
+	}
+	s->value = xmalloc(r->value.len);
+	memcpy(s->value, r->value.data, r->value.len);
+	s->value_len = r->value.len;
+	return 0;
+}
+
+/* Every configured name is among the set's: a create must bring them. */
+static int
+plan_configured(const char *conf, const struct lanesecret_set *set,
+    char *err, size_t errlen)
+{
+	for (const char *p = conf; *p != '\0';) {
+		size_t n = strcspn(p, " \n");
+		char name[TEXT_SECRET_NAME_MAX + 1];
+
+		snprintf(name, sizeof name, "%.*s", (int)n, p);
+		if (lanesecret_find(set, name) == NULL) {
+			snprintf(err, errlen, "agent-laned.conf names secret %s: "
+			    "a create must bring its value (--secret %s)", name,
+			    name);
+			return AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION;
+		}
+		p += strcspn(p, "\n");
+		p += *p == '\n';
+	}
+	return 0;
+}
+
+int
+lanesecret_plan(const char *conf, Agentlane__V1__Secret *const *req,
+    size_t nreq, struct lanesecret_set **out, char *err, size_t errlen)
+{
+	struct lanesecret_set *set;
+	char text[LANESECRET_TEXT_MAX + 1];
+	int rc = 0;
+
+	*out = NULL;
+	if (nreq > LANESECRET_MAX) {
+		snprintf(err, errlen, "at most %d secrets", LANESECRET_MAX);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (nreq == 0 && (conf == NULL || conf[0] == '\0'))
+		return 0;
+	set = xcalloc(1, sizeof *set);
+	for (size_t i = 0; i < nreq && rc == 0; i++) {
+		if ((rc = plan_one(conf, req[i], &set->s[i], err, errlen)) != 0)
+			break;
+		set->n++;
+		if (lanesecret_find(set, set->s[i].name) != &set->s[i]) {
+			snprintf(err, errlen, "secret %s is given twice",
+			    set->s[i].name);
+			rc = AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+		}
+	}
+	if (rc == 0)
+		rc = plan_configured(conf != NULL ? conf : "", set, err,
+		    errlen);
+	if (rc == 0 && lanesecret_text(set, text, sizeof text) == -1) {
+		snprintf(err, errlen, "the secrets' names and hosts are longer "
+		    "than %d bytes together", LANESECRET_TEXT_MAX);
+		rc = AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	if (rc != 0) {
+		lanesecret_set_free(set);
+		return rc;
+	}
+	*out = set;
+	return 0;
+}
+
+const struct lanesecret *
+lanesecret_find(const struct lanesecret_set *set, const char *name)
+{
+	for (size_t i = 0; set != NULL && i < set->n; i++)
+		if (strcmp(set->s[i].name, name) == 0)
+			return &set->s[i];
+	return NULL;
+}
+
+/* ---- Placeholders ---- */
+
+int
+lanesecret_placeholder_make(char *buf, size_t len)
+{
+	static const char prefix[] = LANESECRET_PH_PREFIX;
+	unsigned char rnd[LANESECRET_PH_RANDOM];
+	size_t o = sizeof prefix - 1;
+
+	if (len < LANESECRET_PH_LEN + 1 || compat_random(rnd, sizeof rnd) == -1)
+		return -1;
+	memcpy(buf, prefix, o);
+	for (size_t i = 0; i < sizeof rnd; i++) {
+		buf[o++] = hexdigits[rnd[i] >> 4];
+		buf[o++] = hexdigits[rnd[i] & 0xf];
+	}
+	buf[o] = '\0';
+	return 0;
+}
+
+struct secret_set *
+lanesecret_seal(struct lanesecret_set *set, char *err, size_t errlen)
+{
+	struct secret_set *sealed = secret_set_new(set->n);
+	char ph[LANESECRET_PH_LEN + 1];
+
+	for (size_t i = 0; i < set->n; i++) {
+		const struct lanesecret *s = &set->s[i];
+		char hosts[LANESECRET_HOSTS_TEXT_MAX + 1], *save = NULL;
+		const char *hv[LANESECRET_HOSTS_MAX];
+		size_t nh = 0;
+		bool drawn = false;
+		int rc = -1;
+
+		str_copy(hosts, s->hosts, sizeof hosts);
+		for (char *h = strtok_r(hosts, "\n", &save); h != NULL &&
+		    nh < LANESECRET_HOSTS_MAX; h = strtok_r(NULL, "\n", &save))
+			hv[nh++] = h;
+		/*
+		 * All of one length, so one can be part of another only by
+		 * being equal, which 192 random bits make a formality; a
+		 * repeat is drawn again (and the set would refuse it).
+		 */
+		while (!drawn) {
+			if (lanesecret_placeholder_make(ph, sizeof ph) == -1)
+				break;
+			drawn = true;
+			for (size_t j = 0; j < sealed->n; j++)
+				drawn &= strcmp(sealed->v[j].placeholder, ph) != 0;
+		}
+		if (!drawn)
+			snprintf(err, errlen, "cannot read the OS random source "
+			    "for the secrets' placeholders");
+		else
+			rc = secret_set_add(sealed, s->name, ph, s->value,
+			    s->value_len, hv, nh, err, errlen);
+		if (rc == -1) {
+			secret_set_free(sealed);
+			sealed = NULL;
+			break;
+		}
+	}
+	lanesecret_set_free(set);
+	return sealed;
+}
+
+void
+lanesecret_set_free(struct lanesecret_set *set)
+{
+	if (set == NULL)
+		return;
+	for (size_t i = 0; i < set->n; i++) {
+		wire_wipe(set->s[i].value, set->s[i].value_len);
+		free(set->s[i].value);
+	}
+	wire_wipe(set, sizeof *set);
+	free(set);
+}
+
+/* ---- The registry's text ---- */
+
+int
+lanesecret_text(const struct lanesecret_set *set, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	if (len == 0)
+		return -1;
+	buf[0] = '\0';
+	for (size_t i = 0; set != NULL && i < set->n; i++) {
+		const struct lanesecret *s = &set->s[i];
+		int n = snprintf(buf + off, len - off, "%s%s %s", i > 0 ? "\n" :
+		    "", s->name, s->hosts);
+
+		if (n < 0 || (size_t)n >= len - off)
+			return -1;
+		/* The patterns are '\n'-separated in memory, ' ' here. */
+		for (size_t k = off + (i > 0) + strlen(s->name) + 1;
+		    k < off + (size_t)n; k++)
+			if (buf[k] == '\n')
+				buf[k] = ' ';
+		off += (size_t)n;
+	}
+	return (int)off;
+}
+
+size_t
+lanesecret_text_split(char *text, struct lanesecret_info *v, size_t max)
+{
+	char *line = text, *save = NULL, *tok;
+	size_t n = 0;
+
+	while (line != NULL && *line != '\0' && n < max) {
+		char *nl = strchr(line, '\n');
+
+		if (nl != NULL)
+			*nl = '\0';
+		memset(&v[n], 0, sizeof v[n]);
+		if ((tok = strtok_r(line, " ", &save)) != NULL) {
+			v[n].name = tok;
+			while ((tok = strtok_r(NULL, " ", &save)) != NULL &&
+			    v[n].nhosts < LANESECRET_HOSTS_MAX)
+				v[n].hosts[v[n].nhosts++] = tok;
+			n++;
+		}
+		line = nl != NULL ? nl + 1 : NULL;
+	}
+	return n;
+}
+
+void
+lanesecret_wipe_request(Agentlane__V1__CreateLane *req)
+{
+	for (size_t i = 0; i < req->n_secrets; i++)
+		if (req->secrets[i] != NULL)
+			wire_wipe(req->secrets[i]->value.data,
+			    req->secrets[i]->value.len);
+}
