@@ -70,7 +70,7 @@ for v in SSL_CERT_FILE REQUESTS_CA_BUNDLE CURL_CA_BUNDLE GIT_SSL_CAINFO; do
 	    "^$v=/etc/ssl/certs/ca-certificates.crt\$" "$ENV"
 done
 OUT=$(ctl exec --env "ANTHROPIC_API_KEY=$KEY" "$L" -- true 2>&1); RC=$?
-check_eq "an exec may not set a secret's variable" 125 "$RC"
+check_eq "an exec may not set a secret's variable (the daemon's INVALID_ARGUMENT: exit 2)" 2 "$RC"
 check_match "INVALID_ARGUMENT, saying why" "INVALID_ARGUMENT: ANTHROPIC_API_KEY is a secret of lane $L" "$OUT"
 check_nomatch "without the value" "$KEY" "$OUT"
 check_match "other variables still go" "^x\$" "$(ctl exec -e OTHER=x "$L" -- printenv OTHER)"
@@ -164,7 +164,7 @@ OUT=$(BAD=$'line\nbreak' ctl create --secret BAD@api.example.com 2>&1); RC=$?
 check_eq "a value with a newline is refused before it is sent" 2 "$RC"
 check_nomatch "without quoting it" "break" "$OUT"
 OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret 'ANTHROPIC_API_KEY@*.com' 2>&1); RC=$?
-check_eq "a one-label wildcard is refused by the daemon" 1 "$RC"
+check_eq "a one-label wildcard is refused by the daemon (INVALID_ARGUMENT: exit 2)" 2 "$RC"
 check_match "as INVALID_ARGUMENT" 'INVALID_ARGUMENT: secret ANTHROPIC_API_KEY: "\*\.com" is not a host name' "$OUT"
 OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret 'ANTHROPIC_API_KEY@203.0.113.7' 2>&1)
 check_match "an address is refused (the proxy checks the name in the certificate)" "INVALID_ARGUMENT.*addresses are not taken" "$OUT"

@@ -49,6 +49,8 @@ cannot_run() {
 		echo "needs Homebrew on macOS"
 	elif grep -qE 'apt-get|curl |npm install' "$f"; then
 		echo "its provision script installs packages from the network (apt-get, curl, npm), and the simulator's guests have no network; tests/lima/docker.sh builds images on real Lima"
+	elif grep -qE '^[^#]*(-- |^)claude ' "$f"; then
+		echo "it runs Claude Code, which no lane has until an image installs it (Images, below), and the simulator's guests could not reach Anthropic's API"
 	elif grep -q 'tests/lima/install.sh' "$f" && ! command -v go >/dev/null 2>&1 &&
 	    ! "$REPO/tests/lima/install.sh" --check >/dev/null 2>&1; then
 		echo "it builds Lima with Go, and this machine has no go"
