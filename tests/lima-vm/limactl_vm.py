@@ -2,15 +2,15 @@
 real-VM test tier (see README.md here).
 
 The command-line front end (flag parsing, logrus-style messages, names,
-pid files, status, `list`, `start`/`stop`/`delete` orchestration, fault
-injection) is the simulator's, tests/lima-sim/limactl_sim.py, so that both
-doubles keep one observable contract. This module replaces what a real VM
-changes: the disk (a qcow2 overlay over the cached Debian image), the
-hostagent (QEMU with Lima's user-mode network, cidata, ssh readiness, QMP
-powerdown), `shell` and `copy` (ssh and scp with Lima's options and
-ControlMaster), and it adds `clone`. The replacements are installed into the
-simulator module's namespace by install(): its functions call each other
-through that namespace, so every caller uses the VM versions.
+pid files, status, `list`, `start`/`stop`/`delete`/`clone` orchestration,
+fault injection) is the simulator's, the package tests/lima-sim/limactl_sim,
+so that both doubles keep one observable contract. This module replaces
+what a real VM changes: the disk (a qcow2 overlay over the cached Debian
+image), the hostagent (QEMU with Lima's user-mode network, cidata, ssh
+readiness, QMP powerdown), and `shell` and `copy` (ssh and scp with Lima's
+options and ControlMaster). install() puts the replacements into the
+simulator's modules; those reach each other's functions as module
+attributes, so every caller uses the VM versions.
 """
 import hashlib
 import json
@@ -23,10 +23,11 @@ import subprocess
 import threading
 import time
 
-import limactl_sim as S
-from limactl_sim import Fatal, NotExist, log, gq, go_quote, sh_quote
-
-INFO, WARN, ERROR, FATAL, DEBUG = S.INFO, S.WARN, S.ERROR, S.FATAL, S.DEBUG
+from limactl_sim.errors import ArgsError, Fatal
+from limactl_sim.quoting import gq, go_quote, sh_quote
+from limactl_sim.logrus import DEBUG, ERROR, FATAL, INFO, WARN, L, isatty, log
+from limactl_sim import (cli, clone, faults, fileio, guestfs, hostagent, limayaml, names,
+                         procs, runtime, shell, yamlio)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BUILD_IMAGE = os.path.join(HERE, 'build-image.sh')
@@ -45,7 +46,7 @@ def env_flag(name):
 # host facilities
 
 def qemu_binary():
-    exe = os.environ.get('QEMU_SYSTEM_X86_64') or S.find_exe('qemu-system-x86_64')
+    exe = os.environ.get('QEMU_SYSTEM_X86_64') or fileio.find_exe('qemu-system-x86_64')
     if not exe:
         raise Fatal('qemu-system-x86_64 not found in PATH (apt-get install qemu-system-x86)')
     return exe
@@ -85,7 +86,7 @@ def host_has_aes():
 
 def iso_tool():
     for t in ('genisoimage', 'mkisofs', 'xorriso'):
-        p = S.find_exe(t)
+        p = fileio.find_exe(t)
         if p:
             return t, p
     raise Fatal('genisoimage (or xorriso) not found in PATH; it makes the cidata ISO')
@@ -107,7 +108,7 @@ def image_dir(build=True):
 
 def ensure_user_key():
     """Lima's shared identity: $LIMA_HOME/_config/user{,.pub}, made once."""
-    cfg = os.path.join(S.lima_home(), '_config')
+    cfg = os.path.join(runtime.lima_home(), '_config')
     key = os.path.join(cfg, 'user')
     if os.path.isfile(key) and os.path.isfile(key + '.pub'):
         return key
@@ -143,7 +144,7 @@ def _make_user_key(key):
 
 def guest_home():
     # Lima before v2.1 (and the notes this double follows): /home/NAME.linux.
-    return '/home/%s.linux' % S.guest_user()[0]
+    return '/home/%s.linux' % guestfs.guest_user()[0]
 
 
 def qemu_escape(path):
@@ -273,15 +274,15 @@ def vm_builtin_template(loc):
 def load_config(d):
     with open(os.path.join(d, 'lima.yaml'), 'rb') as f:
         text = f.read().decode('utf-8', 'surrogateescape')
-    cfg = S.parse_yaml(text, os.path.join(d, 'lima.yaml'))
+    cfg = yamlio.parse_yaml(text, os.path.join(d, 'lima.yaml'))
     check_config(cfg)
     return cfg
 
 
 def resources(cfg):
-    cpus, mem, disk = S.default_resources()
-    return (int(cfg.get('cpus') or cpus), S.ram_in_bytes(cfg.get('memory') or mem),
-            S.ram_in_bytes(cfg.get('disk') or disk))
+    cpus, mem, disk = limayaml.default_resources()
+    return (int(cfg.get('cpus') or cpus), yamlio.ram_in_bytes(cfg.get('memory') or mem),
+            yamlio.ram_in_bytes(cfg.get('disk') or disk))
 
 
 # --------------------------------------------------------------------------
@@ -315,7 +316,7 @@ def vm_prepare_disk(d, name):
     tmp = os.path.join(d, 'disk.tmp')
     run_checked(['qemu-img', 'create', '-q', '-f', 'qcow2', '-F', 'qcow2', '-b', base, tmp, str(disk)],
                 'qemu-img create')
-    S.write_file(os.path.join(d, 'vm-image'), img + '\n')
+    fileio.write_file(os.path.join(d, 'vm-image'), img + '\n')
     os.rename(tmp, os.path.join(d, 'disk'))
 
 
@@ -334,7 +335,7 @@ def resize_disk(d, cfg):
 def write_cidata(d, name, cfg, iid):
     """Lima's cidata as a read-only ISO labelled `cidata`, regenerated at
     every start (a new instance id makes the guest re-run provisioning)."""
-    user, uid, _ = S.guest_user()
+    user, uid, _ = guestfs.guest_user()
     key = ensure_user_key()
     with open(key + '.pub', 'rb') as f:
         pub = f.read()
@@ -345,7 +346,7 @@ def write_cidata(d, name, cfg, iid):
     os.mkdir(src, 0o755)
     env = {
         'LIMA_CIDATA_NAME': name,
-        'LIMA_CIDATA_HOSTNAME': S.hostname_of(name),
+        'LIMA_CIDATA_HOSTNAME': names.hostname_of(name),
         'LIMA_CIDATA_USER': user,
         'LIMA_CIDATA_UID': str(uid),
         'LIMA_CIDATA_COMMENT': user,
@@ -353,16 +354,16 @@ def write_cidata(d, name, cfg, iid):
         'LIMA_CIDATA_PASSWORDLESS_SUDO': '1' if sudo else '0',
         'LIMA_CIDATA_IID': iid,
     }
-    S.write_file(os.path.join(src, 'lima.env'),
-                 ''.join('%s=%s\n' % (k, sh_quote(v)) for k, v in env.items()))
-    S.write_file(os.path.join(src, 'ssh_authorized_keys'), pub)
-    S.write_file(os.path.join(src, 'meta-data'),
-                 'instance-id: %s\nlocal-hostname: %s\n' % (iid, S.hostname_of(name)))
-    S.write_file(os.path.join(src, 'user-data'),
-                 '#cloud-config\n# For reference; the guest applies lima.env.\nusers:\n'
-                 '  - name: %s\n    uid: %d\n    homedir: %s\n    shell: /bin/bash\n'
-                 '    lock_passwd: true\n    ssh-authorized-keys:\n      - %s\n'
-                 % (user, uid, guest_home(), json.dumps(pub.decode().strip())))
+    fileio.write_file(os.path.join(src, 'lima.env'),
+                      ''.join('%s=%s\n' % (k, sh_quote(v)) for k, v in env.items()))
+    fileio.write_file(os.path.join(src, 'ssh_authorized_keys'), pub)
+    fileio.write_file(os.path.join(src, 'meta-data'),
+                      'instance-id: %s\nlocal-hostname: %s\n' % (iid, names.hostname_of(name)))
+    fileio.write_file(os.path.join(src, 'user-data'),
+                      '#cloud-config\n# For reference; the guest applies lima.env.\nusers:\n'
+                      '  - name: %s\n    uid: %d\n    homedir: %s\n    shell: /bin/bash\n'
+                      '    lock_passwd: true\n    ssh-authorized-keys:\n      - %s\n'
+                      % (user, uid, guest_home(), json.dumps(pub.decode().strip())))
     counts = {'system': 0, 'user': 0}
     for p in cfg.get('provision') or []:
         mode = p.get('mode', 'system')
@@ -371,7 +372,7 @@ def write_cidata(d, name, cfg, iid):
         script = p['script']
         if not script.startswith('#!'):
             script = '#!/bin/sh\n' + script
-        S.write_file(os.path.join(sub, '%08d' % counts[mode]), script, 0o755)
+        fileio.write_file(os.path.join(sub, '%08d' % counts[mode]), script, 0o755)
         counts[mode] += 1
     tool, exe = iso_tool()
     iso_tmp = os.path.join(d, 'cidata.iso.tmp')
@@ -390,7 +391,7 @@ def write_cidata(d, name, cfg, iid):
 
 def ssh_options(d, port, master=True):
     """Lima's ssh options (cmd/limactl/shell.go, pkg/sshutil), in its order."""
-    key = os.path.join(S.lima_home(), '_config', 'user')
+    key = os.path.join(runtime.lima_home(), '_config', 'user')
     opts = ['-o', 'IdentityFile="%s"' % key,
             '-o', 'StrictHostKeyChecking=no',
             '-o', 'UserKnownHostsFile=/dev/null',
@@ -401,7 +402,7 @@ def ssh_options(d, port, master=True):
             '-o', 'IdentitiesOnly=yes']
     if host_has_aes():
         opts += ['-o', 'Ciphers="^aes128-gcm@openssh.com,aes256-gcm@openssh.com"']
-    opts += ['-o', 'User=%s' % S.guest_user()[0]]
+    opts += ['-o', 'User=%s' % guestfs.guest_user()[0]]
     if master:
         opts += ['-o', 'ControlMaster=auto',
                  '-o', 'ControlPath="%s"' % os.path.join(d, 'ssh.sock'),
@@ -523,7 +524,7 @@ def free_port():
 def serve_http_forever(lsock, port):
     while True:
         try:
-            S._serve_http(lsock, port)
+            hostagent.serve_http(lsock, port)
         except Exception:               # never take the hostagent down
             pass
         if lsock.fileno() < 0:
@@ -531,7 +532,7 @@ def serve_http_forever(lsock, port):
 
 
 def hostagent_main(argv):
-    S.L.fmt = 'json'
+    L.fmt = 'json'
     pidfile = sockpath = name = None
     i = 0
     while i < len(argv):
@@ -598,7 +599,7 @@ def hostagent_main(argv):
     try:
         cfg = load_config(d)
         port = (cfg.get('ssh') or {}).get('localPort') or free_port()
-        S.write_ssh_config(d, name, port)
+        hostagent.write_ssh_config(d, name, port)
         try:
             os.unlink(sockpath)
         except FileNotFoundError:
@@ -608,7 +609,7 @@ def hostagent_main(argv):
         lsock.listen(16)
         threading.Thread(target=serve_http_forever, args=(lsock, port), daemon=True).start()
         log(INFO, 'hostagent socket created at %s' % sockpath)
-        S.emit_event(port)
+        hostagent.emit_event(port)
 
         with open(os.path.join(d, 'vm-image'), 'rb') as f:
             img = f.read().decode().strip()
@@ -638,7 +639,7 @@ def hostagent_main(argv):
             if proc.poll() is not None:
                 with open(os.path.join(d, 'qemu.log'), 'rb') as f:
                     tail = f.read().decode('utf-8', 'replace').strip().splitlines()[-3:]
-                raise Fatal('QEMU exited (%s): %s' % (S._exit_desc(proc.returncode), ' / '.join(tail)))
+                raise Fatal('QEMU exited (%s): %s' % (procs.exit_desc(proc.returncode), ' / '.join(tail)))
             if time.monotonic() - t_qemu > 30:
                 raise Fatal('QEMU did not write its pid file in 30s')
             time.sleep(0.02)
@@ -646,7 +647,7 @@ def hostagent_main(argv):
         log(INFO, 'Waiting for the essential requirement 1 of 2: "ssh"')
         while not ssh_banner(port):
             if not wait(0.5):
-                raise Fatal('the %s driver process exited (%s)' % (S.VM_TYPE, S._exit_desc(proc.poll()))
+                raise Fatal('the %s driver process exited (%s)' % (runtime.VM_TYPE, procs.exit_desc(proc.poll()))
                             if proc.poll() is not None else 'stopped while booting')
         while True:
             rc, _, err = ssh_run(d, port, 'true', 30)
@@ -667,11 +668,11 @@ def hostagent_main(argv):
                 raise Fatal('stopped while waiting for the boot scripts')
         log(INFO, 'The final requirement 1 of 1 is satisfied')
         log(INFO, 'boot time: %.1f s from QEMU start' % (time.monotonic() - t_qemu))
-        S.emit_event(port, running=True)
+        hostagent.emit_event(port, running=True)
         while wait(3600):
             pass
         if proc.poll() is not None:
-            errors.append('the %s driver process exited (%s)' % (S.VM_TYPE, S._exit_desc(proc.returncode)))
+            errors.append('the %s driver process exited (%s)' % (runtime.VM_TYPE, procs.exit_desc(proc.returncode)))
             log(ERROR, errors[-1])
             code = 1
     except Fatal as e:
@@ -709,7 +710,7 @@ def hostagent_main(argv):
                 os.unlink(p)
             except OSError:
                 pass
-        S.emit_event(port, exiting=True, errors=errors)
+        hostagent.emit_event(port, exiting=True, errors=errors)
         if lsock is not None:
             lsock.close()
         for p in (sockpath, pidfile):
@@ -774,7 +775,7 @@ def cmd_shell(o, args):
         name, cmd = o['instance'], list(args)
     else:
         if not args:
-            raise S.args_error('shell', 'requires at least 1 arg(s), only received 0')
+            raise ArgsError('shell', 'requires at least 1 arg(s), only received 0')
         if len(args) >= 2 and args[1] == '--':
             args = args[:1] + args[2:]
         name, cmd = args[0], args[1:]
@@ -782,18 +783,18 @@ def cmd_shell(o, args):
         log(WARN, 'Perhaps you meant %s?' % gq('limactl ' + ' '.join(cmd)))
     if o.get('sync'):
         raise Fatal('--sync is not supported by the real-VM limactl')
-    inst = S.running_inst_for(name, o.get('start'))
-    script = S.build_script(o, cmd)
-    argv = ssh_argv(inst.dir, inst.ssh_port or 22, script, tty=S._isatty(1))
+    inst = shell.running_inst_for(name, o.get('start'))
+    script = shell.build_script(o, cmd)
+    argv = ssh_argv(inst.dir, inst.ssh_port or 22, script, tty=isatty(1))
     log(DEBUG, 'executing ssh: %s' % ' '.join(sh_quote(a) for a in argv))
-    S._ensure_std_fds()
+    shell.ensure_std_fds()
     # A child, not exec: like limactl, ssh's death by a signal becomes 255.
     try:
         p = subprocess.Popen(argv)
     except OSError as e:
         raise Fatal('failed to run ssh: %s' % e)
-    if S.FAULT.die:
-        S.die_now()
+    if faults.FAULT.die:
+        faults.die_now()
     while True:
         try:
             rc = p.wait()
@@ -805,7 +806,7 @@ def cmd_shell(o, args):
 
 def cmd_copy(o, args):
     if len(args) < 2:
-        raise S.args_error('copy', 'requires at least 2 arg(s), only received %d' % len(args))
+        raise ArgsError('copy', 'requires at least 2 arg(s), only received %d' % len(args))
     if o.get('backend') not in (None, 'auto', 'scp'):
         raise Fatal('backend %s is not supported by the real-VM limactl (scp only)' % gq(o['backend']))
     insts = {}
@@ -814,7 +815,7 @@ def cmd_copy(o, args):
         inst_name, sep, path = a.partition(':')
         if sep:
             if inst_name not in insts:
-                insts[inst_name] = S.running_inst_for(inst_name)
+                insts[inst_name] = shell.running_inst_for(inst_name)
             paths.append((inst_name, path))
         else:
             paths.append((None, a))
@@ -823,7 +824,7 @@ def cmd_copy(o, args):
     if len(insts) > 1:
         raise Fatal('copying between two instances is not supported by the real-VM limactl')
     inst = list(insts.values())[0]
-    user = S.guest_user()[0]
+    user = guestfs.guest_user()[0]
     argv = ['scp', '-F', '/dev/null'] + ssh_options(inst.dir, inst.ssh_port) + \
         ['-o', 'LogLevel=ERROR', '-v' if o.get('verbose') else '-q']
     if o.get('recursive'):
@@ -834,80 +835,15 @@ def cmd_copy(o, args):
             argv.append(path)
         else:
             argv.append('scp://%s@127.0.0.1:%d/%s' % (user, inst.ssh_port, path))
-    S._ensure_std_fds()
+    shell.ensure_std_fds()
     rc = subprocess.call(argv)
     return 255 if rc < 0 else rc
 
 
 # --------------------------------------------------------------------------
-# clone
-
-CLONE_SKIP = ('protected',)
-
-
-def cmd_clone(o, args):
-    if len(args) != 2:
-        raise S.args_error('clone', 'accepts 2 arg(s), received %d' % len(args))
-    old, new = args
-    S.validate_name(new)
-    try:
-        src = S.inspect(old)
-    except NotExist:
-        raise Fatal('instance %s not found' % gq(old))
-    if src.status == 'Running':
-        raise Fatal('cannot clone a running instance')
-    home = S.lima_home()
-    dst = os.path.join(home, new)
-    sock = os.path.join(dst, S.LONGEST_SOCK)
-    if len(sock) >= S.UNIX_PATH_MAX:
-        raise Fatal('instance name %s too long: %s must be less than UNIX_PATH_MAX=%d characters, but is %d'
-                    % (gq(new), gq(sock), S.UNIX_PATH_MAX, len(sock)))
-    try:
-        os.mkdir(dst, 0o755)
-    except FileExistsError:
-        raise Fatal('instance %s already exists' % gq(new))
-    ok = False
-    try:
-        # lima.yaml last: while the copy runs the target lists as Broken and
-        # `delete` refuses it, as with Lima.
-        names = sorted(os.listdir(src.dir))
-        for e in names:
-            if e == 'lima.yaml' or e in CLONE_SKIP or e.endswith(('.pid', '.sock', '.tmp')):
-                continue
-            sp = os.path.join(src.dir, e)
-            if not os.path.isfile(sp) or os.path.islink(sp):
-                continue
-            dp = os.path.join(dst, e)
-            if e == 'disk':
-                # The overlay is this instance's own; the base stays shared.
-                run_checked(['cp', '--sparse=always', '--reflink=auto', sp, dp], 'copying the disk')
-            else:
-                shutil.copy2(sp, dp)
-        for e in ('ssh.config', 'ha.stdout.log', 'ha.stderr.log', 'serial.log', 'qemu.log', 'cidata.iso'):
-            try:
-                os.unlink(os.path.join(dst, e))
-            except FileNotFoundError:
-                pass
-        with open(os.path.join(src.dir, 'lima.yaml'), 'rb') as f:
-            text = f.read().decode('utf-8', 'surrogateescape')
-        edited = S.apply_edits(text, o, False)
-        S.validate_config(edited, new)
-        S.write_file(os.path.join(dst, 'lima.yaml'), edited)
-        ok = True
-    finally:
-        if not ok:
-            S.rmtree_safe(dst)
-    log(INFO, 'Cloned %s to %s' % (gq(old), gq(new)))
-    if o.get('start'):
-        inst = S.inspect(new)
-        S.start_instance(inst, o.get('timeout') or S.DEFAULT_START_TIMEOUT)
-    return 0
-
-
-# --------------------------------------------------------------------------
 # wiring
 
-USAGE = S.USAGE.replace('(limactl simulator for tests)', '(real QEMU VMs, for tests)') \
+USAGE = cli.USAGE.replace('(limactl simulator for tests)', '(real QEMU VMs, for tests)') \
     .replace('  info        Show diagnostic information\n',
              '  clone       Clone an instance of Lima\n  info        Show diagnostic information\n') \
     .replace('Simulator: see tests/lima-sim/README.md', 'Real-VM limactl: see tests/lima-vm/README.md')
@@ -916,25 +852,29 @@ _orig = {}
 
 
 def install():
-    for n in ('validate_config', 'builtin_template', 'pid_alive'):
-        _orig[n] = getattr(S, n)
-    S.guest_home = guest_home
-    S.prepare_disk = vm_prepare_disk
-    S.validate_config = vm_validate_config
-    S.builtin_template = vm_builtin_template
-    S.pid_alive = vm_pid_alive
-    S.sweep_guest_procs = vm_sweep_guest_procs
-    S.hostagent_main = hostagent_main
-    S.USAGE = USAGE
+    for mod, n in ((limayaml, 'validate_config'), (limayaml, 'builtin_template'),
+                   (procs, 'pid_alive')):
+        _orig[n] = getattr(mod, n)
+    guestfs.guest_home = guest_home
+    guestfs.prepare_disk = vm_prepare_disk
+    limayaml.validate_config = vm_validate_config
+    limayaml.builtin_template = vm_builtin_template
+    procs.pid_alive = vm_pid_alive
+    procs.sweep_guest_procs = vm_sweep_guest_procs
+    hostagent.hostagent_main = hostagent_main
+    cli.USAGE = USAGE
     # Real guests have Lima's network: no simulator guestNetwork key.
-    S.GUEST_NETWORK = None
-    c = S.COMMANDS
+    runtime.GUEST_NETWORK = None
+    c = cli.COMMANDS
     c['shell'] = c['shell'][:4] + (cmd_shell,)
     c['copy'] = c['copy'][:4] + (cmd_copy,)
-    c['clone'] = (dict(S.EDIT_FLAGS, start='bool', timeout='dur'), {}, True,
-                  'clone OLDINST NEWINST', cmd_clone)
+    # The simulator's clone runs here (it always has: the monolithic
+    # simulator's dispatch put it in place of any table entry); it copies
+    # the qcow2 overlay as the disk.  Only the flags are this double's.
+    c['clone'] = (dict(limayaml.EDIT_FLAGS, start='bool', timeout='dur'), {}, True,
+                  'clone OLDINST NEWINST', clone.cmd_clone)
 
 
 def main(launcher):
     install()
-    return S.main(launcher)
+    return cli.main(launcher)
