@@ -142,7 +142,7 @@ check "list --json of a stopped instance: Stopped, no PIDs, keys in Lima's order
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
 keys = ["name","hostname","status","dir","vmType","arch","cpus","memory","disk","sshConfigFile",
-        "config","sshAddress","protected","limaVersion"]
+        "config","sshAddress","protected","limaVersion","HostOS","HostArch","LimaHome","IdentityFile"]
 assert list(d) == keys, list(d)
 assert d["status"] == "Stopped" and d["hostname"] == "lima-" + d["name"] and d["vmType"] == "qemu"
 assert d["memory"] == 2 << 30 and d["disk"] == 10 << 30 and d["cpus"] == 2
@@ -178,10 +178,11 @@ lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1
 d = json.loads(lines[0])
 keys = ["name","hostname","status","dir","vmType","arch","cpus","memory","disk","sshLocalPort",
-        "sshConfigFile","hostAgentPID","driverPID","config","sshAddress","protected","limaVersion"]
+        "sshConfigFile","hostAgentPID","driverPID","config","sshAddress","protected","limaVersion",
+        "HostOS","HostArch","LimaHome","IdentityFile"]
 assert list(d) == keys, list(d)
 assert d["status"] == "Running" and d["hostAgentPID"] > 0 and d["driverPID"] > 0
-assert d["sshLocalPort"] > 0 and d["limaVersion"] == "2.2.0"
+assert d["sshLocalPort"] > 0 and d["limaVersion"] == "v2.2.0"
 ' "$T/out"
 run list --json $A nosuch1
 check "list with an unknown name prints the known ones, then exits 1 'unmatched instances'" \
@@ -415,9 +416,9 @@ run shell nosuch5 true
 check "text log format: time=\"...\" level=fatal msg=\"...\"" \
     grep -qE '^time="[^"]+" level=fatal msg="instance `nosuch5` does not exist' "$T/err"
 run info
-check "info prints JSON with version and limaHome" pyjson '
+check "info prints JSON with Lima's version.Version (v2.2.0) and limaHome" pyjson '
 import json, sys
-d = json.load(open(sys.argv[1])); assert d["version"] == "2.2.0" and d["limaHome"] == sys.argv[2]
+d = json.load(open(sys.argv[1])); assert d["version"] == "v2.2.0" and d["limaHome"] == sys.argv[2]
 ' "$T/out" "$LIMA_HOME"
 
 # ---------------------------------------------------------------- writable root, provision, sudo, clone

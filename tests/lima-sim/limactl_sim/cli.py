@@ -6,7 +6,7 @@ import sys
 import _signal as signal          # the C module: `signal` would pull in enum
 
 from .errors import ArgsError, ExitCode, Fatal
-from .quoting import go_quote
+from .quoting import go_quote, gq
 from .logrus import DEBUG, FATAL, L, LEVELS, isatty, log
 from . import fileio, runtime, faults, limayaml
 
@@ -50,10 +50,21 @@ def command_fn(fn):
     return getattr(__import__(__package__ + '.' + mod, fromlist=[name]), name)
 
 
+SHORT = {'create': 'Create an instance of Lima', 'start': 'Start an instance of Lima',
+         'shell': 'Execute shell in Lima', 'stop': 'Stop an instance',
+         'delete': 'Delete an instance of Lima', 'list': 'List instances of Lima',
+         'copy': 'Copy files between host and guest', 'info': 'Show diagnostic information',
+         'clone': 'Clone an instance of Lima'}
+
+
 def args_message(e):
-    """cobra's report of wrong positional arguments, with the usage line."""
-    return ('`limactl %s` %s.\nSee `limactl %s --help`.\n\nUsage:  limactl %s'
-            % (e.cmd, e.msg, e.cmd, COMMANDS[e.cmd][3]))
+    """Lima's WrapArgsError: the error, the help hint, cobra's UseLine (its
+    Use plus " [flags]" unless Use names them) and the command's Short."""
+    use = COMMANDS[e.cmd][3]
+    if '[flags]' not in use:
+        use += ' [flags]'
+    return ('`limactl %s` %s.\nSee `limactl %s --help`.\n\nUsage:  limactl %s\n\n%s'
+            % (e.cmd, e.msg, e.cmd, use, SHORT.get(e.cmd, '')))
 
 
 def parse_duration(s):
@@ -239,7 +250,7 @@ def apply_globals(o):
     fmt = o.get('log-format')
     if fmt is not None:
         if fmt not in ('text', 'json'):
-            raise Fatal('unsupported log-format: %s' % go_quote(fmt))
+            raise Fatal('unsupported log-format: %s' % gq(fmt))
         L.fmt = 'json' if fmt == 'json' else ('tty' if isatty(2) else 'text')
     lvl = o.get('log-level')
     if lvl is not None:

@@ -21,27 +21,26 @@ def cmd_clone(o, args):
     if len(args) != 2:
         raise ArgsError('clone', 'accepts 2 arg(s), received %d' % len(args))
     old, new = args
-    names.validate_name(old)
-    names.validate_name(new)
+    # Lima's checks, in CloneOrRename's order.
     try:
-        src = instances.inspect(old)
+        src = instances.inspect(old, full=True)
     except NotExist:
         raise Fatal('instance %s not found' % gq(old))
+    if new == old:
+        raise Fatal('new instance name %s must be different from %s' % (gq(new), gq(old)))
     if src.status == 'Running':
         raise Fatal('cannot clone a running instance')
+    names.validate_name(new)
     home = runtime.lima_home()
     d = os.path.join(home, new)
     if os.path.lexists(d):
         raise Fatal('instance %s already exists' % gq(new))
-    sock = os.path.join(d, instances.LONGEST_SOCK)
-    if len(sock) >= instances.UNIX_PATH_MAX:
-        raise Fatal('instance name %s too long: %s must be less than UNIX_PATH_MAX=%d characters, but is %d'
-                    % (gq(new), gq(sock), instances.UNIX_PATH_MAX, len(sock)))
+    create.check_sock_path(new, d)
     with open(os.path.join(src.dir, 'lima.yaml'), 'rb') as f:
         text = f.read().decode('utf-8', 'surrogateescape')
     edited = limayaml.apply_edits(text, o, False)
     limayaml.validate_config(edited, new)
-    os.mkdir(d, 0o755)
+    os.mkdir(d, 0o700)
     ok = False
     try:
         # Like Lima: the directory exists without lima.yaml (Broken, and

@@ -33,3 +33,13 @@ class ExitCode(Exception):
     def __init__(self, code):
         Exception.__init__(self, code)
         self.code = code
+
+
+class GoErrors(object):
+    """A Go []error as Lima prints it: TEXT is what %v shows (the messages),
+    JSON what encoding/json writes, where an error marshals as its exported
+    fields: {"Op","Path","Err"} for an *fs.PathError, {} for the rest."""
+
+    def __init__(self, text, objs=None):
+        self.text = list(text)
+        self.json = list(objs) if objs is not None else [{} for _ in self.text]

@@ -6,9 +6,9 @@ import os
 import time
 
 from .errors import Fatal
-from .quoting import go_quote, gq
+from .quoting import gq
 from .logrus import INFO, log
-from . import fileio, names, limayaml
+from . import fileio, names, yamlio, limayaml
 
 
 UNSHARE = '/usr/bin/unshare'
@@ -129,36 +129,54 @@ def _build_guestfs(root, name):
         os.mkdir(alt)
 
 
-def download_image():
+def image_location(d):
+    """The image Lima would fetch for instance D: the first `images:` entry
+    for the host's arch (an entry without arch is for the host's).  With no
+    entry (a lane's images come from its `base:`, which the simulator does
+    not embed) it is the Ubuntu image of Lima's templates."""
+    arch = limayaml.host_arch()
+    try:
+        with open(os.path.join(d, 'lima.yaml'), 'rb') as f:
+            cfg = yamlio.parse_yaml(f.read().decode('utf-8', 'surrogateescape'))
+    except (OSError, Fatal):
+        cfg = {}
+    for img in cfg.get('images') or []:
+        if isinstance(img, dict) and isinstance(img.get('location'), str) and \
+                img.get('arch', arch) in (arch, None, '', 'default'):
+            return img['location'], img.get('digest') or ''
+    return ('https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-%s.img'
+            % ('arm64' if arch == 'aarch64' else 'amd64')), ''
+
+
+def download_image(d):
     """Lima's fileutils.DownloadFile of the image (pkg/fileutils/download.go):
     "Attempting to download the image" with its location, arch and digest,
-    then "Using cache ..." (the default here: a cached image), or after
-    LIMA_SIM_DOWNLOAD_MS of a first, uncached download "Downloaded the image
-    from ...". No byte is fetched; only the messages and the time."""
+    then for a URL "Using cache ..." (the default here: a cached image), or
+    after LIMA_SIM_DOWNLOAD_MS of a first, uncached download "Downloaded the
+    image from ..."; a local file is always "Downloaded".  No byte is
+    fetched; only the messages and the time."""
     arch = limayaml.host_arch()
-    loc = ('https://cloud-images.ubuntu.com/releases/noble/release/'
-           'ubuntu-24.04-server-cloudimg-%s.img'
-           % ('arm64' if arch == 'aarch64' else 'amd64'))
-    log(INFO, 'Attempting to download the image',
-        {'arch': arch, 'digest': '', 'location': loc})
+    loc, digest = image_location(d)
+    log(INFO, 'Attempting to download the image', {'arch': arch, 'digest': digest, 'location': loc})
     try:
         ms = max(0, int(os.environ.get('LIMA_SIM_DOWNLOAD_MS') or 0))
     except ValueError:
         ms = 0
     if ms > 0:
         time.sleep(ms / 1000.0)
-        log(INFO, 'Downloaded the image from %s' % go_quote(loc))
+    if ms > 0 or '://' not in loc or loc.startswith('file://'):
+        log(INFO, 'Downloaded the image from %s' % gq(loc))
     else:
         import hashlib
         cache = os.path.join(os.environ.get('XDG_CACHE_HOME') or
                              os.path.join(os.path.expanduser('~'), '.cache'),
                              'lima', 'download', 'by-url-sha256',
                              hashlib.sha256(loc.encode()).hexdigest(), 'data')
-        log(INFO, 'Using cache %s' % go_quote(cache))
+        log(INFO, 'Using cache %s' % gq(cache))
 
 
 def prepare_disk(d, name):
-    download_image()
+    download_image(d)
     build_guestfs(os.path.join(d, 'guestfs'), name)
     fileio.write_file(os.path.join(d, 'disk'),
                       'limactl-simulator disk placeholder; the guest filesystem is %s/guestfs\n' % d)

@@ -4,8 +4,8 @@ of instances."""
 
 import os
 
-from .errors import Fatal, NotExist
-from .quoting import go_quote
+from .errors import Fatal, GoErrors, NotExist
+from .quoting import go_quote, gq
 from . import runtime, names, yamlio, limayaml, guestfs, procs
 
 
@@ -34,6 +34,11 @@ class Inst(object):
         self.message = ''
         self.protected = False
         self.lima_version = ''
+        self.hostname = names.hostname_of(name)
+        self.error_objs = None      # JSON of the errors, when not all {}
+
+    def go_errors(self):
+        return GoErrors(self.errors, self.error_objs)
 
 
 def _ssh_port_from_config(d):
@@ -84,8 +89,11 @@ def inspect(name, full=False, http=True, use_yaml=True):
     if not os.path.isfile(os.path.join(d, 'lima.yaml')):
         raise NotExist(name, d, os.path.isdir(d))
     inst = Inst(name, d)
-    if full:
-        _load_config(inst, use_yaml)
+    if full and not _load_config(inst, use_yaml):
+        # Lima's Inspect: a lima.yaml that does not load or validate leaves
+        # the status unknown (""), with no VM type, arch or pids.
+        inst.vm_type = inst.arch = ''
+        return inst
     inst.ha_pid = procs.read_pid(os.path.join(d, 'ha.pid'), 'ha')
     inst.drv_pid = procs.read_pid(os.path.join(d, runtime.VM_TYPE + '.pid'), 'drv')
     if inst.ha_pid and inst.drv_pid:
@@ -106,20 +114,31 @@ def inspect(name, full=False, http=True, use_yaml=True):
             inst.errors.append('failed to get Info from %s: %s' % (go_quote(os.path.join(d, 'ha.sock')), e))
     if not inst.ssh_port:
         inst.ssh_port = _ssh_port_from_config(d)
-    if full and inst.errors and inst.config is None:
-        inst.status = 'Broken'
     return inst
 
 
 def _load_config(inst, use_yaml=True):
+    """Lima's LoadYAMLByFilePath (load, then Validate) and the defaults it
+    fills in; False, with the error recorded, when it fails."""
     d = inst.dir
+    path = os.path.join(d, 'lima.yaml')
+    comment = 'main file %s' % gq(path)
     try:
-        with open(os.path.join(d, 'lima.yaml'), 'rb') as f:
+        with open(path, 'rb') as f:
             text = f.read().decode('utf-8', 'surrogateescape')
-        cfg = yamlio.parse_yaml(text, os.path.join(d, 'lima.yaml')) if use_yaml else yamlio.mini_yaml(text)
+        if use_yaml:
+            cfg = yamlio.parse_yaml(text, comment)
+            limayaml.strict_warnings(text, cfg, comment)
+        else:
+            cfg = yamlio.mini_yaml(text)
     except (OSError, Fatal) as e:
         inst.errors.append(str(e))
-        return
+        return False
+    if use_yaml:
+        errs = limayaml.validation_errors(cfg)
+        if errs:
+            inst.errors.append('\n'.join(errs))
+            return False
     cpus, mem, disk = limayaml.default_resources()
     user, uid, gid = guestfs.guest_user()
     try:
@@ -127,8 +146,8 @@ def _load_config(inst, use_yaml=True):
         inst.memory = yamlio.ram_in_bytes(cfg.get('memory') or mem)
         inst.disk = yamlio.ram_in_bytes(cfg.get('disk') or disk)
     except (TypeError, ValueError) as e:
-        inst.errors.append('invalid resource in lima.yaml: %s' % e)
-        return
+        inst.errors.append('failed to unmarshal YAML (%s): %s' % (comment, e))
+        return False
     arch = cfg.get('arch')
     if isinstance(arch, str) and arch not in ('', 'default'):
         inst.arch = {'arm64': 'aarch64', 'amd64': 'x86_64'}.get(arch, arch)
@@ -152,6 +171,7 @@ def _load_config(inst, use_yaml=True):
             inst.lima_version = f.read().decode('utf-8', 'replace').strip()
     except OSError:
         pass
+    return True
 
 
 def guest_pid(d):

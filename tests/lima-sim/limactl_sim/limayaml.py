@@ -6,7 +6,7 @@ import os
 import sys
 
 from .errors import Fatal
-from .quoting import ALNUM, gq, json_str
+from .quoting import ALNUM, go_quote, gq, json_str
 from .logrus import WARN, log
 from . import fileio, runtime, yamlio
 
@@ -165,35 +165,118 @@ def apply_edits(text, o, new):
     return y.safe_dump(data, default_flow_style=False, sort_keys=False)
 
 
-def validate_config(text, path):
-    cfg = yamlio.parse_yaml(text, path)
-    if 'cpus' in cfg and cfg['cpus'] is not None:
-        if isinstance(cfg['cpus'], bool) or not isinstance(cfg['cpus'], int) or cfg['cpus'] < 0:
-            raise Fatal('field `cpus` must be a non-negative integer, got %s' % gq(cfg['cpus']))
+# The top-level keys of Lima 2.2's LimaYAML (pkg/limatype/lima_yaml.go).
+LIMA_YAML_KEYS = frozenset((
+    'base minimumLimaVersion vmType vmOpts os arch images cpuType cpus memory disk '
+    'additionalDisks mounts mountTypesUnsupported mountType mountInotify ssh firmware '
+    'audio video provision upgradePackages containerd guestInstallPrefix probes '
+    'portForwards copyToHost message networks env param dns hostResolver '
+    'propagateProxyEnv caCerts rosetta plain timezone nestedVirtualization user tpm '
+    'osOpts').split())
+ARCH_TYPES = ('x86_64', 'aarch64', 'armv7l', 'ppc64le', 'riscv64', 's390x')
+
+
+def strict_warnings(text, cfg, comment):
+    """Lima's Unmarshal warns, without failing, about keys its LimaYAML does
+    not have.  Only top-level keys are checked here, and the warning has
+    go-yaml's position but not its excerpt of the file."""
+    for key in cfg:
+        if key in LIMA_YAML_KEYS:
+            continue
+        line = 1
+        for i, ln in enumerate(text.splitlines()):
+            if ln.split(':', 1)[0].strip().strip('"\'') == key and ln[:1] not in ' \t#-':
+                line = i + 1
+                break
+        log(WARN, 'Non-strict YAML detected; please check for typos',
+            {'comment': comment, 'error': '[%d:1] unknown field %s' % (line, json_str(str(key)))})
+
+
+def semver(s):
+    """versionutil.Parse ("v" and a "-suffix" dropped, then coreos/go-semver):
+    (version tuple, None) or (None, go-semver's error)."""
+    s = str(s)
+    if s.startswith('v'):
+        s = s[1:]
+    s = s.split('-', 1)[0]
+    if s.endswith('.m'):
+        s = s[:-2]
+    parts = s.split('+', 1)[0].split('.', 2)
+    if len(parts) != 3:
+        return None, '%s is not in dotted-tri format' % s
+    for p in parts:
+        if not p.lstrip('+-').isdigit():
+            return None, 'strconv.ParseInt: parsing %s: invalid syntax' % go_quote(p)
+    return tuple(int(p) for p in parts), None
+
+
+def version_at_least(minimum):
+    """versionutil.GreaterEqual(version.Version, MINIMUM); an unparsable
+    version on either side passes, as in Lima."""
+    have, want = semver(runtime.VERSION)[0], semver(minimum)[0]
+    return have is None or want is None or have >= want
+
+
+def validation_errors(cfg):
+    """The subset of Lima's limayaml.Validate that the simulator checks, in
+    its order, each with Lima's message."""
+    errs = []
+    mv = cfg.get('minimumLimaVersion')
+    if mv is not None:
+        why = semver(mv)[1]
+        if why:
+            errs.append('field `minimumLimaVersion` must be a semvar value, got %s: %s' % (gq(mv), why))
+        if not version_at_least(mv):
+            errs.append('template requires Lima version %s; this is only %s' % (gq(mv), gq(runtime.VERSION)))
+    arch = cfg.get('arch')
+    if arch not in (None, '', 'default') and \
+            {'amd64': 'x86_64', 'arm64': 'aarch64'}.get(arch, arch) not in ARCH_TYPES:
+        errs.append('field `arch` must be one of [%s]; got %s' % (' '.join(ARCH_TYPES), gq(arch)))
+    user = cfg.get('user') if isinstance(cfg.get('user'), dict) else {}
+    shell = user.get('shell')
+    if isinstance(shell, str) and not shell.startswith('/'):
+        errs.append('field `user.shell` must be an absolute path, got %s' % gq(shell))
+    # Not checked: `images` must be set.  The simulator does not embed
+    # `base:` (where a lane's images come from), and test fixtures make
+    # instances without images (README.md, "Checked against Lima 2.2").
+    if cfg.get('cpus') == 0 and not isinstance(cfg.get('cpus'), bool):
+        errs.append('field `cpus` must be set')
     for k in ('memory', 'disk'):
         if cfg.get(k) is not None:
             try:
                 yamlio.ram_in_bytes(cfg[k])
-            except ValueError:
-                raise Fatal('field %s has an invalid value %s' % (gq(k), gq(cfg[k])))
+            except ValueError as e:
+                errs.append('field %s has an invalid value: %s' % (gq(k), e))
+    if user.get('passwordlessSudo') is False and cfg.get('plain') is not True:
+        errs.append('`user.passwordlessSudo: false` requires `plain: true`')
+    return errs
+
+
+def validate_config(text, path):
+    """Lima's load and Validate of a lima.yaml (PATH names it in messages,
+    as Lima's comment does): unknown keys warn, the rest is fatal."""
+    cfg = yamlio.parse_yaml(text, path)
+    strict_warnings(text, cfg, path)
+    cpus = cfg.get('cpus')
+    if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int)):
+        raise Fatal('failed to unmarshal YAML (%s): cannot unmarshal %s into Go struct field '
+                    'LimaYAML.cpus of type int' % (path, type(cpus).__name__))
+    errs = validation_errors(cfg)
+    if errs:
+        raise Fatal('\n'.join(errs))
     vt = cfg.get('vmType')
     if vt not in (None, '', runtime.VM_TYPE):
-        raise Fatal('vmType %s is not supported by the limactl simulator (only %s)' % (gq(vt), gq(runtime.VM_TYPE)))
-    mv = cfg.get('minimumLimaVersion')
-    if mv:
-        def vt_(s):
-            return tuple(int(x) if x.isdigit() else 0 for x in str(s).lstrip('v').split('-')[0].split('.'))
-        if vt_(mv) > vt_(runtime.LIMA_VERSION):
-            raise Fatal('template requires Lima version %s; this is only %s' % (mv, runtime.LIMA_VERSION))
+        raise Fatal('failed to create driver instance: unknown or unsupported VM type: %s' % vt)
     return cfg
 
 
 def read_template(arg, name_flag):
-    """Returns (yaml bytes, name derived from the locator or None)."""
+    """Returns (yaml bytes, name derived from the locator or None, the
+    locator that names the template in YAML messages or None)."""
     if arg == '-':
         if not name_flag:
             raise Fatal('must pass instance name with --name when reading template from stdin')
-        return sys.stdin.buffer.read(), None
+        return sys.stdin.buffer.read(), None, arg
     if arg.startswith('template:'):
         loc = arg[len('template:'):]
         if loc.startswith('//'):
@@ -202,8 +285,8 @@ def read_template(arg, name_flag):
                 % (gq(arg), gq('template:' + loc)))
         data = builtin_template(loc)
         if data is None:
-            raise Fatal('template %s not found' % gq(loc))
-        return data, loc.rsplit('/', 1)[-1]
+            raise Fatal('template %s not found' % gq(loc + '.yaml'))
+        return data, loc.rsplit('/', 1)[-1], None
     if arg.startswith('http://') or arg.startswith('https://'):
         raise Fatal('cannot fetch %s: the limactl simulator has no network access' % gq(arg))
     path = arg[len('file://'):] if arg.startswith('file://') else arg
@@ -218,7 +301,7 @@ def read_template(arg, name_flag):
     for suffix in ('.yaml', '.yml'):
         if base.endswith(suffix):
             base = base[:-len(suffix)]
-    return data, base
+    return data, base, arg
 
 
 def passwordless_sudo(text):
@@ -234,6 +317,25 @@ def passwordless_sudo(text):
         return v is not False
     import re
     return not re.search(r'(?m)^user:\s*\n(?:[ \t]+.*\n)*?[ \t]+passwordlessSudo:\s*false\s*$', text)
+
+
+def user_shell(d):
+    """lima.yaml's user.shell in instance directory D, or None; read without
+    PyYAML unless the file mentions a shell (shell is on the fast path)."""
+    try:
+        with open(os.path.join(d, 'lima.yaml'), 'rb') as f:
+            text = f.read().decode('utf-8', 'surrogateescape')
+    except OSError:
+        return None
+    if 'shell' not in text:
+        return None
+    try:
+        cfg = yamlio.parse_yaml(text)
+    except Fatal:
+        return None
+    u = cfg.get('user') if isinstance(cfg, dict) else None
+    v = u.get('shell') if isinstance(u, dict) else None
+    return v if isinstance(v, str) and v else None
 
 
 def provision_entries(text):

@@ -2,14 +2,31 @@
 
 import os
 
-from .errors import Fatal, NotExist
-from .quoting import go_json, gq
+from .errors import ArgsError, Fatal, NotExist
+from .quoting import go_json, go_quote, gq
 from .logrus import WARN, log
 from . import fileio, runtime, faults, names, yamlio, limayaml, instances
 
 
+def _drop_empty_maps(v):
+    """What `limactl list` pipes its JSON through: yq's
+    del(.. | select(tag == "!!map" and length == 0)), until nothing changes."""
+    if isinstance(v, dict):
+        out = {}
+        for k, x in v.items():
+            x = _drop_empty_maps(x)
+            if not (isinstance(x, dict) and not x):
+                out[k] = x
+        return out
+    if isinstance(v, list):
+        return [y for y in (_drop_empty_maps(x) for x in v) if not (isinstance(y, dict) and not y)]
+    return v
+
+
 def inst_record(inst):
-    rec = {'name': inst.name, 'hostname': names.hostname_of(inst.name), 'status': inst.status,
+    """store.FormatData of an instance: Lima's Instance fields in their
+    order (omitempty as tagged), then the deprecated host fields."""
+    rec = {'name': inst.name, 'hostname': inst.hostname, 'status': inst.status,
            'dir': inst.dir, 'vmType': inst.vm_type, 'arch': inst.arch}
     if inst.cpus:
         rec['cpus'] = inst.cpus
@@ -17,7 +34,7 @@ def inst_record(inst):
         rec['memory'] = inst.memory
     if inst.disk:
         rec['disk'] = inst.disk
-    if inst.message and inst.status == 'Running':
+    if inst.message:
         rec['message'] = inst.message
     if inst.ssh_port:
         rec['sshLocalPort'] = inst.ssh_port
@@ -27,22 +44,26 @@ def inst_record(inst):
         rec['hostAgentPID'] = inst.ha_pid
     if inst.drv_pid:
         rec['driverPID'] = inst.drv_pid
+    if inst.errors:
+        rec['errors'] = inst.go_errors().json
     if inst.config is not None:
         rec['config'] = inst.config
         rec['sshAddress'] = '127.0.0.1'
     rec['protected'] = inst.protected
     rec['limaVersion'] = inst.lima_version
-    if inst.errors:
-        rec['errors'] = inst.errors
-    return rec
+    home = runtime.lima_home()
+    rec.update({'HostOS': 'linux', 'HostArch': limayaml.host_arch(), 'LimaHome': home,
+                'IdentityFile': os.path.join(home, '_config', 'user')})
+    return _drop_empty_maps(rec)
 
 
 def broken_record(name, d, err):
+    """listAction's brokenInstance: a directory without lima.yaml."""
     inst = instances.Inst(name, d)
     inst.status = 'Broken'
-    inst.vm_type = ''
-    inst.arch = ''
-    inst.errors = [err]
+    inst.hostname = inst.vm_type = inst.arch = ''
+    inst.errors = [str(err)]
+    inst.error_objs = [{'Op': 'open', 'Path': os.path.join(d, 'lima.yaml'), 'Err': 2}]
     return inst
 
 
@@ -103,7 +124,8 @@ def format_table(insts):
         d = inst.dir
         if home and home != '/' and (d == home or d.startswith(home + '/')):
             d = '~' + d[len(home):]
-        rows.append([inst.name, inst.status, '127.0.0.1:%d' % inst.ssh_port, inst.vm_type,
+        addr = '127.0.0.1' if inst.config is not None else ''
+        rows.append([inst.name, inst.status, '%s:%d' % (addr, inst.ssh_port), inst.vm_type,
                      inst.arch, str(inst.cpus), yamlio.bytes_size(inst.memory), yamlio.bytes_size(inst.disk), d])
     widths = [max(len(r[c]) for r in rows) + 4 for c in range(len(rows[0]) - 1)]
     lines = []
@@ -127,6 +149,12 @@ def cmd_list(o, args):
     if o.get('quiet') and fmt != 'table':
         raise Fatal("option --quiet can only be used with '--format table'")
     all_names = instances.instance_names()
+    for n in all_names:
+        if not os.path.isfile(os.path.join(runtime.lima_home(), n, 'lima.yaml')):
+            log(WARN, 'The directory %s does not look like a valid Lima directory: stat %s: '
+                'no such file or directory' % (gq(runtime.lima_home()),
+                                              os.path.join(runtime.lima_home(), n, 'lima.yaml')))
+            break
     unmatched = False
     if args:
         targets = []
@@ -141,6 +169,12 @@ def cmd_list(o, args):
         if not targets:
             log(WARN, 'No instance found. Run %s to create an instance.' % gq('limactl create'))
             return 0
+    if o.get('quiet'):
+        # Lima prints the names before it inspects anything.
+        fileio.write_all(1, ''.join(n + '\n' for n in targets).encode('utf-8', 'surrogateescape'))
+        if unmatched:
+            raise Fatal('unmatched instances')
+        return 0
     insts = []
     for n in targets:
         err = names.name_error(n)
@@ -149,16 +183,19 @@ def cmd_list(o, args):
         try:
             insts.append(instances.inspect(n, full=True, use_yaml=fmt != 'table'))
         except NotExist as e:
-            insts.append(broken_record(n, e.dir, str(e)))
+            if e.dir_exists:
+                insts.append(broken_record(n, e.dir, str(e)))
+                continue
+            log(WARN, 'Skipping instance %s: %s (being cloned or deleted?)' % (gq(n), e))
+            if args:
+                unmatched = True
     if faults.FAULT.die:
         faults.die_now()
     for inst in insts:
         if inst.errors:
-            log(WARN, 'instance %s has errors' % gq(inst.name), {'errors': inst.errors})
+            log(WARN, 'instance %s has errors' % gq(inst.name), {'errors': inst.go_errors()})
     out = []
-    if o.get('quiet'):
-        out = [i.name + '\n' for i in insts]
-    elif fmt == 'json':
+    if fmt == 'json':
         out = [go_json(inst_record(i)) + '\n' for i in insts]
     elif fmt == 'yaml':
         y = yamlio.yaml_mod()
@@ -167,8 +204,7 @@ def cmd_list(o, args):
         out = ['---\n' + y.safe_dump(inst_record(i), default_flow_style=False, sort_keys=False)
                for i in insts]
     elif fmt == 'table':
-        if insts:
-            out = [format_table(insts)]
+        out = [format_table(insts)]
     else:
         out = [render_template(fmt, inst_record(i)) + '\n' for i in insts]
     if out:
@@ -180,15 +216,28 @@ def cmd_list(o, args):
 
 def cmd_info(o, args):
     import json
+    if args:
+        raise ArgsError('info', 'unknown command %s for %s' % (go_quote(args[0]), go_quote('limactl info')))
     if o.get('yq'):
         raise Fatal('--yq is not supported by the limactl simulator')
     if faults.FAULT.die:
         faults.die_now()
-    info = {'version': runtime.LIMA_VERSION,
+    from . import shell
+    try:
+        default = yamlio.parse_yaml(limayaml.builtin_template('default').decode(), 'template:default')
+    except Fatal:
+        default = None
+    # limainfo.Info's keys in its order; templates and defaultTemplate are
+    # the simulator's stand-ins, and it has no share directory.
+    info = {'version': runtime.VERSION,
             'templates': [{'name': t, 'location': 'template:' + t} for t in limayaml.TEMPLATES],
+            'defaultTemplate': default,
             'limaHome': runtime.lima_home(), 'vmTypes': [runtime.VM_TYPE],
+            'vmTypesEx': {runtime.VM_TYPE: {'location': 'internal'}}, 'guestAgents': {},
+            'shellEnvBlock': list(shell.ENV_BLOCK_DEFAULT),
             'hostOS': 'linux', 'hostArch': limayaml.host_arch(),
-            'identityFile': os.path.join(runtime.lima_home(), '_config', 'user')}
+            'identityFile': os.path.join(runtime.lima_home(), '_config', 'user'),
+            'plugins': None, 'libexecPaths': None, 'sharePaths': []}
     if runtime.GUEST_NETWORK is not None:
         info['guestNetwork'] = runtime.GUEST_NETWORK
     fileio.write_all(1, (json.dumps(info, indent=4) + '\n').encode())

@@ -4,7 +4,8 @@ formats, always on stderr, so that stdout carries data only."""
 import os
 import time
 
-from .quoting import json_str, logfmt, rfc3339
+from .errors import GoErrors
+from .quoting import go_json, json_str, logfmt, rfc3339
 from . import fileio
 
 
@@ -22,6 +23,8 @@ class L:
 
 
 def _field_json(v):
+    if isinstance(v, GoErrors):
+        return go_json(v.json)
     if isinstance(v, bool):
         return 'true' if v else 'false'
     if isinstance(v, int):
@@ -32,6 +35,8 @@ def _field_json(v):
 
 
 def _field_text(v):
+    if isinstance(v, GoErrors):
+        v = v.text
     if isinstance(v, (list, tuple)):
         return logfmt('[' + ' '.join(str(x) for x in v) + ']')
     if isinstance(v, bool):

@@ -7,7 +7,11 @@ import os
 # The `limactl` launcher, which `start` runs again as `limactl hostagent`.
 # cli.main() sets it from the launcher that started this process.
 SCRIPT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'limactl')
-LIMA_VERSION = os.environ.get('LIMA_SIM_VERSION') or '2.2.0'
+# `--version` prints LIMA_VERSION (cobra's Version, "v" trimmed); `info`,
+# lima-version and version checks use VERSION (Lima's version.Version, as
+# its release builds set it: "v2.2.0").
+LIMA_VERSION = (os.environ.get('LIMA_SIM_VERSION') or '2.2.0').lstrip('v')
+VERSION = 'v' + LIMA_VERSION
 VM_TYPE = 'qemu'
 # The guest's network, as `info` reports it: the simulator's guests have
 # only `lo`, so no egress rule can be loaded or tested in them. Real Lima

@@ -7,7 +7,7 @@ import _signal as signal          # the C module: `signal` would pull in enum
 from .errors import ArgsError, Fatal, NotExist
 from .quoting import ALNUM, go_quote, gq, sh_quote
 from .logrus import DEBUG, INFO, WARN, log
-from . import fileio, faults, enter, instances
+from . import fileio, faults, limayaml, enter, instances
 
 
 RELAY_BUF = 256 * 1024
@@ -137,46 +137,63 @@ def _transport_error(inst):
     return 255
 
 
+# Lima 2.2's default block list for --preserve-env (pkg/envutil).
 ENV_BLOCK_DEFAULT = ('BASH*', 'DISPLAY', 'DYLD_*', 'EUID', 'FPATH', 'GID', 'GROUP', 'HOME',
-                     'HOSTNAME', 'LD_*', 'LOGNAME', 'OLDPWD', 'PATH', 'PPID', 'PWD', 'SHELL',
-                     'SHELLOPTS', 'SHLVL', 'SSH_*', 'TERM_PROGRAM*', 'TERM_SESSION_ID', 'TMPDIR',
-                     'UID', 'USER', 'XAUTHORITY', 'XDG_*', 'ZDOTDIR', 'ZSH*', '_*')
+                     'HOSTNAME', 'LD_*', 'LOGNAME', 'OLDPWD', 'PATH', 'PWD', 'SHELL', 'SHLVL',
+                     'SSH_*', 'TERM', 'TERMINFO', 'TMPDIR', 'UID', 'USER', 'XAUTHORITY', 'XDG_*',
+                     'ZDOTDIR', 'ZSH*', '_*')
 
 
 def _env_match(name, patterns):
+    """envutil.matchesPattern: `*` matches any run of characters."""
+    import re
     for pat in patterns:
-        if pat.endswith('*') and name.startswith(pat[:-1]):
-            return True
-        if pat == name:
+        if pat == name or re.match('^' + pat.replace('*', '.*') + '$', name):
             return True
     return False
 
 
-def filtered_env():
-    block = os.environ.get('LIMA_SHELLENV_BLOCK')
-    if block is None:
-        blist = list(ENV_BLOCK_DEFAULT)
-    elif block.startswith('+'):
-        blist = list(ENV_BLOCK_DEFAULT) + [x.strip() for x in block[1:].split(',') if x.strip()]
-    else:
-        blist = [x.strip() for x in block.split(',') if x.strip()]
-    allow = [x.strip() for x in (os.environ.get('LIMA_SHELLENV_ALLOW') or '').split(',') if x.strip()]
-    out = []
-    for k in sorted(os.environ):
-        if not k or not all(c in ALNUM or c == '_' for c in k) or k[0].isdigit():
-            continue
-        if allow and not _env_match(k, allow):
-            continue
-        if _env_match(k, blist):
-            continue
-        out.append('%s=%s' % (k, os.environ[k]))
+def _env_patterns(var):
+    """The patterns of LIMA_SHELLENV_BLOCK / _ALLOW; a character outside
+    [A-Za-z0-9_*] is fatal, as in Lima."""
+    out = [x.strip() for x in os.environ.get(var, '').lstrip('+').split(',') if x.strip()]
+    for pat in out:
+        for i, ch in enumerate(pat):
+            if not (ch in ALNUM or ch in '_*'):
+                raise Fatal('Invalid %s pattern: pattern %s contains invalid character %s at position %d'
+                            % (var, gq(pat), gq(ch), i))
     return out
 
 
-def build_script(o, cmd):
+def filtered_env():
+    """envutil.FilterEnvironment: the environment in its own order, less the
+    block list (LIMA_SHELLENV_BLOCK replaces it, or with a leading `+`
+    extends it), except what LIMA_SHELLENV_ALLOW names."""
+    block = os.environ.get('LIMA_SHELLENV_BLOCK', '')
+    if not block:
+        blist = list(ENV_BLOCK_DEFAULT)
+    elif block.startswith('+'):
+        blist = list(ENV_BLOCK_DEFAULT) + _env_patterns('LIMA_SHELLENV_BLOCK')
+    else:
+        blist = _env_patterns('LIMA_SHELLENV_BLOCK')
+    allow = _env_patterns('LIMA_SHELLENV_ALLOW')
+    out = []
+    for k, v in os.environ.items():
+        if allow and _env_match(k, allow):
+            out.append('%s=%s' % (k, v))
+        elif not _env_match(k, blist):
+            out.append('%s=%s' % (k, v))
+    return out
+
+
+def build_script(o, cmd, user_shell=None):
+    """The remote script of Lima's shellAction.  Without --workdir Lima cds
+    to the host's directory only when a mount covers it; the simulator has
+    no mounts, so that is always `false`.  USER_SHELL is lima.yaml's
+    user.shell (Lima fills in /bin/bash)."""
     wd = o.get('workdir')
     change_dir = 'cd %s || exit 1' % sh_quote(wd) if wd else 'false'
-    shell = sh_quote(o['shell']) if o.get('shell') else '/bin/bash'
+    shell = sh_quote(o.get('shell') or user_shell or '/bin/bash')
     env_prefix = ''
     if o.get('preserve-env'):
         kv = filtered_env()
@@ -198,6 +215,8 @@ def build_script(o, cmd):
 
 
 def running_inst_for(name, allow_start=False):
+    """The instance NAME for shell/copy (started first with --start, without
+    the READY line, as Lima does when it launches a shell)."""
     try:
         inst = instances.inspect(name, http=False)
     except NotExist:
@@ -208,7 +227,7 @@ def running_inst_for(name, allow_start=False):
             raise Fatal('instance %s is stopped, run `limactl start %s` to start the instance'
                         % (gq(name), name))
         from . import start           # only here: most shells need no start
-        start.start_instance(inst, start.DEFAULT_START_TIMEOUT)
+        start.start_instance(inst, start.DEFAULT_START_TIMEOUT, launching_shell=True)
         inst = instances.inspect(name, http=False)
     return inst
 
@@ -218,7 +237,7 @@ def cmd_shell(o, args):
         name, cmd = o['instance'], list(args)
     else:
         if not args:
-            raise ArgsError('shell', 'requires at least 1 arg(s), only received 0')
+            raise Fatal('requires instance name as first argument')
         if len(args) >= 2 and args[1] == '--':
             args = args[:1] + args[2:]
         name, cmd = args[0], args[1:]
@@ -227,7 +246,7 @@ def cmd_shell(o, args):
     if o.get('sync'):
         raise Fatal('--sync is not supported by the limactl simulator')
     inst = running_inst_for(name, o.get('start'))
-    script = build_script(o, cmd)
+    script = build_script(o, cmd, limayaml.user_shell(inst.dir))
     log(DEBUG, 'executing ssh (simulated) with the remote script %s' % go_quote(script))
     gpid = instances.guest_pid(inst.dir)
     if not gpid:

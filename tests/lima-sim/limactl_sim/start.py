@@ -13,14 +13,38 @@ from . import fileio, runtime, faults, names, yamlio, limayaml, guestfs, procs, 
 DEFAULT_START_TIMEOUT = 600.0
 
 
+def shell_cmd(name):
+    """Lima's LimactlShellCmd."""
+    return 'lima' if name == 'default' else 'limactl shell ' + name
+
+
 def ready_message(inst):
     top = yamlio.read_top_level(inst.dir)
     if top.get('plain') is True:
         return 'READY. Run %s to open the shell.' % ('`ssh -F %s %s`' % (
             gq(os.path.join(inst.dir, 'ssh.config')), names.hostname_of(inst.name)))
-    if inst.name == 'default':
-        return 'READY. Run `lima` to open the shell.'
-    return 'READY. Run %s to open the shell.' % gq('limactl shell ' + inst.name)
+    return 'READY. Run `%s` to open the shell.' % shell_cmd(inst.name)
+
+
+def show_message(inst):
+    """Lima's ShowMessage: lima.yaml's `message`, after READY, its lines
+    written raw to stderr.  Go-template actions are not expanded."""
+    msg = yamlio.read_top_level(inst.dir).get('message')
+    if not isinstance(msg, str) or not msg:
+        return
+    log(INFO, 'Message from the instance %s:' % gq(inst.name))
+    try:
+        fileio.write_all(2, ''.join(ln + '\n' for ln in msg.splitlines()).encode('utf-8', 'surrogateescape'))
+    except OSError:
+        pass
+
+
+def go_status(st):
+    """An event's status as Go's %+v prints Lima's events.Status."""
+    return ('{Running:%s Degraded:%s Exiting:%s Errors:[%s] SSHLocalPort:%d '
+            'CloudInitProgress:<nil> PortForward:<nil> Vsock:<nil>}'
+            % tuple(['true' if st.get(k) else 'false' for k in ('running', 'degraded', 'exiting')]
+                    + [' '.join(str(e) for e in st.get('errors') or []), st.get('sshLocalPort') or 0]))
 
 
 def _relay_ha_stderr(f, buf):
@@ -28,15 +52,22 @@ def _relay_ha_stderr(f, buf):
     buf[0] += f.read()
     while b'\n' in buf[0]:
         line, buf[0] = buf[0].split(b'\n', 1)
+        if not line.strip():
+            continue
+        fields = None
         try:
             ev = json.loads(line)
-            lvl = LEVELS.get(ev.get('level', 'info'), INFO)
+            lvl = LEVELS[ev.get('level', 'info')]
             msg = str(ev.get('msg', ''))
-        except (ValueError, AttributeError):
+            fields = dict((k, v) for k, v in ev.items() if k not in ('level', 'msg', 'time'))
+        except (ValueError, AttributeError, KeyError):
             lvl, msg = INFO, line.decode('utf-8', 'replace')
         if lvl <= FATAL:
+            # logrusutil.PropagateJSON: not fatal here; the clashing
+            # "level" field comes out as "fields.level".
+            fields = dict(fields or {}, **{'fields.level': ev.get('level')})
             lvl = ERROR
-        log(lvl, '[hostagent] ' + msg)
+        log(lvl, '[hostagent] ' + msg, fields or None)
 
 
 def watch_events(d, proc, timeout):
@@ -62,16 +93,17 @@ def watch_events(d, proc, timeout):
                 if st.get('sshLocalPort') and not port_logged:
                     port_logged = True
                     log(INFO, 'SSH Local Port: %d' % st['sshLocalPort'])
+                if st.get('errors'):
+                    log(ERROR, '[%s]' % ' '.join(str(e) for e in st['errors']))
                 if st.get('exiting'):
                     _relay_ha_stderr(fe, ebuf)
-                    raise Fatal('exiting, status={Running:%s Degraded:false Exiting:true Errors:[%s] SSHLocalPort:%d} (hint: see %s)'
-                                % ('true' if st.get('running') else 'false', ' '.join(st.get('errors') or []),
-                                   st.get('sshLocalPort') or 0, gq(errp)))
+                    raise Fatal('exiting, status=%s (hint: see %s)' % (go_status(st), gq(errp)))
                 if st.get('running'):
                     _relay_ha_stderr(fe, ebuf)
                     if st.get('degraded'):
-                        log(WARN, 'DEGRADED. The VM seems running, but file sharing and port forwarding may not work.')
-                        raise Fatal('degraded, status=%s' % line.decode('utf-8', 'replace'))
+                        log(WARN, 'DEGRADED. The VM seems running, but file sharing and port forwarding '
+                            'may not work. (hint: see %s)' % gq(errp))
+                        raise Fatal('degraded, status=%s' % go_status(st))
                     return st
             _relay_ha_stderr(fe, ebuf)
             if rc is not None:
@@ -84,7 +116,7 @@ def watch_events(d, proc, timeout):
         fe.close()
 
 
-def start_instance(inst, timeout, hang=False, die=False):
+def start_instance(inst, timeout, hang=False, die=False, launching_shell=False):
     import subprocess
     d = inst.dir
     name = inst.name
@@ -115,14 +147,17 @@ def start_instance(inst, timeout, hang=False, die=False):
         if proc.poll() is not None:
             break
         if time.monotonic() > deadline:
-            raise Fatal('hostagent (%s) did not start up in 5s' % gq(ha_pidfile))
+            raise Fatal('hostagent (%s) did not start up in 5s (hint: see %s)'
+                        % (gq(ha_pidfile), gq(os.path.join(d, 'ha.stderr.log'))))
         time.sleep(0.001)
     if die:
         faults.die_now()
     watch_events(d, proc, timeout)
     if hang:
         faults.hang_forever()
-    log(INFO, ready_message(inst))
+    if not launching_shell:
+        log(INFO, ready_message(inst))
+    show_message(inst)
 
 
 def cmd_start(o, args):
@@ -143,9 +178,11 @@ def cmd_start(o, args):
             if new != text:
                 limayaml.validate_config(new, p)
                 fileio.write_file(p, new)
+    if inst.errors:
+        raise Fatal('errors inspecting instance: [%s]' % ' '.join(inst.errors))
     if inst.status == 'Running':
-        log(INFO, 'The instance %s is already running. Run %s to open the shell.'
-            % (gq(inst.name), gq('limactl shell ' + inst.name)))
+        log(INFO, 'The instance %s is already running. Run `%s` to open the shell.'
+            % (gq(inst.name), shell_cmd(inst.name)))
         return 0
     if inst.status != 'Stopped':
         log(WARN, 'expected status %s, got %s' % (gq('Stopped'), gq(inst.status)))

@@ -5,7 +5,6 @@ import os
 import sys
 
 from .errors import Fatal
-from .quoting import gq
 
 
 _YAML = None
@@ -71,7 +70,9 @@ def mini_yaml(text):
     return out
 
 
-def parse_yaml(text, path='lima.yaml'):
+def parse_yaml(text, comment='main file `lima.yaml`'):
+    """The mapping of a YAML document; COMMENT names it in errors the way
+    Lima's limayaml.Unmarshal does ("main file `PATH`", or a locator)."""
     y = yaml_mod()
     if not y:
         return mini_yaml(text)
@@ -79,11 +80,11 @@ def parse_yaml(text, path='lima.yaml'):
     try:
         data = y.load(text, Loader=loader)
     except y.YAMLError as e:
-        raise Fatal('failed to load YAML file %s: %s' % (gq(path), str(e).replace('\n', ' ')))
+        raise Fatal('failed to unmarshal YAML (%s): %s' % (comment, str(e).replace('\n', ' ')))
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise Fatal('failed to load YAML file %s: expected a mapping at the top level' % gq(path))
+        raise Fatal('failed to unmarshal YAML (%s): expected a mapping at the top level' % comment)
     return data
 
 
@@ -99,13 +100,13 @@ def ram_in_bytes(v):
         i += 1
     num, unit = s[:i], s[i:].strip().lower()
     if not num:
-        raise ValueError(v)
+        raise ValueError("invalid size: '%s'" % v)
     mult = {'': 1, 'b': 1}
     for k, p in (('k', 1), ('m', 2), ('g', 3), ('t', 4), ('p', 5)):
         for suffix in (k, k + 'b', k + 'i', k + 'ib'):
             mult[suffix] = 1024 ** p
     if unit not in mult:
-        raise ValueError(v)
+        raise ValueError("invalid size: '%s'" % v)
     return int(float(num) * mult[unit])
 
 
