@@ -35,7 +35,10 @@ def emit_event(port, **kw):
 
 def write_ssh_config(d, name, port):
     user = guestfs.guest_user()[0]
-    text = ('Host %s\n'
+    text = ('# This SSH config file can be passed to \'ssh -F\'.\n'
+            '# This file is created by Lima, but not used by Lima itself currently.\n'
+            '# Modifications to this file will be lost on restarting the Lima instance.\n'
+            'Host %s\n'
             '  IdentityFile "%s"\n'
             '  StrictHostKeyChecking no\n'
             '  UserKnownHostsFile /dev/null\n'

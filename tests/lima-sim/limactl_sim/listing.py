@@ -223,10 +223,13 @@ def cmd_info(o, args):
     if faults.FAULT.die:
         faults.die_now()
     from . import shell
-    try:
-        default = yamlio.parse_yaml(limayaml.builtin_template('default').decode(), 'template:default')
-    except Fatal:
-        default = None
+    # template:default as data, without PyYAML: `info` is on the daemon's
+    # start-up path, and importing PyYAML costs more than all the rest.
+    ubuntu = 'https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-%s.img'
+    default = {'minimumLimaVersion': '2.0.0', 'vmType': runtime.VM_TYPE,
+               'images': [{'location': ubuntu % 'amd64', 'arch': 'x86_64'},
+                          {'location': ubuntu % 'arm64', 'arch': 'aarch64'}],
+               'mounts': [{'location': '~'}]}
     # limainfo.Info's keys in its order; templates and defaultTemplate are
     # the simulator's stand-ins, and it has no share directory.
     info = {'version': runtime.VERSION,
