@@ -66,7 +66,7 @@ def cmd_clone(o, args):
                 raise Fatal('failed to copy %s: %s' % (gq(sp), r.stderr.decode('utf-8', 'replace').strip()))
         user, uid, gid = guestfs.guest_user()
         fileio.write_file(os.path.join(d, 'cloud-config.yaml'),
-                          create.CLOUD_CONFIG % (names.hostname_of(new), user, uid, guestfs.guest_home()))
+                          create.CLOUD_CONFIG % (names.hostname_of(new), user, uid, guestfs.guest_home()), 0o444)
         fileio.write_file(os.path.join(d, 'lima.yaml'), edited)
         ok = True
     finally:

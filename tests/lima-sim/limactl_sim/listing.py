@@ -51,6 +51,9 @@ def inst_record(inst):
         rec['sshAddress'] = '127.0.0.1'
     rec['protected'] = inst.protected
     rec['limaVersion'] = inst.lima_version
+    param = (inst.config or {}).get('param')
+    if isinstance(param, dict) and param:
+        rec['param'] = dict((str(k), str(v)) for k, v in param.items())
     home = runtime.lima_home()
     rec.update({'HostOS': 'linux', 'HostArch': limayaml.host_arch(), 'LimaHome': home,
                 'IdentityFile': os.path.join(home, '_config', 'user')})
@@ -73,7 +76,14 @@ _TEMPLATE_FIELDS = {
     'Message': 'message', 'SSHLocalPort': 'sshLocalPort', 'SSHConfigFile': 'sshConfigFile',
     'HostAgentPID': 'hostAgentPID', 'DriverPID': 'driverPID', 'SSHAddress': 'sshAddress',
     'Protected': 'protected', 'LimaVersion': 'limaVersion', 'Errors': 'errors', 'Config': 'config',
+    'Param': 'param', 'HostOS': 'HostOS', 'HostArch': 'HostArch', 'LimaHome': 'LimaHome',
+    'IdentityFile': 'IdentityFile',
 }
+# `list --list-fields`: Lima's Instance fields, sorted.
+LIST_FIELDS = ('AdditionalDisks', 'Arch', 'AutoStartedIdentifier', 'CPUs', 'Config', 'Dir', 'Disk',
+               'DriverPID', 'Errors', 'HostAgentPID', 'Hostname', 'LimaVersion', 'Memory', 'Message',
+               'Name', 'Networks', 'Param', 'Protected', 'SSHAddress', 'SSHConfigFile', 'SSHLocalPort',
+               'Status', 'VMType')
 _ZERO = {'cpus': 0, 'memory': 0, 'disk': 0, 'sshLocalPort': 0, 'hostAgentPID': 0,
          'driverPID': 0, 'errors': [], 'message': '', 'sshConfigFile': '', 'sshAddress': ''}
 
@@ -143,7 +153,7 @@ def cmd_list(o, args):
     if o.get('yq') or o.get('filter') or o.get('all-fields'):
         raise Fatal('--yq, --filter and --all-fields are not supported by the limactl simulator')
     if o.get('list-fields'):
-        fileio.write_all(1, ('\n'.join(sorted(_TEMPLATE_FIELDS)) + '\n').encode())
+        fileio.write_all(1, ('\n'.join(LIST_FIELDS) + '\n').encode())
         return 0
     fmt = fmt or 'table'
     if o.get('quiet') and fmt != 'table':

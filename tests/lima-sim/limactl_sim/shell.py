@@ -284,7 +284,7 @@ def cmd_copy(o, args):
     if len(args) < 2:
         raise ArgsError('copy', 'requires at least 2 arg(s), only received %d' % len(args))
     if o.get('backend') not in (None, 'auto', 'scp', 'rsync'):
-        raise Fatal('invalid backend %s' % gq(o['backend']))
+        raise Fatal('invalid backend %s, must be one of: scp, rsync, auto' % gq(o['backend']))
     specs = []
     for a in args:
         inst_name, sep, path = a.partition(':')
