@@ -452,6 +452,20 @@ check "LIMA_SIM_DIE=create: dies after lima.yaml, before disk" \
     test "$RC" = 137 -a -f "$LIMA_HOME/d1/lima.yaml" -a ! -e "$LIMA_HOME/d1/disk"
 run start d1
 check "... such a half-made instance still starts (disk prepared at start)" test "$RC" = 0 -a -f "$LIMA_HOME/d1/disk"
+LIMA_SIM_STALL=create:$(next_call create) "$LIMACTL" -y create --name=st1 "$T/lane.yaml" >/dev/null 2>&1 </dev/null &
+SP=$!
+BG_PIDS+=("$SP")
+check "LIMA_SIM_STALL=create: the directory is made and lima.yaml is not" \
+    wait_for 5 test -d "$LIMA_HOME/st1" -a ! -e "$LIMA_HOME/st1/lima.yaml"
+run delete -f st1
+check "... where delete refuses it (\"NOT deleted\")" rc_err 1 'NOT deleted'
+{ kill -9 $SP; wait $SP; } 2>/dev/null
+rmdir "$LIMA_HOME/st1"
+LIMA_SIM_STALL=create:$(next_call create) LIMA_SIM_STALL_MS=200 "$LIMACTL" -y create --name=st2 "$T/lane.yaml" \
+    >/dev/null 2>&1 </dev/null
+check "LIMA_SIM_STALL_MS=200: the stalled create carries on and completes" \
+    test $? = 0 -a -f "$LIMA_HOME/st2/lima.yaml" -a -f "$LIMA_HOME/st2/disk"
+lc delete -f st2 >/dev/null 2>&1
 LIMA_SIM_FAIL=shell:$(next_call shell) "$LIMACTL" shell d1 true >/dev/null 2>"$T/err" </dev/null
 check "LIMA_SIM_FAIL=shell exits 1" test $? = 1
 LIMA_SIM_BOOT_MS=400 "$LIMACTL" -y create --name=slow "$T/lane.yaml" >/dev/null 2>&1

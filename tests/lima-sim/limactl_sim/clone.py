@@ -5,7 +5,7 @@ import os
 
 from .errors import ArgsError, Fatal, NotExist
 from .quoting import gq
-from . import fileio, runtime, faults, names, limayaml, guestfs, instances, create, start
+from . import fileio, runtime, faults, names, limayaml, instances, create, start
 
 
 def _clone_skip(entry):
@@ -64,9 +64,7 @@ def cmd_clone(o, args):
                                stderr=subprocess.PIPE)
             if r.returncode != 0:
                 raise Fatal('failed to copy %s: %s' % (gq(sp), r.stderr.decode('utf-8', 'replace').strip()))
-        user, uid, gid = guestfs.guest_user()
-        fileio.write_file(os.path.join(d, 'cloud-config.yaml'),
-                          create.CLOUD_CONFIG % (names.hostname_of(new), user, uid, guestfs.guest_home()), 0o444)
+        create.write_cloud_config(d, new)
         fileio.write_file(os.path.join(d, 'lima.yaml'), edited)
         ok = True
     finally:

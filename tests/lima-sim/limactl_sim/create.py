@@ -21,6 +21,13 @@ users:
 """
 
 
+def write_cloud_config(d, name):
+    """The instance's cloud-config.yaml (for reference: nothing reads it)."""
+    user, uid, gid = guestfs.guest_user()
+    fileio.write_file(os.path.join(d, 'cloud-config.yaml'),
+                      CLOUD_CONFIG % (names.hostname_of(name), user, uid, guestfs.guest_home()), 0o444)
+
+
 def check_sock_path(name, d):
     """The longest socket Lima puts in the instance directory must fit."""
     sock = os.path.join(d, instances.LONGEST_SOCK)
@@ -55,14 +62,14 @@ def create_instance(o, name, data, cmd, locator=None):
         os.mkdir(d, 0o700)
     except FileExistsError:
         raise Fatal('instance %s already exists (%s)' % (gq(name), gq(d)))
+    if faults.FAULT.stall and faults.FAULT.sub == 'create':
+        faults.stall_now()     # the directory is made, lima.yaml is not yet
     ok = False
     try:
         fileio.write_file(os.path.join(d, 'lima.yaml'), data)
         fileio.write_file(os.path.join(d, 'lima-version'), runtime.VERSION, 0o444)
         limayaml.strict_warnings(edited, cfg, main)       # Lima's Inspect loads it again
-        user, uid, gid = guestfs.guest_user()
-        fileio.write_file(os.path.join(d, 'cloud-config.yaml'),
-                          CLOUD_CONFIG % (names.hostname_of(name), user, uid, guestfs.guest_home()), 0o444)
+        write_cloud_config(d, name)
         if faults.FAULT.die and faults.FAULT.sub == 'create':
             faults.die_now()
         guestfs.prepare_disk(d, name)

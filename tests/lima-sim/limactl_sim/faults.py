@@ -1,4 +1,4 @@
-"""Fault injection (LIMA_SIM_FAIL / LIMA_SIM_HANG / LIMA_SIM_DIE), the
+"""Fault injection (LIMA_SIM_FAIL / HANG / DIE / STALL), the
 cross-process call counters they count with, and the invocation log
 (LIMA_SIM_LOG).  See README.md, "Environment variables"."""
 
@@ -20,6 +20,7 @@ class FAULT:
     call = 0
     hang = False
     die = False
+    stall = False
 
 
 def hang_forever():
@@ -83,9 +84,18 @@ def arm(sub, n, aliases):
         raise Fatal('simulated failure of `limactl %s` (LIMA_SIM_FAIL, call #%d)' % (sub, n))
     FAULT.hang = _hit('LIMA_SIM_HANG', sub, n, aliases)
     FAULT.die = _hit('LIMA_SIM_DIE', sub, n, aliases)
+    FAULT.stall = _hit('LIMA_SIM_STALL', sub, n, aliases)
     if FAULT.hang and sub != 'start':
         log(DEBUG, 'LIMA_SIM_HANG: `limactl %s` call #%d hangs' % (sub, n))
         hang_forever()
+
+
+def stall_now():
+    """LIMA_SIM_STALL: wait LIMA_SIM_STALL_MS ms, or without it until killed."""
+    ms = os.environ.get('LIMA_SIM_STALL_MS', '')
+    if not ms:
+        hang_forever()
+    time.sleep(int(ms) / 1000)
 
 
 def log_invocation(argv):

@@ -160,10 +160,11 @@ def cmd_list(o, args):
         raise Fatal("option --quiet can only be used with '--format table'")
     all_names = instances.instance_names()
     for n in all_names:
-        if not os.path.isfile(os.path.join(runtime.lima_home(), n, 'lima.yaml')):
+        # store.Validate: the first directory without lima.yaml
+        y = os.path.join(runtime.lima_home(), n, 'lima.yaml')
+        if not os.path.isfile(y):
             log(WARN, 'The directory %s does not look like a valid Lima directory: stat %s: '
-                'no such file or directory' % (gq(runtime.lima_home()),
-                                              os.path.join(runtime.lima_home(), n, 'lima.yaml')))
+                'no such file or directory' % (gq(runtime.lima_home()), y))
             break
     unmatched = False
     if args:
