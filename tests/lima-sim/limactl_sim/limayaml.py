@@ -289,7 +289,8 @@ def read_template(arg, name_flag):
         return data, loc.rsplit('/', 1)[-1], None
     if arg.startswith('http://') or arg.startswith('https://'):
         raise Fatal('cannot fetch %s: the limactl simulator has no network access' % gq(arg))
-    path = arg[len('file://'):] if arg.startswith('file://') else arg
+    # Lima makes a file locator absolute before it reads it (UseAbsLocators).
+    path = os.path.abspath(arg[len('file://'):] if arg.startswith('file://') else arg)
     try:
         with open(path, 'rb') as f:
             data = f.read()
@@ -301,7 +302,7 @@ def read_template(arg, name_flag):
     for suffix in ('.yaml', '.yml'):
         if base.endswith(suffix):
             base = base[:-len(suffix)]
-    return data, base, arg
+    return data, base, path
 
 
 def passwordless_sudo(text):
