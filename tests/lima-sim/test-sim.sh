@@ -142,7 +142,7 @@ check "list --json of a stopped instance: Stopped, no PIDs, keys in Lima's order
 import json, sys
 d = json.loads(open(sys.argv[1]).read())
 keys = ["name","hostname","status","dir","vmType","arch","cpus","memory","disk","sshConfigFile",
-        "config","sshAddress","protected","limaVersion"]
+        "config","sshAddress","protected","limaVersion","HostOS","HostArch","LimaHome","IdentityFile"]
 assert list(d) == keys, list(d)
 assert d["status"] == "Stopped" and d["hostname"] == "lima-" + d["name"] and d["vmType"] == "qemu"
 assert d["memory"] == 2 << 30 and d["disk"] == 10 << 30 and d["cpus"] == 2
@@ -178,10 +178,11 @@ lines = open(sys.argv[1]).read().splitlines()
 assert len(lines) == 1
 d = json.loads(lines[0])
 keys = ["name","hostname","status","dir","vmType","arch","cpus","memory","disk","sshLocalPort",
-        "sshConfigFile","hostAgentPID","driverPID","config","sshAddress","protected","limaVersion"]
+        "sshConfigFile","hostAgentPID","driverPID","config","sshAddress","protected","limaVersion",
+        "HostOS","HostArch","LimaHome","IdentityFile"]
 assert list(d) == keys, list(d)
 assert d["status"] == "Running" and d["hostAgentPID"] > 0 and d["driverPID"] > 0
-assert d["sshLocalPort"] > 0 and d["limaVersion"] == "2.2.0"
+assert d["sshLocalPort"] > 0 and d["limaVersion"] == "v2.2.0"
 ' "$T/out"
 run list --json $A nosuch1
 check "list with an unknown name prints the known ones, then exits 1 'unmatched instances'" \
@@ -221,6 +222,21 @@ assert env["USER"] == env["LOGNAME"]
 assert not any("leak-me" in v for v in env.values()), env
 assert "LIMA_HOME" not in env and "LIMA_SIM_BOOT_MS" not in env
 ' "$T/out"
+KEEP_A=1 KEEP_B=2 TERM=xterm SHLVL=9 LIMA_SHELLENV_ALLOW=SHLVL "$LIMACTL" shell --preserve-env $A env \
+    >"$T/out" 2>"$T/err" </dev/null
+check "shell --preserve-env: Lima 2.2's block list (TERM blocked), the allow list only exempts" pyjson '
+import sys
+env = dict(l.split("=", 1) for l in open(sys.argv[1]).read().splitlines() if "=" in l)
+assert env.get("KEEP_A") == "1" and env.get("KEEP_B") == "2", env
+assert env.get("TERM") != "xterm" and env.get("SHLVL") == "9", env
+' "$T/out"
+LIMA_SHELLENV_BLOCK='+KEEP-A' "$LIMACTL" shell --preserve-env $A true >"$T/out" 2>"$T/err" </dev/null
+RC=$?
+check "shell --preserve-env: a block pattern outside [A-Za-z0-9_*] is fatal, as in Lima" \
+    rc_err 1 'Invalid LIMA_SHELLENV_BLOCK pattern: pattern `KEEP-A` contains invalid character `-` at position 4'
+run shell
+check "shell without a name: Lima's \"requires instance name as first argument\"" \
+    rc_err 1 'msg="requires instance name as first argument"'
 head -c 4194304 /dev/urandom > "$T/rand"
 sum_in=$(sha256sum < "$T/rand" | cut -d' ' -f1)
 sum_out=$("$LIMACTL" shell $A cat < "$T/rand" 2>/dev/null | sha256sum | cut -d' ' -f1)
@@ -333,6 +349,53 @@ check "delete -f (alias rm) of a running instance removes the whole directory" \
     bash -c "test $RC = 0 -a ! -e '$D' && grep -q 'Deleted' '$T/err'"
 check "its hostagent is gone" bash -c "! kill -0 $HA 2>/dev/null || grep -q '^State:.*Z' /proc/$HA/status"
 
+# ---------------------------------------------------------------- as Lima 2.2 (README.md, "Checked against Lima 2.2")
+mkdir -p "$LIMA_HOME/half1"
+lc --tty=false create --name=whole1 "$T/lane.yaml" >/dev/null 2>&1
+run delete half1 whole1
+check "delete: a directory without lima.yaml is kept with Lima's text, the other names still go, exit 1" \
+    bash -c "test $RC = 1 -a -d '$LIMA_HOME/half1' -a ! -e '$LIMA_HOME/whole1' && grep -qF 'it was NOT deleted, in case it is currently being cloned into. If no \`limactl\` operation is using it, remove it manually' '$T/err'"
+mkdir -p "$LIMA_HOME/badyaml1" && printf 'cpus: [\n' > "$LIMA_HOME/badyaml1/lima.yaml"
+run list --json half1 badyaml1
+check "list --json: a missing lima.yaml is Broken with hostname \"\" and Go's PathError; an unloadable one has status \"\"" pyjson '
+import json, sys
+a, b = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert a["status"] == "Broken" and a["hostname"] == "" and a["errors"] == [{"Op": "open", "Path": sys.argv[2] + "/half1/lima.yaml", "Err": 2}], a
+assert b["status"] == "" and b["hostname"] == "lima-badyaml1" and b["vmType"] == "" and b["errors"] == [] and "config" not in b, b
+assert list(a)[-4:] == ["HostOS", "HostArch", "LimaHome", "IdentityFile"]
+' "$T/out" "$LIMA_HOME"
+check "list warns that LIMA_HOME does not look like a valid Lima directory" \
+    has_err 'does not look like a valid Lima directory'
+run delete badyaml1
+check "delete of an unloadable lima.yaml without -f: expected status Stopped, got \"\"" \
+    rc_err 1 'expected status `Stopped`, got ``'
+run delete -f badyaml1
+check "... and with -f it goes" test "$RC" = 0 -a ! -e "$LIMA_HOME/badyaml1"
+rmdir "$LIMA_HOME/half1"
+printf 'plain: false\nuser:\n  passwordlessSudo: false\n' > "$T/nopw.yaml"
+run --tty=false create --name=nopw "$T/nopw.yaml"
+check "create: user.passwordlessSudo: false without plain: true is refused with Lima's message" \
+    bash -c "test $RC = 1 -a ! -e '$LIMA_HOME/nopw' && grep -qF '\`user.passwordlessSudo: false\` requires \`plain: true\`' '$T/err'"
+printf 'minimumLimaVersion: 9.0.0\nmemory: lots\n' > "$T/minv.yaml"
+run --tty=false create --name=minv "$T/minv.yaml"
+check "create: every validation error, joined, with Lima's minimumLimaVersion and size messages" \
+    rc_err 1 'template requires Lima version `9.0.0`; this is only `v2.2.0`\nfield `memory` has an invalid value: invalid size: '
+printf 'plain: true\nbogusKey: 1\n' > "$T/unk.yaml"
+run --tty=false create --name=unk "$T/unk.yaml"
+check "create: an unknown key only warns \"Non-strict YAML detected\" (template, then the instance's file twice)" \
+    bash -c "test $RC = 0 -a \"\$(grep -c 'Non-strict YAML detected' '$T/err')\" = 3 && grep -q 'unknown field' '$T/err'"
+check "create: the instance directory is 0700, lima-version says v2.2.0, cloud-config.yaml is 0444" \
+    bash -c "test \"\$(stat -c %a '$LIMA_HOME/unk')\" = 700 -a \"\$(cat '$LIMA_HOME/unk/lima-version')\" = v2.2.0 -a \"\$(stat -c %a '$LIMA_HOME/unk/cloud-config.yaml')\" = 444"
+lc delete -f unk >/dev/null 2>&1
+printf 'images:\n- location: /srv/img/guest.qcow2\n  arch: %s\nplain: true\n' "$(uname -m)" > "$T/img.yaml"
+run --tty=false create --name=img1 "$T/img.yaml"
+check "create: the download lines name lima.yaml's image, a local file quoted with backquotes" \
+    bash -c "grep -q 'location=/srv/img/guest.qcow2' '$T/err' && grep -qF 'Downloaded the image from \`/srv/img/guest.qcow2\`' '$T/err'"
+lc delete -f img1 >/dev/null 2>&1
+run stop a b
+check "argument errors carry cobra's usage line and the command's Short, as Lima's WrapArgsError" \
+    has_err 'Usage:  limactl stop INSTANCE [flags]\n\nStop an instance"'
+
 # ---------------------------------------------------------------- start variants
 run start lazy1
 check "start of a missing name creates it (Lima's hazard) and boots it" \
@@ -389,6 +452,20 @@ check "LIMA_SIM_DIE=create: dies after lima.yaml, before disk" \
     test "$RC" = 137 -a -f "$LIMA_HOME/d1/lima.yaml" -a ! -e "$LIMA_HOME/d1/disk"
 run start d1
 check "... such a half-made instance still starts (disk prepared at start)" test "$RC" = 0 -a -f "$LIMA_HOME/d1/disk"
+LIMA_SIM_STALL=create:$(next_call create) "$LIMACTL" -y create --name=st1 "$T/lane.yaml" >/dev/null 2>&1 </dev/null &
+SP=$!
+BG_PIDS+=("$SP")
+check "LIMA_SIM_STALL=create: the directory is made and lima.yaml is not" \
+    wait_for 5 test -d "$LIMA_HOME/st1" -a ! -e "$LIMA_HOME/st1/lima.yaml"
+run delete -f st1
+check "... where delete refuses it (\"NOT deleted\")" rc_err 1 'NOT deleted'
+{ kill -9 $SP; wait $SP; } 2>/dev/null
+rmdir "$LIMA_HOME/st1"
+LIMA_SIM_STALL=create:$(next_call create) LIMA_SIM_STALL_MS=200 "$LIMACTL" -y create --name=st2 "$T/lane.yaml" \
+    >/dev/null 2>&1 </dev/null
+check "LIMA_SIM_STALL_MS=200: the stalled create carries on and completes" \
+    test $? = 0 -a -f "$LIMA_HOME/st2/lima.yaml" -a -f "$LIMA_HOME/st2/disk"
+lc delete -f st2 >/dev/null 2>&1
 LIMA_SIM_FAIL=shell:$(next_call shell) "$LIMACTL" shell d1 true >/dev/null 2>"$T/err" </dev/null
 check "LIMA_SIM_FAIL=shell exits 1" test $? = 1
 LIMA_SIM_BOOT_MS=400 "$LIMACTL" -y create --name=slow "$T/lane.yaml" >/dev/null 2>&1
@@ -415,9 +492,9 @@ run shell nosuch5 true
 check "text log format: time=\"...\" level=fatal msg=\"...\"" \
     grep -qE '^time="[^"]+" level=fatal msg="instance `nosuch5` does not exist' "$T/err"
 run info
-check "info prints JSON with version and limaHome" pyjson '
+check "info prints JSON with Lima's version.Version (v2.2.0) and limaHome" pyjson '
 import json, sys
-d = json.load(open(sys.argv[1])); assert d["version"] == "2.2.0" and d["limaHome"] == sys.argv[2]
+d = json.load(open(sys.argv[1])); assert d["version"] == "v2.2.0" and d["limaHome"] == sys.argv[2]
 ' "$T/out" "$LIMA_HOME"
 
 # ---------------------------------------------------------------- writable root, provision, sudo, clone

@@ -8,6 +8,7 @@ import socket
 import struct
 import sys
 
+sys.dont_write_bytecode = True    # no wire.pyc in the source tree
 from wire import HELLO, frame, split_frames
 
 SOCK = sys.argv[1]

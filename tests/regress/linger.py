@@ -6,6 +6,7 @@ Prints "exit 3 epipe=False" when all is well."""
 import socket
 import sys
 
+sys.dont_write_bytecode = True    # no wire.pyc in the source tree
 from wire import HELLO, field, frame, split_frames, varint
 
 sock_path, lane = sys.argv[1], sys.argv[2].encode()

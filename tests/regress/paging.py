@@ -11,6 +11,7 @@ import socket
 import struct
 import sys
 
+sys.dont_write_bytecode = True    # no wire.pyc in the source tree
 from wire import HELLO, field, frame, varint
 
 SOCK = sys.argv[1]
