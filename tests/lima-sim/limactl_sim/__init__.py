@@ -10,5 +10,5 @@ See README.md, "Modules", for what each module does.
 
 Import rule: modules import the leaf modules' names directly (errors,
 quoting, logrus) and every other module as a module (`guestfs.guest_home()`),
-so that tests/lima-vm can replace a function in one place for every caller.
+so that a test can replace a function in one place for every caller.
 """

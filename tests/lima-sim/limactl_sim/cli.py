@@ -17,7 +17,7 @@ GLOBAL_SHORT = {'y': 'yes', 'h': 'help'}
 START_FLAGS = dict(limayaml.EDIT_FLAGS, timeout='dur', foreground='bool', progress='bool')
 # name: (flags, shorthands, flags after arguments?, usage, 'module.function').
 # A command's module is imported only when it runs: each limactl call pays
-# for the modules it uses (tests/lima-vm puts functions in instead).
+# for the modules it uses.
 COMMANDS = {
     'create': (limayaml.EDIT_FLAGS, {}, True, 'create FILE.yaml|URL', 'create.cmd_create'),
     'start': (START_FLAGS, {}, True, 'start NAME|FILE.yaml|URL', 'start.cmd_start'),

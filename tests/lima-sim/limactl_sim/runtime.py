@@ -15,7 +15,7 @@ VERSION = 'v' + LIMA_VERSION
 VM_TYPE = 'qemu'
 # The guest's network, as `info` reports it: the simulator's guests have
 # only `lo`, so no egress rule can be loaded or tested in them. Real Lima
-# prints no such key; tests/lima-vm (real guests) sets it to None.
+# prints no such key.
 GUEST_NETWORK = 'none'
 
 
