@@ -191,7 +191,10 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	};
 	struct gexec_spec spec;
 	struct session *s;
+	char name[LANE_NAME_SIZE];
 
+	if (!lane_resolve(d, c, req->lane, name))
+		return;
 	if (!copy_guest_path_ok(req->dest_dir)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "the destination needs a guest path");
@@ -200,7 +203,7 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	argv[4].data = (const uint8_t *)req->dest_dir;
 	argv[4].len = strlen(req->dest_dir);
 	memset(&spec, 0, sizeof spec);
-	spec.lane = req->lane;
+	spec.lane = name;
 	spec.argv = argv;
 	spec.argc = 5;
 	spec.cwd = copy_cwd(req->dest_dir);
@@ -345,7 +348,10 @@ copy_handle_out(struct laned *d, struct conn *c,
 	struct gexec_spec spec;
 	struct session *s;
 	uint64_t max = d->cfg.max_copy_out_bytes;
+	char name[LANE_NAME_SIZE];
 
+	if (!lane_resolve(d, c, req->lane, name))
+		return;
 	if (!copy_guest_path_ok(req->path)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "the source needs a guest path");
@@ -357,7 +363,7 @@ copy_handle_out(struct laned *d, struct conn *c,
 	argv[4].data = (const uint8_t *)req->path;
 	argv[4].len = strlen(req->path);
 	memset(&spec, 0, sizeof spec);
-	spec.lane = req->lane;
+	spec.lane = name;
 	spec.argv = argv;
 	spec.argc = 5;
 	spec.cwd = copy_cwd(req->path);

@@ -138,13 +138,16 @@ void
 exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 {
 	struct gexec_bytes *argv = NULL, *env = NULL;
-	char **envbuf = NULL, polenv[8][64];
+	char **envbuf = NULL, polenv[8][64], name[LANE_NAME_SIZE];
 	struct gexec_spec spec;
 	struct session *s;
 	uint64_t timeout_ms = req->timeout_ms, env_bytes = 0;
 	size_t argc, npol;
 
 	memset(&spec, 0, sizeof spec);
+	/* The lane's name from here on: its policy is looked up by it. */
+	if (!lane_resolve(d, c, req->lane, name))
+		return;
 	if ((req->n_argv > 0) == (req->shell.len > 0)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "exec needs exactly one of argv and shell");
@@ -251,7 +254,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	 * them in order, so a caller may override them. That changes no
 	 * rule: the guest's nftables decide what is reachable.
 	 */
-	npol = lanenet_exec_env(d, req->lane, polenv);
+	npol = lanenet_exec_env(d, name, polenv);
 	env = xcalloc(npol + req->n_env + 1, sizeof *env);
 	envbuf = xcalloc(req->n_env + 1, sizeof *envbuf);
 	for (size_t i = 0; i < npol; i++) {
@@ -270,7 +273,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		env[npol + i].data = (const uint8_t *)envbuf[i];
 		env[npol + i].len = nl + 1 + e->value.len;
 	}
-	spec.lane = req->lane;
+	spec.lane = name;
 	spec.argv = argv;
 	spec.argc = argc;
 	spec.cwd = req->workdir != NULL && req->workdir[0] != '\0' ?

@@ -89,7 +89,7 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 }
 
 bool
-lane_alias_valid(const char *s)
+lane_alias_shape(const char *s)
 {
 	size_t n = s != NULL ? strlen(s) : 0;
 
@@ -98,6 +98,16 @@ lane_alias_valid(const char *s)
 	    s[0] != '\0' &&
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
 	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
+}
+
+bool
+lane_alias_valid(const char *s)
+{
+	size_t hex = s != NULL ? strspn(s, "0123456789abcdef") : 0;
+
+	/* "0655" would be both an alias and the digits of al-0655... */
+	return lane_alias_shape(s) && !(s[hex] == '\0' &&
+	    hex <= LANE_NAME_SIZE - 4);
 }
 
 int
@@ -219,8 +229,9 @@ lane_create_check(const struct config *cfg,
 	if (req->alias != NULL && req->alias[0] != '\0') {
 		if (!lane_alias_valid(req->alias)) {
 			snprintf(err, errlen, "a lane name (--name) is 1-%d of "
-			    "[a-z0-9._-], beginning with a letter or digit, and "
-			    "not \"al-\" or \"ali-\" (the VMs' names)", LANE_ALIAS_MAX);
+			    "[a-z0-9._-], beginning with a letter or digit, not "
+			    "\"al-\" or \"ali-\" (the VMs' names), and not "
+			    "hex digits alone (a name prefix)", LANE_ALIAS_MAX);
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 		}
 		str_copy(plan->alias, req->alias, sizeof plan->alias);

@@ -147,8 +147,9 @@ export interface CreateLaneRequest {
   sudo?: boolean;
   /**
    * A second name for the lane, unique among live lanes
-   * ([a-z0-9][a-z0-9._-]{0,62}, not "al-..."); every call that takes a lane
-   * name takes it while the lane lives. Taken: ALREADY_EXISTS.
+   * ([a-z0-9][a-z0-9._-]{0,62}, not "al-...", not hex digits alone); every
+   * call that takes a lane name takes it while the lane lives. Taken:
+   * ALREADY_EXISTS.
    */
   alias?: string;
 }
