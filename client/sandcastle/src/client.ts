@@ -102,6 +102,8 @@ export interface Lane {
   proxyPort: number;
   /** The lane's alias (create --name); "" for none. */
   alias: string;
+  /** The lane lives as long as its creator's connection (createOwnedLane, `agent-lanectl run`). */
+  owned: boolean;
 }
 
 /** A lane's egress policy (agent-lanectl(1), "create --network"). */
@@ -353,6 +355,7 @@ function toLane(o: any): Lane {
     networkNote: o.networkNote ?? "",
     proxyPort: o.proxyPort ?? 0,
     alias: o.alias ?? "",
+    owned: Boolean(o.owned),
   };
 }
 
@@ -610,6 +613,33 @@ class Connection {
   destroy(): void {
     this.sock.destroy();
   }
+
+  /**
+   * Keep the connection without keeping Node running for it: the process
+   * may exit with it open, and the kernel then closes it.
+   */
+  unref(): void {
+    this.sock.unref();
+  }
+
+  /** Resolves once the socket has closed, whoever closed it. */
+  whenClosed(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.sock.once("close", () => resolve()));
+  }
+}
+
+/**
+ * The connection an owned lane lives as long as (createOwnedLane). The
+ * daemon destroys the lane when it closes, for whatever reason: close(),
+ * or the process ending in any way, SIGKILL included, since the kernel
+ * closes the socket then. It does not keep Node running.
+ */
+export interface LaneOwner {
+  /** Close the connection: the daemon starts destroying the lane. */
+  close(): void;
+  /** Resolves when the connection has closed: the lane has ended, or the daemon went away. */
+  readonly closed: Promise<void>;
 }
 
 // ---------------------------------------------------------------------------
@@ -679,7 +709,33 @@ export class AgentLaneClient {
     req: CreateLaneRequest,
     opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal } = {},
   ): Promise<Lane> {
+    return (await this.create(req, opts, false)).lane;
+  }
+
+  /**
+   * As createLane, but the lane is owned by the returned connection
+   * (`CreateLane{owned}`, as `agent-lanectl run` makes them): the daemon
+   * destroys the lane as soon as the owner closes, by owner.close() or
+   * because this process ended, however it ended. Calls on the lane use
+   * connections of their own; the owner only stays open.
+   */
+  async createOwnedLane(
+    req: CreateLaneRequest,
+    opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal } = {},
+  ): Promise<{ lane: Lane; owner: LaneOwner }> {
+    const { lane, conn } = await this.create(req, opts, true);
+    const c = conn!;
+    c.unref();
+    return { lane, owner: { close: () => c.destroy(), closed: c.whenClosed() } };
+  }
+
+  private async create(
+    req: CreateLaneRequest,
+    opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
+    owned: boolean,
+  ): Promise<{ lane: Lane; conn?: Connection }> {
     const { conn } = await this.open();
+    let keep = false;
     const onAbort = () => {
       const reason = opts.signal?.reason;
       conn.fail(reason instanceof Error ? reason : new AgentLaneError("CANCELLED", "lane creation was abandoned by the client"));
@@ -700,6 +756,7 @@ export class AgentLaneClient {
           allow: req.allow ?? [],
           sudo: req.sudo ?? false,
           alias: req.alias ?? "",
+          owned,
         },
       });
       for (;;) {
@@ -709,12 +766,15 @@ export class AgentLaneClient {
           continue;
         }
         if (m.body === "error") throw errorFrom(m.error);
-        if (m.body === "lane") return toLane(m.lane);
+        if (m.body === "lane") {
+          keep = owned;
+          return { lane: toLane(m.lane), conn: owned ? conn : undefined };
+        }
         throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CreateLane`);
       }
     } finally {
       opts.signal?.removeEventListener("abort", onAbort);
-      conn.destroy();
+      if (!keep) conn.destroy();
     }
   }
 
