@@ -825,12 +825,28 @@ create_done(struct proc *p, int status, void *arg)
 	lane_step_start(l);
 }
 
+/*
+ * A clone of an image with Docker keeps user namespaces (rootless Docker
+ * runs in them); every other lane loses them (netpolicy_yaml). The image
+ * row says: an image built on one with Docker has it too. Unknown (no row
+ * any more): the safe side, none.
+ */
+static bool
+lane_has_docker(const struct lane *l)
+{
+	struct image_record img;
+
+	return l->image[0] != '\0' &&
+	    registry_image_get(l->d->reg, l->image, &img) == REG_OK && img.docker;
+}
+
 /* The lane's YAML parameters: its row's shape, its policy. */
 static void
 lane_spec(const struct lane *l, const struct lane_record *rec,
     struct lima_lane_spec *spec)
 {
 	memset(spec, 0, sizeof *spec);
+	spec->userns = lane_has_docker(l);
 	spec->cpus = rec->cpus;
 	spec->memory_mib = rec->memory_mib;
 	spec->disk_gib = rec->disk_gib;

@@ -35,6 +35,8 @@ struct lima_lane_spec {
 	int net_mode;			/* enum netpolicy_mode */
 	uint16_t proxy_port;		/* allow */
 	bool sudo;
+	/* Keep unprivileged user namespaces: the lane has rootless Docker. */
+	bool userns;
 };
 
 struct lima_instance {

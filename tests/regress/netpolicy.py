@@ -5,7 +5,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 
 REPO = sys.argv[1]
 PRINT = sys.argv[2]
@@ -69,8 +68,10 @@ if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"]).returncode != 0:
     print("not ok 1 - cannot mount a private /run")
     sys.exit(1)
 sh("ip", "link", "set", "lo", "up")
-guest = subprocess.Popen(["unshare", "-n", "sleep", "120"])
-time.sleep(0.3)
+# Its pid is the guest's once it has said so from its own namespace.
+guest = subprocess.Popen(["unshare", "-n", "sh", "-c", "echo in; exec sleep 120"],
+                         stdout=subprocess.PIPE)
+guest.stdout.readline()
 G = guest.pid
 setup = [
     ["ip", "link", "add", "v1", "type", "veth", "peer", "name", "v0"],
@@ -154,6 +155,7 @@ SERVER = r'''
 import socket
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("192.168.5.15", 22)); s.listen(1); s.settimeout(5)
+print("listening", flush=True)
 try:
     c, _ = s.accept(); c.sendall(b"SSH-2.0-guest\r\n" + c.recv(100))
 except OSError:
@@ -163,8 +165,8 @@ except OSError:
 
 def ssh_reply():
     srv = subprocess.Popen(["nsenter", "-t", str(G), "-n",
-                            "python3", "-c", SERVER])
-    time.sleep(0.3)
+                            "python3", "-c", SERVER], stdout=subprocess.PIPE)
+    srv.stdout.readline()   # it listens (or it died: the connect fails)
     got = b""
     try:
         c = socket.create_connection(("192.168.5.15", 22), timeout=3,
@@ -203,15 +205,47 @@ report(r.returncode == 0 and not ssh_reply(),
        "a naive rule set (no established-first) loses the reply to 192.168.5.2")
 sh("nft", "delete", "table", "inet", "agentlane", ns=G)
 
-def provision(mode):
+def provision(mode, *flags):
     """Runs the system provision script of the mode's lane YAML in the guest."""
-    text = subprocess.run([PRINT, mode, "yaml", str(PROXY_PORT)], check=True,
+    text = subprocess.run([PRINT, mode, "yaml", str(PROXY_PORT)] + list(flags), check=True,
                           capture_output=True, text=True).stdout
     body = text.split("  script: |\n", 1)[1]
     script = "".join(l[4:] + "\n" for l in body.split("\n") if l)
     return subprocess.run(["nsenter", "-t", str(G), "-n", "sh", "-c", script],
                           capture_output=True, text=True)
 
+
+# User namespaces. The script writes this test's own user namespace's
+# limit (/proc/sys/user is per user namespace), which stands for the guest
+# kernel's; Debian's global kernel.unprivileged_userns_clone is not ours
+# to write, so a stand-in file is mounted over it where it exists.
+CLONE = "/proc/sys/kernel/unprivileged_userns_clone"
+if os.path.exists(CLONE):
+    with open("/run/np-userns-clone", "w") as f:
+        f.write("1\n")
+    sh("mount", "--bind", "/run/np-userns-clone", CLONE)
+
+
+def userns_nft():
+    """What `unshare -Urn nft add table ...` gives a user here."""
+    r = subprocess.run(["unshare", "-Urn", "nft", "add", "table", "inet", "np-userns"],
+                       capture_output=True, text=True)
+    return r.returncode, r.stderr.strip()
+
+
+rc, err = userns_nft()
+report(rc == 0, "control: before provisioning, unshare -Urn nft add table works (%s)" % err)
+r = provision("internet", "docker")
+rc, err = userns_nft()
+report(r.returncode == 0 and rc == 0,
+       "a lane with Docker: the provision script keeps user namespaces (%s)" % (err or r.stderr.strip()[:200]))
+r = provision("internet")
+rc, err = userns_nft()
+limit = open("/proc/sys/user/max_user_namespaces").read().strip()
+report(r.returncode == 0 and rc != 0 and limit == "0",
+       "a lane without Docker: unshare -Urn nft add table fails (limit %s: %s)" % (limit, err))
+if os.path.exists(CLONE):
+    report(open(CLONE).read().strip() == "0", "and kernel.unprivileged_userns_clone is 0")
 
 for mode in ("internet", "none", "allow"):
     set_stamp(None)
