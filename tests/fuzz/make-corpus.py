@@ -274,6 +274,18 @@ def proxyreq_corpus():
     write(t, "pattern-self", b"*.npmjs.org\0npmjs.org")
 
 
+# ---- the copy-out script's first line (daemon/copy.c) ----
+
+def copyhead_corpus():
+    t = "fuzz_copyhead"
+    write(t, "file", "F1610612736 755")
+    write(t, "file-nomode", "F42")
+    write(t, "dir", "D300000")
+    write(t, "unknown", "F")
+    write(t, "huge", "F" + "9" * 30 + " 7777")
+    write(t, "junk", "Fx 9")
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -283,6 +295,7 @@ def main():
     tar_corpus()
     config_corpus()
     proxyreq_corpus()
+    copyhead_corpus()
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 /*
- * al-netpolicy-print MODE rules|yaml|check [PORT] [sudo]: prints what
+ * al-netpolicy-print MODE rules|yaml|check [PORT] [sudo] [docker]: prints what
  * daemon/netpolicy.c generates, for tests/regress/netpolicy.sh. PORT is
  * the proxy port (rules, yaml) or the probe port (check). A test program,
  * built under build/tests and never installed.

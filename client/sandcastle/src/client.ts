@@ -255,6 +255,8 @@ interface ExecControl {
 export interface CopyOutBegin {
   kind: "FILE" | "DIRECTORY" | "COPY_KIND_UNSPECIFIED";
   maxBytes: number;
+  /** FILE: its permission bits as the guest saw them (0: not known). */
+  mode: number;
 }
 
 export interface AgentLaneClientOptions {
@@ -1000,7 +1002,11 @@ export class AgentLaneClient {
       const first = await conn.expect("the copy-out header");
       if (first.body === "error") throw errorFrom(first.error);
       if (first.body !== "copyOutBegin") throw new AgentLaneError("UNAVAILABLE", `unexpected ${first.body} during CopyOut`);
-      const begin: CopyOutBegin = { kind: first.copyOutBegin.kind, maxBytes: Number(first.copyOutBegin.maxBytes) };
+      const begin: CopyOutBegin = {
+        kind: first.copyOutBegin.kind,
+        maxBytes: Number(first.copyOutBegin.maxBytes),
+        mode: Number(first.copyOutBegin.mode ?? 0) & 0o777,
+      };
       await opts.onBegin?.(begin);
       let received = 0;
       for (;;) {
@@ -1033,8 +1039,8 @@ export class AgentLaneClient {
    * Copy one regular guest file to `hostPath`: the bytes go to an O_EXCL
    * temporary file in the destination directory (created if missing), which
    * is fsynced and renamed over `hostPath` only after the daemon confirmed
-   * the whole file. On any failure the temporary file is removed. A guest
-   * directory is refused.
+   * the whole file; it gets the guest file's mode less the umask. On any
+   * failure the temporary file is removed. A guest directory is refused.
    */
   async copyFileOut(lane: string, guestPath: string, hostPath: string, opts: { maxBytes?: number } = {}): Promise<number> {
     const dest = path.resolve(hostPath);
@@ -1056,7 +1062,9 @@ export class AgentLaneClient {
             );
           }
           tmp = path.join(dir, `.${path.basename(dest)}.agentlane-${randomBytes(6).toString("hex")}.tmp`);
-          fh = await open(tmp, "wx", 0o666);
+          // The guest file's permission bits (an untracked script stays
+          // executable), less the umask, as open() applies it.
+          fh = await open(tmp, "wx", b.mode !== 0 ? b.mode : 0o666);
         },
         onData: async (data) => {
           let off = 0;

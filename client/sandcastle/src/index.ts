@@ -78,7 +78,7 @@ export interface LimaOptions {
   readonly env?: Record<string, string>;
   /** Per-command timeout in milliseconds; an exec that passes it rejects with DEADLINE_EXCEEDED (default: none). */
   readonly execTimeoutMs?: number;
-  /** Largest file copyFileOut accepts, in bytes (default and ceiling: the daemon's max_copy_out_bytes). */
+  /** Largest file copyFileOut accepts, in bytes (default: the daemon's max_copy_out_bytes; more is RESOURCE_EXHAUSTED). */
   readonly maxCopyOutBytes?: number;
   /**
    * An alias for the lane (`agent-lanectl create --name`), unique among live
