@@ -89,25 +89,6 @@ in_answer(struct al_conn *conn, uint64_t *bytes, struct al_error *err)
 }
 
 /*
- * A path's last component, trailing slashes aside ("a/b/" -> "b"; "/" ->
- * ""), into name; true when it ended in a slash.
- */
-static bool
-last_component(const char *path, char *name, size_t len)
-{
-	size_t n = strlen(path), end;
-	bool slash = n > 0 && path[n - 1] == '/';
-
-	while (n > 0 && path[n - 1] == '/')
-		n--;
-	end = n;
-	while (n > 0 && path[n - 1] != '/')
-		n--;
-	snprintf(name, len, "%.*s", (int)(end - n), path + n);
-	return slash;
-}
-
-/*
  * The source of a copy, as docker cp names it: a file goes by its name, a
  * directory by its name into an existing directory, and "DIR/." (or "/")
  * by its contents (*name ""). ".." is named by what it resolves to.
@@ -118,7 +99,7 @@ source_name(const char *path, bool dir, char *name, size_t len,
 {
 	char real[PATH_MAX];
 
-	if (last_component(path, name, len) && !dir) {
+	if (al_path_last(path, name, len) && !dir) {
 		al_set_error(err, AL_INVALID_ARGUMENT, "%s: not a directory",
 		    path);
 		return -1;
@@ -130,7 +111,7 @@ source_name(const char *path, bool dir, char *name, size_t len,
 			al_set_errno(err, AL_IO, path);
 			return -1;
 		}
-		(void)last_component(real, name, len);
+		(void)al_path_last(real, name, len);
 	}
 	if (name[0] == '\0' && !dir) {
 		al_set_error(err, AL_INVALID_ARGUMENT, "%s: not a file name",

@@ -10,11 +10,11 @@
 #include "internal.h"
 #include "place.h"
 
-/* The last component of path, trailing slashes aside; "" for "/". */
-static void
-last_name(const char *path, char *name, size_t len)
+bool
+al_path_last(const char *path, char *name, size_t len)
 {
 	size_t n = strlen(path), end;
+	bool slash = n > 0 && path[n - 1] == '/';
 
 	while (n > 0 && path[n - 1] == '/')
 		n--;
@@ -22,6 +22,7 @@ last_name(const char *path, char *name, size_t len)
 	while (n > 0 && path[n - 1] != '/')
 		n--;
 	snprintf(name, len, "%.*s", (int)(end - n), path + n);
+	return slash;
 }
 
 /* path's directory ("." for a bare name), trailing slashes aside. */
@@ -73,7 +74,7 @@ al_place_out(const char *guest_path, const char *host_path, int kind,
 	bool exists = stat(host_path, &sb) == 0, isdir = exists &&
 	    S_ISDIR(sb.st_mode), contents;
 
-	last_name(guest_path, gname, sizeof gname);
+	(void)al_path_last(guest_path, gname, sizeof gname);
 	contents = gname[0] == '\0' || strcmp(gname, ".") == 0;
 	memset(pl, 0, sizeof *pl);
 	if (kind == AL_COPY_FILE && !isdir && hl > 0 &&
@@ -125,7 +126,7 @@ al_place_out(const char *guest_path, const char *host_path, int kind,
 			snprintf(pl->dest, sizeof pl->dest, "%s", real);
 	}
 	parent_of(pl->dest, pl->parent, sizeof pl->parent);
-	last_name(pl->dest, pl->base, sizeof pl->base);
+	(void)al_path_last(pl->dest, pl->base, sizeof pl->base);
 	if (stat(pl->parent, &sb) == -1 || !S_ISDIR(sb.st_mode)) {
 		al_set_error(err, AL_IO, "%s: not a directory", pl->parent);
 		return -1;

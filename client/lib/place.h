@@ -21,6 +21,12 @@ struct al_place {
 };
 
 /*
+ * A path's last component into name, trailing slashes aside ("a/b/" ->
+ * "b", "/" -> ""); true when the path ended in a slash.
+ */
+bool al_path_last(const char *path, char *name, size_t len);
+
+/*
  * Before asking the daemon: a host_path that does not exist must be in an
  * existing directory. 0, or -1 with err.
  */
