@@ -40,6 +40,8 @@ async function startScript(tag, how) {
   const exited = new Promise((resolve) => child.on("exit", (code, signal) => resolve({ code, signal })));
   let ended = false;
   exited.then(() => (ended = true));
+  // A test that fails half-way leaves no script running.
+  daemon.cleanup(() => (ended ? undefined : child.kill("SIGKILL")));
   await waitFor(() => out.stdout.includes("sandbox ready") || ended, { timeoutMs: 60_000, what: "the sandbox" });
   assert.match(out.stdout, /sandbox ready/, `the script ended early: ${out.stderr}`);
   const lanes = (await daemon.client.listLanes(true)).filter((l) => l.labels.some((lb) => lb.key === "test" && lb.value === tag));
