@@ -465,11 +465,15 @@ AL_API enum al_code al_exec(struct al_client *, const char *lane,
 typedef void (*al_progress_fn)(uint64_t bytes, void *arg);
 
 /*
- * Copies a host file or directory into the guest: a file to exactly
- * guest_path, a directory's contents into guest_path (created with its
- * parents); a relative guest_path is relative to the lane's workspace.
- * Modes and symbolic links inside the tree are kept; sockets, FIFOs and
- * devices are refused.
+ * Copies a host file or directory into the guest, placed as docker cp
+ * places it: into guest_path when that is a directory in the guest, under
+ * the host path's last component (a host path ending "/." gives the
+ * directory's contents, into guest_path itself); otherwise at guest_path,
+ * which must then not end in "/" for a file (AL_NOT_FOUND). A directory
+ * already there is merged into; a directory never replaces a file, nor a
+ * file a directory (AL_FAILED_PRECONDITION). Missing parents are made; a
+ * relative guest_path is relative to the lane's workspace. Modes and
+ * symbolic links are kept; sockets, FIFOs and devices are refused.
  */
 AL_API enum al_code al_copy_in(struct al_client *, const char *lane,
     const char *host_path, const char *guest_path, al_progress_fn, void *arg,
@@ -496,12 +500,20 @@ struct al_copy_out_opts {
 #define AL_COPY_OUT_OPTS_INIT { .size = sizeof(struct al_copy_out_opts) }
 
 /*
- * Copies a guest file or directory to host_path (inside it, if host_path is
- * an existing directory). A file goes through an O_EXCL temporary file in
- * the destination directory, fsynced and renamed; a directory is extracted
- * with libarchive's secure flags into a fresh temporary directory that is
- * renamed into place. On any failure the destination is untouched and no
- * temporary file is left. Temporary names are ".NAME.agent-lane-PID-XXXXXX";
+ * Copies a guest file or directory to host_path, by the same rules as
+ * al_copy_in: inside host_path if it is an existing directory, under the
+ * guest path's last component ("DIR/.": its contents, into host_path);
+ * otherwise at host_path, whose parent must exist. A file goes through an
+ * O_EXCL temporary file in the destination directory, fsynced and renamed,
+ * with the guest file's permission bits less the umask; a directory is
+ * extracted with libarchive's secure flags into a fresh temporary
+ * directory that is renamed into place, or merged into the directory
+ * already there once every entry has been checked. A guest file or
+ * directory larger than the bound (opts->max_bytes, which may not exceed
+ * the daemon's max_copy_out_bytes: AL_RESOURCE_EXHAUSTED) is refused
+ * before any data moves (AL_TOO_LARGE). On any failure the destination is
+ * untouched (but for a merge that an I/O error cuts short among its
+ * renames) and no temporary file is left. Temporary names are ".NAME.agent-lane-PID-XXXXXX";
  * leftovers of a killed copy to the same destination (ours by that name,
  * owned by us, not a symbolic link; the PID gone and idle a minute, or idle
  * a day) are removed first. opts may be NULL.

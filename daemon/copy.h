@@ -8,6 +8,7 @@
 #define LANED_COPY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "wire.h"
 
@@ -21,5 +22,20 @@ void copy_handle_out(struct laned *, struct conn *,
 /* Guest paths: non-empty, not absurdly long (absolute, or relative to
  * the lane's workspace). */
 bool copy_guest_path_ok(const char *path);
+
+/* What the guest's copy-out script says first (its word, not a bound). */
+struct copy_head {
+	int kind;		/* AGENTLANE__V1__COPY_KIND__FILE or _DIRECTORY */
+	uint64_t size;		/* a file's size, a directory's files' sum; 0 */
+	uint32_t mode;		/* a file's permission bits (0-0777); 0 */
+};
+
+/*
+ * Parses that first line, without its newline: "D<bytes>" or
+ * "F<size> <mode>", where any number may be missing or malformed (then
+ * 0: not known; a size past 2^64 saturates). False when the line is
+ * neither kind. A pure function of its argument (fuzz_copyhead).
+ */
+bool copy_head_parse(const char *line, struct copy_head *);
 
 #endif

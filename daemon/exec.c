@@ -139,7 +139,7 @@ void
 exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 {
 	struct gexec_bytes *argv = NULL, *env = NULL;
-	char **envbuf = NULL, ref[LANE_NAME_SIZE];
+	char **envbuf = NULL, name[LANE_NAME_SIZE];
 	struct lanenet_env *lenv;
 	struct gexec_spec spec;
 	struct session *s;
@@ -147,6 +147,9 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	size_t argc, npol;
 
 	memset(&spec, 0, sizeof spec);
+	/* The lane's name from here on: its policy is looked up by it. */
+	if (!lane_resolve(d, c, req->lane, name))
+		return;
 	if ((req->n_argv > 0) == (req->shell.len > 0)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "exec needs exactly one of argv and shell");
@@ -217,21 +220,19 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	}
 	spec.tty = req->tty;
 	/*
-	 * The lane's own environment is its full name's: an alias or a
-	 * prefix gets what the al- name gets. A secret's variable is the
-	 * lane's placeholder; a value for it must not reach the guest.
+	 * The lane's own environment is its full name's (resolved above): an
+	 * alias or a prefix gets what the al- name gets. A secret's variable
+	 * is the lane's placeholder; a value for it must not reach the guest.
 	 */
-	if (!lane_resolve(d, c, req->lane, ref))
-		return;
 	lenv = xmalloc(sizeof *lenv);
-	lanenet_exec_env(d, ref, lenv);
+	lanenet_exec_env(d, name, lenv);
 	for (size_t i = 0; i < req->n_env; i++)
 		if (lanenet_env_secret(lenv, req->env[i]->name)) {
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 			    "%s is a secret of lane %s: the lane sets it to its "
 			    "placeholder, and its value stays out of the guest",
-			    req->env[i]->name, ref);
+			    req->env[i]->name, name);
 			free(lenv);
 			return;
 		}
@@ -293,7 +294,7 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		env[npol + i].data = (const uint8_t *)envbuf[i];
 		env[npol + i].len = nl + 1 + e->value.len;
 	}
-	spec.lane = ref;
+	spec.lane = name;
 	spec.argv = argv;
 	spec.argc = argc;
 	spec.cwd = req->workdir != NULL && req->workdir[0] != '\0' ?

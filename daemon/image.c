@@ -976,7 +976,8 @@ image_handle_build(struct laned *d, struct conn *c,
 		return;
 	}
 	str_copy(rec.from, from.name, sizeof rec.from);
-	rec.docker = req->docker;
+	/* Built on an image with Docker, it has Docker (lanes keep userns). */
+	rec.docker = req->docker || from.docker;
 	rec.created_at_ms = time_now_ms();
 	for (size_t i = 0; i < req->n_provision; i++) {
 		strncat(rec.scripts, req->provision[i]->name,

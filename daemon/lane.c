@@ -161,8 +161,17 @@ lane_changed(struct laned *d)
 
 /* ---- Lane references: name, alias or name prefix ---- */
 
-/* Candidates an ambiguous prefix lists at most. */
+/* Candidates an ambiguous reference lists at most. */
 #define LANE_REF_CANDIDATES 5
+
+/* What a reference matched: an alias's lane, and the lanes of a prefix. */
+struct lane_ref {
+	char alias[LANE_NAME_SIZE];	/* "": no alias matched */
+	bool alias_live;
+	char cand[LANE_REF_CANDIDATES][LANE_NAME_SIZE];
+	size_t n;			/* prefix matches (may be > CANDIDATES) */
+	bool prefix_live;
+};
 
 static bool
 all_hex(const char *s, size_t max)
@@ -172,14 +181,66 @@ all_hex(const char *s, size_t max)
 	return s[n] == '\0' && n <= max;
 }
 
+/* Looks ref up as an alias and as a name prefix. False: registry error. */
+static bool
+ref_lookup(struct laned *d, const char *ref, struct lane_ref *m)
+{
+	char prefix[LANE_NAME_SIZE];
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	prefix[0] = '\0';
+	if (strncmp(ref, "al-", 3) == 0 && all_hex(ref + 3, LANE_NAME_SIZE - 5))
+		str_copy(prefix, ref, sizeof prefix);
+	else if (lane_alias_shape(ref)) {
+		/* Shape, not validity: a row may predate the hex rule. */
+		rc = registry_lane_by_alias(d->reg, ref, m->alias);
+		if (rc != REG_OK && rc != REG_NOT_FOUND)
+			return false;
+		if (rc == REG_NOT_FOUND)
+			m->alias[0] = '\0';
+		else
+			m->alias_live = lane_find(d, m->alias) != NULL;
+		/* Hex digits: also the digits of a name. */
+		if (all_hex(ref, LANE_NAME_SIZE - 4))
+			snprintf(prefix, sizeof prefix, "al-%s", ref);
+	}
+	if (prefix[0] != '\0' && registry_lane_by_prefix(d->reg, prefix,
+	    m->cand, LANE_REF_CANDIDATES, &m->n, &m->prefix_live) != REG_OK)
+		return false;
+	return true;
+}
+
+static void
+ref_ambiguous(struct conn *c, const char *ref, const struct lane_ref *m,
+    bool with_alias)
+{
+	char list[(LANE_REF_CANDIDATES + 1) * (LANE_NAME_SIZE + 12) + 16];
+	size_t len;
+
+	list[0] = '\0';
+	if (with_alias)
+		snprintf(list, sizeof list, "%s (by alias)", m->alias);
+	for (size_t i = 0; i < m->n && i < LANE_REF_CANDIDATES; i++) {
+		len = strlen(list);
+		snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+		    m->cand[i]);
+	}
+	if (m->n > LANE_REF_CANDIDATES) {
+		len = strlen(list);
+		snprintf(list + len, sizeof list - len, ", ...");
+	}
+	conn_send_error(c, AGENTLANE__V1__ERROR_CODE__AMBIGUOUS,
+	    "%s matches more than one lane: %s (give more of the name)", ref,
+	    list);
+}
+
 bool
 lane_resolve(struct laned *d, struct conn *c, const char *ref,
     char name[LANE_NAME_SIZE])
 {
-	char prefix[LANE_NAME_SIZE], cand[LANE_REF_CANDIDATES][LANE_NAME_SIZE];
-	char list[LANE_REF_CANDIDATES * (LANE_NAME_SIZE + 2) + 16];
-	size_t n = 0, len;
-	int rc;
+	struct lane_ref m;
+	char shown[41];
 
 	if (ref == NULL || ref[0] == '\0') {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
@@ -190,61 +251,52 @@ lane_resolve(struct laned *d, struct conn *c, const char *ref,
 		str_copy(name, ref, LANE_NAME_SIZE);
 		return true;
 	}
-	prefix[0] = '\0';
-	if (strncmp(ref, "al-", 3) == 0 && all_hex(ref + 3, LANE_NAME_SIZE - 5))
-		str_copy(prefix, ref, sizeof prefix);
-	else if (lane_alias_valid(ref)) {
-		rc = registry_lane_by_alias(d->reg, ref, name);
-		if (rc == REG_OK)
-			return true;
-		if (rc != REG_NOT_FOUND) {
-			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "registry error: %s", registry_errmsg(d->reg));
-			return false;
-		}
-		/* Hex digits that are nobody's alias: the name's digits. */
-		if (all_hex(ref, LANE_NAME_SIZE - 4))
-			snprintf(prefix, sizeof prefix, "al-%s", ref);
-	}
-	if (prefix[0] == '\0') {
-		/* Shown sanitized: it may be anything a client sent. */
-		str_copy(list, ref, 41);
-		str_sanitize(list);
-		conn_send_error(c, lane_alias_valid(ref) ?
-		    AGENTLANE__V1__ERROR_CODE__NOT_FOUND :
-		    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    lane_alias_valid(ref) ? "no lane %s" : "\"%s\" is not a lane "
-		    "name, alias or name prefix", list);
+	/* Shown sanitized: it may be anything a client sent. */
+	str_copy(shown, ref, sizeof shown);
+	str_sanitize(shown);
+	if (!lane_alias_shape(ref) && !(strncmp(ref, "al-", 3) == 0 &&
+	    all_hex(ref + 3, LANE_NAME_SIZE - 5))) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
+		    "\"%s\" is not a lane name, alias or name prefix", shown);
 		return false;
 	}
-	if (registry_lane_by_prefix(d->reg, prefix, cand, LANE_REF_CANDIDATES,
-	    &n) != REG_OK) {
+	if (!ref_lookup(d, ref, &m)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: %s", registry_errmsg(d->reg));
 		return false;
 	}
-	if (n == 1) {
-		str_copy(name, cand[0], LANE_NAME_SIZE);
+	/*
+	 * Both an alias (a row from before the hex rule) and a prefix: a live
+	 * lane wins over an ended one; the same lane is no conflict.
+	 */
+	if (m.alias[0] != '\0' && m.n > 0) {
+		if (m.n == 1 && strcmp(m.alias, m.cand[0]) == 0)
+			m.n = 0;
+		else if (m.alias_live && !m.prefix_live)
+			m.n = 0;
+		else if (m.prefix_live && !m.alias_live)
+			m.alias[0] = '\0';
+		else {
+			ref_ambiguous(c, shown, &m, true);
+			return false;
+		}
+	}
+	if (m.alias[0] != '\0') {
+		str_copy(name, m.alias, LANE_NAME_SIZE);
 		return true;
 	}
-	if (n == 0) {
+	if (m.n == 1) {
+		str_copy(name, m.cand[0], LANE_NAME_SIZE);
+		return true;
+	}
+	if (m.n == 0) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no lane %s (no alias, and no lane name begins so)", ref);
+		    all_hex(ref, LANE_NAME_SIZE - 4) || strncmp(ref, "al-", 3) ==
+		    0 ? "no lane %s (no alias, and no lane name begins so)" :
+		    "no lane %s", shown);
 		return false;
 	}
-	list[0] = '\0';
-	for (size_t i = 0; i < n && i < LANE_REF_CANDIDATES; i++) {
-		len = strlen(list);
-		snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-		    cand[i]);
-	}
-	if (n > LANE_REF_CANDIDATES) {
-		len = strlen(list);
-		snprintf(list + len, sizeof list - len, ", ...");
-	}
-	conn_send_error(c, AGENTLANE__V1__ERROR_CODE__AMBIGUOUS,
-	    "%s matches more than one lane: %s (give more of the name)", ref,
-	    list);
+	ref_ambiguous(c, shown, &m, false);
 	return false;
 }
 
@@ -864,11 +916,7 @@ lane_activity_begin(struct laned *d, struct conn *c, const char *name,
 {
 	struct lane_record rec;
 	struct lane *l;
-	char ref[LANE_NAME_SIZE];
 
-	if (!lane_resolve(d, c, name, ref))
-		return NULL;
-	name = ref;
 	if ((l = lane_find(d, name)) == NULL) {
 		if (registry_lane_get(d->reg, name, &rec) == REG_NOT_FOUND)
 			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,

@@ -178,9 +178,12 @@ void lane_destroy(struct lane *, int code, const char *reason);
  * What a client calls a lane, made its al- name: the name itself, its
  * alias (the live lane with it, else the last one that had it), or a
  * prefix of its name, with or without "al-", that one lane has (live lanes
- * first, then any). Every call that names a lane resolves it here. False:
- * c was answered (INVALID_ARGUMENT, NOT_FOUND, or AMBIGUOUS listing the
- * candidates).
+ * first, then any). A reference that is both an alias and a prefix (an
+ * all-hex alias from before lane_alias_valid refused them) goes to the
+ * live one; both live, or both ended, is AMBIGUOUS. Every call that names
+ * a lane resolves it here, once, at its top, and uses only the name after
+ * that. False: c was answered (INVALID_ARGUMENT, NOT_FOUND, or AMBIGUOUS
+ * listing the candidates).
  */
 bool lane_resolve(struct laned *, struct conn *, const char *ref,
     char name[LANE_NAME_SIZE]);
@@ -193,9 +196,9 @@ bool lane_resolve(struct laned *, struct conn *, const char *ref,
 bool lane_deliver(struct lane *, struct conn *);
 
 /*
- * Validates that a client-supplied lane reference is a live, ready lane
- * and starts an activity in it. On failure sends the typed error on c and
- * returns NULL.
+ * Validates that the lane name (resolved at the top of the call:
+ * lane_resolve) is a live, ready lane and starts an activity in it. On
+ * failure sends the typed error on c and returns NULL.
  */
 struct lane *lane_activity_begin(struct laned *, struct conn *,
     const char *name, struct lane_activity *);

@@ -95,7 +95,7 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 }
 
 bool
-lane_alias_valid(const char *s)
+lane_alias_shape(const char *s)
 {
 	size_t n = s != NULL ? strlen(s) : 0;
 
@@ -104,6 +104,16 @@ lane_alias_valid(const char *s)
 	    s[0] != '\0' &&
 	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
 	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
+}
+
+bool
+lane_alias_valid(const char *s)
+{
+	size_t hex = s != NULL ? strspn(s, "0123456789abcdef") : 0;
+
+	/* "0655" would be both an alias and the digits of al-0655... */
+	return lane_alias_shape(s) && !(s[hex] == '\0' &&
+	    hex <= LANE_NAME_SIZE - 4);
 }
 
 int
@@ -238,8 +248,9 @@ lane_create_check(const struct config *cfg,
 	if (req->alias != NULL && req->alias[0] != '\0') {
 		if (!lane_alias_valid(req->alias)) {
 			snprintf(err, errlen, "a lane name (--name) is 1-%d of "
-			    "[a-z0-9._-], beginning with a letter or digit, and "
-			    "not \"al-\" or \"ali-\" (the VMs' names)", LANE_ALIAS_MAX);
+			    "[a-z0-9._-], beginning with a letter or digit, not "
+			    "\"al-\" or \"ali-\" (the VMs' names), and not "
+			    "hex digits alone (a name prefix)", LANE_ALIAS_MAX);
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 		}
 		str_copy(plan->alias, req->alias, sizeof plan->alias);
@@ -901,12 +912,28 @@ create_done(struct proc *p, int status, void *arg)
 	lane_step_start(l);
 }
 
+/*
+ * A clone of an image with Docker keeps user namespaces (rootless Docker
+ * runs in them); every other lane loses them (netpolicy_yaml). The image
+ * row says: an image built on one with Docker has it too. Unknown (no row
+ * any more): the safe side, none.
+ */
+static bool
+lane_has_docker(const struct lane *l)
+{
+	struct image_record img;
+
+	return l->image[0] != '\0' &&
+	    registry_image_get(l->d->reg, l->image, &img) == REG_OK && img.docker;
+}
+
 /* The lane's YAML parameters: its row's shape, its policy. */
 static void
 lane_spec(const struct lane *l, const struct lane_record *rec,
     struct lima_lane_spec *spec)
 {
 	memset(spec, 0, sizeof *spec);
+	spec->userns = lane_has_docker(l);
 	spec->cpus = rec->cpus;
 	spec->memory_mib = rec->memory_mib;
 	spec->disk_gib = rec->disk_gib;

@@ -55,8 +55,14 @@ int lane_create_check(const struct config *, const Agentlane__V1__CreateLane *,
     size_t live, struct lane_create_plan *, char *err, size_t errlen);
 
 /*
- * A create --name alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
+ * The shape of an alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
  * "ali-..." (a VM name, or its prefix, would then mean two things).
+ */
+bool lane_alias_shape(const char *);
+/*
+ * A new create --name alias: that shape, and not 1-16 hex digits alone,
+ * which are also the digits of lane names (a prefix; lane_resolve). Rows
+ * from before this rule may still hold such an alias.
  */
 bool lane_alias_valid(const char *);
 

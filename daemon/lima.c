@@ -289,7 +289,8 @@ lima_yaml_render(const struct lima *l, const struct lima_lane_spec *spec,
 	if (!spec->has_policy)
 		return spec->ca_pem == NULL ? n : -1;
 	if ((p = netpolicy_yaml((enum netpolicy_mode)spec->net_mode,
-	    spec->proxy_port, spec->sudo, buf + n, len - (size_t)n)) < 0)
+	    spec->proxy_port, spec->sudo, spec->userns, buf + n,
+	    len - (size_t)n)) < 0)
 		return -1;
 	n += p;
 	/* The lane CA's script is one more item of the provision list. */

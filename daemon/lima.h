@@ -40,6 +40,8 @@ struct lima_lane_spec {
 	 * into the guest's system trust store at every boot. Needs a policy.
 	 */
 	const char *ca_pem;
+	/* Keep unprivileged user namespaces: the lane has rootless Docker. */
+	bool userns;
 };
 
 struct lima_instance {

@@ -306,19 +306,16 @@ logcall_handle(struct laned *d, struct conn *c,
 	struct lane_record rec;
 	struct logcall *lc;
 	struct stat sb;
-	char dir[PATH_MAX];
-	const char *lane = req->lane != NULL ? req->lane : "";
+	char dir[PATH_MAX], lane[LANE_NAME_SIZE] = "";
 	bool live, kept;
 	uint64_t cap;
 	size_t max_data;
 
+	/* No lane: the daemon's own log. */
+	if (req->lane != NULL && req->lane[0] != '\0' &&
+	    !lane_resolve(d, c, req->lane, lane))
+		return;
 	if (lane[0] != '\0') {
-		if (!lima_name_valid(lane)) {
-			conn_send_error(c,
-			    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-			    "not a lane name");
-			return;
-		}
 		switch (registry_lane_get(d->reg, lane, &rec)) {
 		case REG_OK:
 			break;

@@ -156,9 +156,24 @@ static const char netpolicy_nosudo_script[] =
     "grep -qv '^[[:space:]]*#'; then\n"
     "\techo \"agent-lane: a sudo rule still names $u\" >&2; exit 1; fi\n";
 
+/*
+ * Unprivileged user namespaces give the lane user a root of its own, and
+ * with it nf_tables, the rules' own code, and much other kernel code that
+ * only root could reach (`unshare -Urn nft ...`): the usual first step of
+ * a guest kernel exploit, and the policy holds only while the guest kernel
+ * does. None for the lane; rootless Docker needs them (SECURITY.md).
+ * Debian's kernels also have kernel.unprivileged_userns_clone.
+ */
+#define NO_USERNS \
+	"# No user namespaces: they open root-only kernel code to the user.\n" \
+	"echo 0 > /proc/sys/user/max_user_namespaces\n" \
+	"if [ -e /proc/sys/kernel/unprivileged_userns_clone ]; then\n" \
+	"\techo 0 > /proc/sys/kernel/unprivileged_userns_clone\n" \
+	"fi\n"
+
 int
 netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
-    char *buf, size_t len)
+    bool userns, char *buf, size_t len)
 {
 	char rules[2048], script[3072];
 	size_t off = 0;
@@ -180,11 +195,14 @@ netpolicy_yaml(enum netpolicy_mode m, uint16_t proxy_port, bool sudo,
 	    "nft -f - <<'AGENT_LANE_NFT'\n"
 	    "%s"
 	    "AGENT_LANE_NFT\n"
+	    "%s"
 	    "mkdir -p /run/agent-lane\n"
 	    "echo '%s %s' > " NETPOLICY_STAMP ".tmp\n"
 	    "mv -f " NETPOLICY_STAMP ".tmp " NETPOLICY_STAMP "\n",
 	    netpolicy_mode_name(m), sudo ? "" : netpolicy_nosudo_script,
-	    rules, netpolicy_mode_name(m), sudo ? "advisory" : "enforced");
+	    rules,
+	    userns ? "# User namespaces are kept: the lane has Docker.\n" :
+	    NO_USERNS, netpolicy_mode_name(m), sudo ? "advisory" : "enforced");
 	if (n < 0 || (size_t)n >= sizeof script)
 		return -1;
 	if (!sudo) {

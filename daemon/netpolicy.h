@@ -52,11 +52,13 @@ int netpolicy_ruleset(enum netpolicy_mode, uint16_t proxy_port, char *buf,
 
 /*
  * The lane YAML keys of a policy: `user.passwordlessSudo: false` unless
- * sudo is kept, and the system provision script that loads the rule set
- * and writes NETPOLICY_STAMP. Returns the length, or -1.
+ * sudo is kept, and the system provision script that loads the rule set,
+ * turns user namespaces off unless userns is kept (lanes with Docker,
+ * whose rootless daemon needs them), and writes NETPOLICY_STAMP last.
+ * Returns the length, or -1.
  */
 int netpolicy_yaml(enum netpolicy_mode, uint16_t proxy_port, bool sudo,
-    char *buf, size_t len);
+    bool userns, char *buf, size_t len);
 
 /*
  * The check the daemon runs in the guest, as the lane user, before it

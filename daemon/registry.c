@@ -1354,7 +1354,7 @@ registry_lane_by_alias(struct registry *r, const char *alias,
 
 int
 registry_lane_by_prefix(struct registry *r, const char *prefix,
-    char (*names)[LANE_NAME_SIZE], size_t max, size_t *n)
+    char (*names)[LANE_NAME_SIZE], size_t max, size_t *n, bool *live)
 {
 	static const char *const sql[] = {
 		"SELECT name FROM lanes WHERE substr(name, 1, length(?1)) = ?1 "
@@ -1387,6 +1387,7 @@ registry_lane_by_prefix(struct registry *r, const char *prefix,
 			return REG_ERROR;
 		}
 		release(st);
+		*live = q == 0;
 	}
 	return REG_OK;
 }

@@ -191,11 +191,11 @@ int registry_lane_by_alias(struct registry *, const char *alias,
     char name[LANE_NAME_SIZE]);
 /*
  * Lanes whose name begins with prefix, in name order: live ones (warm-pool
- * lanes not counted), or if none is live, any. Up to max in names; *n
- * counts up to max + 1, so that n > max says there are more.
+ * lanes not counted), or if none is live, any; *live says which. Up to max
+ * in names; *n counts up to max + 1, so that n > max says there are more.
  */
 int registry_lane_by_prefix(struct registry *, const char *prefix,
-    char (*names)[LANE_NAME_SIZE], size_t max, size_t *n);
+    char (*names)[LANE_NAME_SIZE], size_t max, size_t *n, bool *live);
 
 /* A position in the lane order (created_at_ms, name), for keyset paging. */
 struct lane_cursor {

@@ -253,7 +253,7 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 		free(s);
 		return NULL;
 	}
-	/* The client's reference (alias, prefix) is now the lane's name. */
+	/* The lane's own string: spec->lane was the caller's copy. */
 	spec->lane = s->act.lane->name;
 	/*
 	 * Default: the lane's workspace; a relative directory is in it, as a

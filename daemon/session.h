@@ -50,7 +50,7 @@ struct session {
 	uint64_t bytes;
 	uint64_t max_bytes;
 	int kind;
-	char head[24];		/* copy-out: "F<size>\n" as it arrives */
+	char head[32];		/* copy-out: "F<size> <mode>\n" as it arrives */
 	size_t head_len;
 	char stderr_tail[SESSION_STDERR_TAIL + 1];
 	size_t stderr_len;

@@ -241,3 +241,30 @@ units_format_human(uint64_t ms, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%llus", (unsigned long long)s);
 }
+
+void
+units_format_bytes(uint64_t bytes, char *buf, size_t len)
+{
+	static const char *const suffix[] = { "KiB", "MiB", "GiB", "TiB",
+	    "PiB", "EiB" };
+	uint64_t whole = bytes, rem = 0;
+	size_t i = 0;
+
+	if (bytes < 1024) {
+		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+		return;
+	}
+	while (whole >= 1024 * 1024 && i + 1 < sizeof suffix / sizeof *suffix) {
+		whole /= 1024;
+		i++;
+	}
+	rem = whole % 1024;
+	whole /= 1024;
+	/* Tenths, rounded down: never more than the value. */
+	if (rem * 10 / 1024 == 0)
+		snprintf(buf, len, "%llu %s", (unsigned long long)whole,
+		    suffix[i]);
+	else
+		snprintf(buf, len, "%llu.%llu %s", (unsigned long long)whole,
+		    (unsigned long long)(rem * 10 / 1024), suffix[i]);
+}

@@ -55,5 +55,7 @@ int units_parse_size(const char *s, uint64_t *out);
 void units_format_duration(uint64_t ms, char *buf, size_t len);
 /* For people: "1h30m00s", "45s", "250ms"; loses nothing above a second. */
 void units_format_human(uint64_t ms, char *buf, size_t len);
+/* For people: "512 bytes", "64 KiB", "1.5 GiB" (one decimal, binary units). */
+void units_format_bytes(uint64_t bytes, char *buf, size_t len);
 
 #endif

@@ -288,11 +288,13 @@ const struct ctl_command ctl_commands[] = {
 		.summary = "copy files into or out of a lane",
 		.text =
 		    "One of SRC and DST is LANE:PATH, the other a host path or \"-\".\n"
-		    "A relative guest PATH is in the lane's workspace.\n"
-		    "  cp HOSTPATH LANE:PATH    a file to PATH, a directory's contents\n"
-		    "                           into PATH\n"
-		    "  cp LANE:PATH HOSTPATH    into HOSTPATH if it is a directory, else\n"
-		    "                           to HOSTPATH\n"
+		    "A relative guest PATH is in the lane's workspace. As docker cp, both\n"
+		    "ways: into DST if it is a directory, under SRC's name, else at DST;\n"
+		    "DST/ must be a directory; SRC/. is SRC's contents; a directory\n"
+		    "merges into one already there; a file keeps its mode.\n"
+		    "  cp HOSTPATH LANE:PATH    copy into the lane\n"
+		    "  cp LANE:PATH HOSTPATH    copy out of it (--max-bytes: at most\n"
+		    "                           that, and no more than the daemon's cap)\n"
 		    "  cp - LANE:DIR            extract a tar stream from standard input\n"
 		    "                           into DIR\n"
 		    "  cp LANE:PATH -           write PATH as a tar stream to standard\n"

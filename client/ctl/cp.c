@@ -111,6 +111,8 @@ static int
 cp_fail(struct ctl *ctl, const char *lane, const char *gpath,
     const struct al_error *err)
 {
+	/* The progress line ends ("failed") first: the message is a line of its own. */
+	ctl_progress_abort();
 	if (ctl_interrupted())
 		return CTL_EXIT_FAILURE;
 	fputs("agent-lanectl: cp: ", stderr);

@@ -172,7 +172,7 @@ int
 cp_in_stream(struct ctl *ctl, const char *lane, const char *guest_dir,
     struct al_error *err)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX], contents[PATH_MAX + 2];
 	uint64_t bytes;
 	int rc;
 
@@ -182,10 +182,14 @@ cp_in_stream(struct ctl *ctl, const char *lane, const char *guest_dir,
 	if (make_tmpdir(dir, sizeof dir, err) == -1)
 		return -1;
 	rc = extract_stdin(dir, err);
-	/* The directory's contents go into guest_dir, created as needed. */
+	/*
+	 * The directory's contents ("DIR/.") go into guest_dir, created as
+	 * needed, as docker cp - extracts the stream into its destination.
+	 */
+	snprintf(contents, sizeof contents, "%s/.", dir);
 	if (rc == 0)
-		rc = al_copy_in(ctl->client, lane, dir, guest_dir, NULL, NULL,
-		    &bytes, err) == AL_OK ? 0 : -1;
+		rc = al_copy_in(ctl->client, lane, contents, guest_dir, NULL,
+		    NULL, &bytes, err) == AL_OK ? 0 : -1;
 	remove_tree(dir);
 	return rc;
 }

@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "place.h"
 #include "tar.h"
 
 #define COPY_DEFAULT_MAX_ENTRIES 100000
@@ -88,6 +88,39 @@ in_answer(struct al_conn *conn, uint64_t *bytes, struct al_error *err)
 	return 0;
 }
 
+/*
+ * The source of a copy, as docker cp names it: a file goes by its name, a
+ * directory by its name into an existing directory, and "DIR/." (or "/")
+ * by its contents (*name ""). ".." is named by what it resolves to.
+ */
+static int
+source_name(const char *path, bool dir, char *name, size_t len,
+    struct al_error *err)
+{
+	char real[PATH_MAX];
+
+	if (al_path_last(path, name, len) && !dir) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "%s: not a directory",
+		    path);
+		return -1;
+	}
+	if (strcmp(name, ".") == 0)
+		name[0] = '\0';
+	else if (strcmp(name, "..") == 0) {
+		if (realpath(path, real) == NULL) {
+			al_set_errno(err, AL_IO, path);
+			return -1;
+		}
+		(void)al_path_last(real, name, len);
+	}
+	if (name[0] == '\0' && !dir) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "%s: not a file name",
+		    path);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 do_copy_in(struct al_client *c, const char *lane, const char *host_path,
     const char *guest_path, al_progress_fn progress, void *arg,
@@ -98,12 +131,11 @@ do_copy_in(struct al_client *c, const char *lane, const char *host_path,
 	struct in_ctx ctx = { .progress = progress, .arg = arg };
 	struct al_conn conn;
 	struct stat sb;
-	char gp[PATH_MAX], dest[PATH_MAX], member[PATH_MAX];
-	size_t n;
+	char name[NAME_MAX + 1];
 	int rc;
 
 	if (guest_path == NULL || guest_path[0] == '\0' ||
-	    strlen(guest_path) >= sizeof gp) {
+	    strlen(guest_path) >= PATH_MAX) {
 		al_set_error(err, AL_INVALID_ARGUMENT, "a guest path is needed");
 		return -1;
 	}
@@ -111,38 +143,26 @@ do_copy_in(struct al_client *c, const char *lane, const char *host_path,
 		al_set_errno(err, AL_IO, host_path);
 		return -1;
 	}
-	snprintf(gp, sizeof gp, "%s", guest_path);
-	for (n = strlen(gp); n > 1 && gp[n - 1] == '/'; n--)
-		gp[n - 1] = '\0';
-	if (S_ISDIR(sb.st_mode)) {
-		snprintf(dest, sizeof dest, "%s", gp);
-		member[0] = '\0';
-	} else if (S_ISREG(sb.st_mode)) {
-		char a[PATH_MAX], b[PATH_MAX];
-
-		if (strcmp(gp, "/") == 0) {
-			al_set_error(err, AL_INVALID_ARGUMENT, "a file needs a "
-			    "guest file name, not /");
-			return -1;
-		}
-		snprintf(a, sizeof a, "%s", gp);
-		snprintf(b, sizeof b, "%s", gp);
-		snprintf(dest, sizeof dest, "%s", dirname(a));
-		snprintf(member, sizeof member, "%s", basename(b));
-	} else {
+	if (!S_ISDIR(sb.st_mode) && !S_ISREG(sb.st_mode)) {
 		al_set_error(err, AL_IO, "%s: not a regular file or directory",
 		    host_path);
 		return -1;
 	}
-
+	if (source_name(host_path, S_ISDIR(sb.st_mode), name, sizeof name,
+	    err) == -1)
+		return -1;
+	/* The guest places it by docker cp's rules (daemon/copy.c). */
 	ci.lane = (char *)lane;
-	ci.dest_dir = dest;
+	ci.dest_path = (char *)guest_path;
+	ci.source_kind = S_ISDIR(sb.st_mode) ?
+	    AGENTLANE__V1__COPY_KIND__DIRECTORY : AGENTLANE__V1__COPY_KIND__FILE;
+	ci.source_name = name;
 	req.body_case = AGENTLANE__V1__REQUEST__BODY_COPY_IN;
 	req.copy_in = &ci;
 	if (al_conn_open(c, &conn, &req, err) == -1)
 		return -1;
 	ctx.conn = &conn;
-	rc = al_tar_create(host_path, member, in_write, &ctx, err);
+	rc = al_tar_create(host_path, name, in_write, &ctx, err);
 	if (rc == 0)
 		rc = send_chunk(&conn, NULL, 0, true, err);
 	if (rc == 0)
@@ -174,6 +194,7 @@ struct out_ctx {
 	AlResponse *cur;	/* frame whose data is being handed out */
 	uint64_t bytes;
 	uint64_t max_bytes;
+	uint32_t mode;		/* a file's, as the guest gave it; 0: not known */
 	bool done;		/* CopyOutDone seen */
 	al_progress_fn progress;
 	void *arg;
@@ -217,41 +238,6 @@ out_read(void *arg, const void **buf, struct al_error *err)
 		*buf = resp->data->data.data;
 		return (ssize_t)resp->data->data.len;
 	}
-}
-
-/* Where the copy lands: host_path, or inside it if it is a directory. */
-static int
-out_destination(const char *guest_path, const char *host_path, char *dest,
-    size_t destlen, char *parent, size_t parentlen, char *base, size_t baselen,
-    struct al_error *err)
-{
-	struct stat sb;
-	char g[PATH_MAX], tmp[PATH_MAX];
-	size_t n;
-
-	snprintf(g, sizeof g, "%s", guest_path);
-	for (n = strlen(g); n > 1 && g[n - 1] == '/'; n--)
-		g[n - 1] = '\0';
-	if (stat(host_path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-		const char *gb = strrchr(g, '/') != NULL ? strrchr(g, '/') + 1 : g;
-
-		if (gb[0] == '\0' || strcmp(gb, ".") == 0 || strcmp(gb, "..") == 0) {
-			al_set_error(err, AL_INVALID_ARGUMENT, "name the "
-			    "destination for %s", guest_path);
-			return -1;
-		}
-		snprintf(dest, destlen, "%s/%s", host_path, gb);
-	} else
-		snprintf(dest, destlen, "%s", host_path);
-	snprintf(tmp, sizeof tmp, "%s", dest);
-	snprintf(parent, parentlen, "%s", dirname(tmp));
-	snprintf(tmp, sizeof tmp, "%s", dest);
-	snprintf(base, baselen, "%s", basename(tmp));
-	if (stat(parent, &sb) == -1 || !S_ISDIR(sb.st_mode)) {
-		al_set_error(err, AL_IO, "%s: not a directory", parent);
-		return -1;
-	}
-	return 0;
 }
 
 /*
@@ -387,7 +373,9 @@ out_file(struct out_ctx *ctx, const char *dest, const char *parent,
 		}
 	mask = umask(0);
 	umask(mask);
-	if (n == 0 && (fchmod(fd, 0666 & ~mask) == -1 || fsync(fd) == -1)) {
+	/* The guest file's permissions, as a tar would extract them. */
+	if (n == 0 && (fchmod(fd, (ctx->mode != 0 ? ctx->mode & 0777 : 0666) &
+	    ~mask) == -1 || fsync(fd) == -1)) {
 		al_set_errno(err, AL_IO, tmp);
 		n = -1;
 	}
@@ -409,19 +397,14 @@ out_file(struct out_ctx *ctx, const char *dest, const char *parent,
 
 static int
 out_directory(struct out_ctx *ctx, const struct al_copy_out_opts *o,
-    const char *dest, const char *parent, const char *base,
-    struct al_error *err)
+    const struct al_place *pl, struct al_error *err)
 {
 	struct al_tar_limits lim;
 	char tmp[PATH_MAX], real[PATH_MAX];
-	struct stat sb;
+	const char *dest = pl->dest, *parent = pl->parent;
 	mode_t mask;
 
-	if (lstat(dest, &sb) == 0) {
-		al_set_error(err, AL_IO, "%s already exists", dest);
-		return -1;
-	}
-	temp_template(tmp, sizeof tmp, parent, base);
+	temp_template(tmp, sizeof tmp, parent, pl->base);
 	if (mkdtemp(tmp) == NULL) {
 		al_set_errno(err, AL_IO, parent);
 		return -1;
@@ -455,6 +438,15 @@ out_directory(struct out_ctx *ctx, const struct al_copy_out_opts *o,
 			return -1;
 		}
 	}
+	/* Into a directory that is there: every entry checked, then moved. */
+	if (pl->merge) {
+		int rc = al_merge_tree(real, dest, lim.max_entries, err);
+
+		al_remove_tree(tmp);
+		if (rc == 0)
+			fsync_dir(dest);
+		return rc;
+	}
 	mask = umask(0);
 	umask(mask);
 	if (chmod(tmp, 0777 & ~mask) == -1 || rename(tmp, dest) == -1) {
@@ -475,18 +467,16 @@ do_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 	Agentlane__V1__CopyOut co = AGENTLANE__V1__COPY_OUT__INIT;
 	struct out_ctx ctx;
 	struct al_conn conn;
+	struct al_place pl;
 	AlResponse *resp;
-	char dest[PATH_MAX], parent[PATH_MAX], base[NAME_MAX + 1];
 	int rc = -1, k;
 
 	if (guest_path == NULL || guest_path[0] == '\0') {
 		al_set_error(err, AL_INVALID_ARGUMENT, "a guest path is needed");
 		return -1;
 	}
-	if (out_destination(guest_path, host_path, dest, sizeof dest, parent,
-	    sizeof parent, base, sizeof base, err) == -1)
+	if (al_place_check(host_path, err) == -1)
 		return -1;
-	sweep_stale(parent, base);
 	memset(&ctx, 0, sizeof ctx);
 	co.lane = (char *)lane;
 	co.path = (char *)guest_path;
@@ -504,9 +494,16 @@ do_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 	}
 	k = (int)resp->copy_out_begin->kind;
 	ctx.max_bytes = resp->copy_out_begin->max_bytes;
+	ctx.mode = resp->copy_out_begin->mode;
 	if (o != NULL && o->begin != NULL)
 		o->begin(k, resp->copy_out_begin->size, o->arg);
 	al_response_free(resp);
+	/* Where it lands depends on what it is (docker cp's rules). */
+	if ((k == AL_COPY_FILE || k == AL_COPY_DIRECTORY) &&
+	    al_place_out(guest_path, host_path, k, &pl, err) == -1)
+		goto out;
+	if (k == AL_COPY_FILE || k == AL_COPY_DIRECTORY)
+		sweep_stale(pl.parent, pl.base);
 	if (o != NULL && o->max_bytes > 0 &&
 	    (ctx.max_bytes == 0 || o->max_bytes < ctx.max_bytes))
 		ctx.max_bytes = o->max_bytes;
@@ -516,9 +513,9 @@ do_copy_out(struct al_client *c, const char *lane, const char *guest_path,
 		ctx.arg = o->arg;
 	}
 	if (k == AL_COPY_FILE)
-		rc = out_file(&ctx, dest, parent, base, err);
+		rc = out_file(&ctx, pl.dest, pl.parent, pl.base, err);
 	else if (k == AL_COPY_DIRECTORY)
-		rc = out_directory(&ctx, o, dest, parent, base, err);
+		rc = out_directory(&ctx, o, &pl, err);
 	else
 		al_set_error(err, AL_PROTOCOL, "unknown copy kind %d", k);
 	al_response_free(ctx.cur);

@@ -302,6 +302,18 @@ def proxyhttp_corpus():
           "Content-Length: 1\r\nContent-Length: 2\r\n\r\nab")
 
 
+# ---- the copy-out script's first line (daemon/copy.c) ----
+
+def copyhead_corpus():
+    t = "fuzz_copyhead"
+    write(t, "file", "F1610612736 755")
+    write(t, "file-nomode", "F42")
+    write(t, "dir", "D300000")
+    write(t, "unknown", "F")
+    write(t, "huge", "F" + "9" * 30 + " 7777")
+    write(t, "junk", "Fx 9")
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -312,6 +324,7 @@ def main():
     config_corpus()
     proxyreq_corpus()
     proxyhttp_corpus()
+    copyhead_corpus()
 
 
 if __name__ == "__main__":

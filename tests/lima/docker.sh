@@ -61,6 +61,9 @@ if echo "$INFO" | grep -Eqi 'cannot connect|no such file|permission denied'; the
 	    journalctl --user -u docker.service --no-pager 2>&1 | tail -n 30' | sed 's/^/#   /'
 fi
 check_match "docker info (as the lane user, no sudo) reports rootless" 'name=rootless' "$INFO"
+# Rootless Docker lives in user namespaces: a lane with Docker keeps them
+# (every other lane has none: netpolicy.sh).
+check "the lane keeps user namespaces (unshare -Ur true)" g unshare -Ur true
 echo "# storage driver: $(g docker info --format '{{.Driver}}' 2>&1)"
 
 # --- a container from a Debian package ------------------------------------

@@ -104,6 +104,13 @@ check "nor does the password Lima 2.2 gives the user (~/password) open sudo ($ou
     test "$rc" -ne 0
 out=$(ctl exec "$D" -- /usr/sbin/nft flush ruleset 2>&1); rc=$?
 check "nft flush ruleset fails ($out)" test "$rc" -ne 0
+# Nor a root of its own: no user namespace reaches nf_tables (or any
+# other root-only kernel code) from the lane user.
+out=$(ctl exec "$D" -- unshare -Urn /usr/sbin/nft add table inet mine 2>&1); rc=$?
+check "unshare -Urn nft add table fails ($out)" test "$rc" -ne 0
+check_eq "user.max_user_namespaces is 0" 0 "$(ctl exec "$D" -- cat /proc/sys/user/max_user_namespaces)"
+out=$(ctl exec "$D" -- sh -c 'cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null || echo absent')
+check_match "kernel.unprivileged_userns_clone is 0 where it exists ($out)" '^(0|absent)$' "$out"
 check_eq "the rules' stamp is still there" "internet enforced" \
     "$(ctl exec "$D" -- cat /run/agent-lane/netpolicy)"
 check "copy in works under the rules" ctl cp "$T/probe.pl" "$D:probe.pl"

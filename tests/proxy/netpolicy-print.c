@@ -1,5 +1,5 @@
 /*
- * al-netpolicy-print MODE rules|yaml|check [PORT] [sudo]: prints what
+ * al-netpolicy-print MODE rules|yaml|check [PORT] [sudo] [docker]: prints what
  * daemon/netpolicy.c generates, for tests/regress/netpolicy.sh. PORT is
  * the proxy port (rules, yaml) or the probe port (check). A test program,
  * built under build/tests and never installed.
@@ -20,21 +20,27 @@ main(int argc, char **argv)
 	char buf[8192];
 	enum netpolicy_mode m;
 	unsigned long port = argc > 3 ? strtoul(argv[3], NULL, 10) : 0;
-	bool sudo = argc > 4 && strcmp(argv[4], "sudo") == 0;
+	bool sudo = false, docker = false;
 	int n;
+
+	for (int i = 4; i < argc; i++) {
+		sudo |= strcmp(argv[i], "sudo") == 0;
+		docker |= strcmp(argv[i], "docker") == 0;
+	}
 
 	if (argc == 2 && strcmp(argv[1], "schema") == 0) {
 		printf("%d\n", registry_schema_version());
 		return 0;
 	}
 	if (argc < 3 || !netpolicy_mode_parse(argv[1], &m) || port > 65535) {
-		fprintf(stderr, "usage: al-netpolicy-print MODE rules|yaml|check [PORT] [sudo]\n");
+		fprintf(stderr, "usage: al-netpolicy-print MODE rules|yaml|check [PORT] [sudo] [docker]\n");
 		return 2;
 	}
 	if (strcmp(argv[2], "rules") == 0)
 		n = netpolicy_ruleset(m, (uint16_t)port, buf, sizeof buf);
 	else if (strcmp(argv[2], "yaml") == 0)
-		n = netpolicy_yaml(m, (uint16_t)port, sudo, buf, sizeof buf);
+		n = netpolicy_yaml(m, (uint16_t)port, sudo, docker, buf,
+		    sizeof buf);
 	else if (strcmp(argv[2], "check") == 0)
 		n = netpolicy_check_script(m, sudo, (uint16_t)port, NULL, buf,
 		    sizeof buf);

@@ -21,7 +21,7 @@ check_match "a killed exec says so" ' exec +sleep failed: .*timed out' "$OUT"
 check_match "a command that is not found exits 127" ' exec +no-such-command-here exit=127$' "$OUT"
 check_nomatch "never the arguments" 'arg-secret-value' "$OUT"
 check_nomatch "never the environment" 'hunter2-value|AUDIT_SECRET' "$OUT"
-check_match "a copy in: direction, path, bytes" ' copy-in +sub bytes=[0-9]+$' "$OUT"
+check_match "a copy in: direction, path, bytes" ' copy-in +sub/f bytes=[0-9]+$' "$OUT"
 check_match "a copy out: direction, path, bytes" ' copy-out +sub/f bytes=6$' "$OUT"
 check_match "the lifecycle is there too" ' ready ' "$OUT"
 

@@ -34,12 +34,13 @@ wait $CP 2>/dev/null
 check_eq "the file being replaced is untouched" "old" "$(ctl exec "$L" -- head -c 3 dst/big.bin)"
 check "no temporary directory is left for long" wait_for 10 sh -c "[ -z \"\$('$LANECTL' --socket '$SOCK' exec '$L' -- sh -c 'ls -A dst | grep agent-lane-in')\" ]"
 
-# A whole copy merges into existing directories and replaces files.
+# A whole copy merges into existing directories and replaces files
+# (SRC/. is its contents, docker cp's way to copy into dst itself).
 mkdir -p "$T/src/sub"
 echo new > "$T/src/sub/f"
 echo added > "$T/src/sub/g"
 head -c 300000 /dev/urandom > "$T/src/big.bin"
-ctl cp "$T/src" "$L:dst" >/dev/null
+ctl cp "$T/src/." "$L:dst" >/dev/null
 check_eq "a directory copy merges: kept, replaced, added" "old new added" \
     "$(ctl exec "$L" -- sh -c 'echo $(cat dst/keep dst/sub/f dst/sub/g)')"
 check_eq "and replaces the file whole" "$(sha256sum < "$T/src/big.bin" | cut -d' ' -f1)" \

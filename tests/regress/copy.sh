@@ -103,11 +103,15 @@ check "and leaves no temporary file" no_temps
 check "nor a destination" test ! -e "$T/huge"
 g rm -f /tmp/huge
 
-# The daemon's own bound applies whatever the client asks.
+# The daemon's own bound applies whatever the client asks, and a client
+# may not ask for more (copy-bounds.sh has the rest).
 stop_daemon
 start_daemon --max-copy-out-bytes 1M || exit 1
+OUT=$(ctl cp "$L:/tmp/big" "$T/dest" 2>&1)
+check_match "max_copy_out_bytes bounds a copy" 'TOO_LARGE.*max_copy_out_bytes' "$OUT"
 OUT=$(ctl cp --max-bytes 1G "$L:/tmp/big" "$T/dest" 2>&1)
-check_match "max_copy_out_bytes caps a larger client request" 'TOO_LARGE' "$OUT"
+check_match "a larger client request is refused, not lowered" \
+    'RESOURCE_EXHAUSTED.*max_copy_out_bytes' "$OUT"
 check_eq "destination untouched again" original "$(cat "$T/dest")"
 check "no temporary file is left" no_temps
 

@@ -5,7 +5,6 @@ import re
 import socket
 import subprocess
 import sys
-import time
 
 REPO = sys.argv[1]
 PRINT = sys.argv[2]
@@ -88,8 +87,10 @@ if subprocess.run(["mount", "-t", "tmpfs", "tmpfs", "/run"]).returncode != 0:
     print("not ok 1 - cannot mount a private /run")
     sys.exit(1)
 sh("ip", "link", "set", "lo", "up")
-guest = subprocess.Popen(["unshare", "-n", "sleep", "120"])
-time.sleep(0.3)
+# Its pid is the guest's once it has said so from its own namespace.
+guest = subprocess.Popen(["unshare", "-n", "sh", "-c", "echo in; exec sleep 120"],
+                         stdout=subprocess.PIPE)
+guest.stdout.readline()
 G = guest.pid
 setup = [
     ["ip", "link", "add", "v1", "type", "veth", "peer", "name", "v0"],
@@ -226,13 +227,14 @@ report(r.returncode == 0 and not ssh_reply(),
        "a naive rule set (no established-first) loses the reply to 192.168.5.2")
 sh("nft", "delete", "table", "inet", "agentlane", ns=G)
 
-def provision(mode, port=PROXY_PORT):
+def provision(mode, port=PROXY_PORT, *flags):
     """Runs the system provision script of the mode's lane YAML in the
-    guest (port: its proxy's; an internet lane has one only with secrets),
-    with {{.User}} expanded as Lima does. The script edits sudoers:
-    /etc/sudoers and /etc/sudoers.d are this test's own copies (bind mounts
-    in this mount namespace), never the host's."""
-    text = subprocess.run([PRINT, mode, "yaml", str(port)], check=True,
+    guest (port: its proxy's; an internet lane has one only with secrets;
+    flags: al-netpolicy-print's, e.g. docker), with {{.User}} expanded as
+    Lima does. The script edits sudoers: /etc/sudoers and /etc/sudoers.d
+    are this test's own copies (bind mounts in this mount namespace), never
+    the host's."""
+    text = subprocess.run([PRINT, mode, "yaml", str(port)] + list(flags), check=True,
                           capture_output=True, text=True).stdout
     body = text.split("  script: |\n", 1)[1]
     script = "".join(l[4:] + "\n" for l in body.split("\n") if l)
@@ -356,6 +358,38 @@ report(r.returncode == 0, "internet with secrets: the provision script loads (%s
 for (h, p, pr, what), want, res in zip(TARGETS, EXPECT_INTERNET_PROXY, got):
     report(res == want, "internet with secrets: %s %s:%d/%s is %s" % (what, h, p, pr, res))
 report(ssh_reply(), "internet with secrets: replies to a connection from 192.168.5.2 still pass")
+
+# User namespaces. The script writes this test's own user namespace's
+# limit (/proc/sys/user is per user namespace), which stands for the guest
+# kernel's; Debian's global kernel.unprivileged_userns_clone is not ours
+# to write, so a stand-in file is mounted over it where it exists.
+CLONE = "/proc/sys/kernel/unprivileged_userns_clone"
+if os.path.exists(CLONE):
+    with open("/run/np-userns-clone", "w") as f:
+        f.write("1\n")
+    sh("mount", "--bind", "/run/np-userns-clone", CLONE)
+
+
+def userns_nft():
+    """What `unshare -Urn nft add table ...` gives a user here."""
+    r = subprocess.run(["unshare", "-Urn", "nft", "add", "table", "inet", "np-userns"],
+                       capture_output=True, text=True)
+    return r.returncode, r.stderr.strip()
+
+
+rc, err = userns_nft()
+report(rc == 0, "control: before provisioning, unshare -Urn nft add table works (%s)" % err)
+r = provision("internet", PROXY_PORT, "docker")
+rc, err = userns_nft()
+report(r.returncode == 0 and rc == 0,
+       "a lane with Docker: the provision script keeps user namespaces (%s)" % (err or r.stderr.strip()[:200]))
+r = provision("internet")
+rc, err = userns_nft()
+limit = open("/proc/sys/user/max_user_namespaces").read().strip()
+report(r.returncode == 0 and rc != 0 and limit == "0",
+       "a lane without Docker: unshare -Urn nft add table fails (limit %s: %s)" % (limit, err))
+if os.path.exists(CLONE):
+    report(open(CLONE).read().strip() == "0", "and kernel.unprivileged_userns_clone is 0")
 
 for mode in ("internet", "none", "allow"):
     set_stamp(None)

@@ -105,6 +105,19 @@ elif CASE == "cp-out":
     done = re.search(rb"  cp: done, [\d.]+ MiB, [\d.]+ MiB/s \[\d+\.\ds\]\r\n$",
                      t.out)
     show(rc, bool(done))
+elif CASE == "cp-fail":
+    # A failed cp: its progress line ends ("failed", with what had moved),
+    # and the error follows on a line of its own. Prints the exit status,
+    # whether it was so, the bytes on the failed line ("-": none) and the
+    # error line.
+    t = Term(["cp"] + ARGS)
+    rc = t.wait()
+    m = re.search(rb"\x1b\[K  cp: failed(?:, ([^\r\[]*))? \[[\d.]+s\]\r\n"
+                  rb"(agent-lanectl: cp: [^\r\n]*)\r\n$", t.out)
+    if m:
+        show(rc, True, "|", (m.group(1) or b"-").decode(), "|", m.group(2).decode())
+    else:
+        show(rc, False, "|", "-", "|", repr(t.out[-400:]))
 elif CASE == "raw":
     t = Term(ARGS)
     rc = t.wait()

@@ -115,12 +115,16 @@ PREV=$(newest)
 "$LANECTL" --socket "$SOCK" run --keep -- sleep 60 2>/dev/null &
 P=$!
 L2=$(wait_new "$PREV")
-wait_for 20 state_is "$L2" ready
-sleep 0.5
+runs_60() { ctl exec "$L2" -- ps -eo args >"$T/ps" 2>/dev/null && grep -q '^sleep 60$' "$T/ps"; }
+check "--keep: the command runs" wait_for 20 runs_60
 kill -KILL $P
 wait $P 2>/dev/null
-sleep 1
+# The daemon has taken in the client's death once the exec it ran has
+# ended in the lane's events; an owned lane would be destroying by then.
+exec_ended() { ctl events "$L2" | grep -Eq 'exec +sleep.*the client disconnected'; }
+check "--keep: the daemon saw the client go (its exec ended)" wait_for 20 exec_ended
 check_eq "--keep: the client's death keeps the lane" ready "$(lane_state "$L2")"
+check_nomatch "and nothing asked for its destruction" 'destroy' "$(ctl events "$L2")"
 ctl rm "$L" "$L2" >/dev/null
 
 # ---- A restart finds the owner gone ----------------------------------------

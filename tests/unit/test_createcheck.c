@@ -311,9 +311,12 @@ test_alias_and_owned(void **state)
 	Agentlane__V1__CreateLane req = AGENTLANE__V1__CREATE_LANE__INIT;
 	struct lane_create_plan plan;
 	char longest[LANE_ALIAS_MAX + 2];
-	const char *good[] = { "web", "a", "0", "my-lane.v2_x", "3f2a" };
+	const char *good[] = { "web", "x", "my-lane.v2_x", "3f2g", "0x1",
+	    "0655-web", "0123456789abcdef0" };
+	/* All-hex words up to 16 are the digits of lane names: prefixes. */
 	const char *bad[] = { "Web", "al-web", "ali-x", "-x", ".x", "_x",
-	    "a b", "we/b", "caf\xc3\xa9" };
+	    "a b", "we/b", "caf\xc3\xa9", "0", "a", "3f2a", "0655", "cafe",
+	    "0123456789abcdef" };
 
 	caps();
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
@@ -327,6 +330,9 @@ test_alias_and_owned(void **state)
 		assert_false(lane_alias_valid(bad[i]));
 		assert_int_equal(check(&req, 0, &plan, "--name"), INVALID);
 	}
+	/* Still an alias's shape, so that rows from before resolve. */
+	assert_true(lane_alias_shape("0655"));
+	assert_false(lane_alias_shape("al-0655"));
 	memset(longest, 'a', sizeof longest);
 	longest[LANE_ALIAS_MAX] = '\0';
 	req.alias = longest;

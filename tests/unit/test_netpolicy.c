@@ -18,10 +18,11 @@
 #include "netpolicy.h"
 
 static void
-check_golden(enum netpolicy_mode m, uint16_t port, bool sudo, const char *file)
+check_golden(enum netpolicy_mode m, uint16_t port, bool sudo, bool userns,
+    const char *file)
 {
 	char yaml[8192];
-	int n = netpolicy_yaml(m, port, sudo, yaml, sizeof yaml);
+	int n = netpolicy_yaml(m, port, sudo, userns, yaml, sizeof yaml);
 
 	assert_true(n > 0);
 	golden_check(file, yaml, (size_t)n);
@@ -30,25 +31,55 @@ check_golden(enum netpolicy_mode m, uint16_t port, bool sudo, const char *file)
 static void
 test_golden_internet(void **state)
 {
-	check_golden(NETPOLICY_INTERNET, 0, false, "netpolicy-internet.yaml");
+	check_golden(NETPOLICY_INTERNET, 0, false, false,
+	    "netpolicy-internet.yaml");
 }
 
 static void
 test_golden_none(void **state)
 {
-	check_golden(NETPOLICY_NONE, 0, false, "netpolicy-none.yaml");
+	check_golden(NETPOLICY_NONE, 0, false, false, "netpolicy-none.yaml");
 }
 
 static void
 test_golden_allow(void **state)
 {
-	check_golden(NETPOLICY_ALLOW, 41234, false, "netpolicy-allow.yaml");
+	check_golden(NETPOLICY_ALLOW, 41234, false, false,
+	    "netpolicy-allow.yaml");
 }
 
 static void
 test_golden_sudo(void **state)
 {
-	check_golden(NETPOLICY_INTERNET, 0, true, "netpolicy-internet-sudo.yaml");
+	check_golden(NETPOLICY_INTERNET, 0, true, false,
+	    "netpolicy-internet-sudo.yaml");
+}
+
+static size_t at(const char *, const char *);
+
+/*
+ * A lane with Docker (cloned from an image built with --docker) keeps
+ * user namespaces; every other one turns them off, before the stamp, so
+ * that a guest where that fails never says "enforced".
+ */
+static void
+test_golden_docker(void **state)
+{
+	char yaml[8192];
+
+	check_golden(NETPOLICY_INTERNET, 0, false, true,
+	    "netpolicy-internet-docker.yaml");
+	assert_true(netpolicy_yaml(NETPOLICY_NONE, 0, false, false, yaml,
+	    sizeof yaml) > 0);
+	assert_true(at(yaml, "set -eu") <
+	    at(yaml, "echo 0 > /proc/sys/user/max_user_namespaces"));
+	assert_true(at(yaml, "echo 0 > /proc/sys/user/max_user_namespaces") <
+	    at(yaml, "/run/agent-lane/netpolicy.tmp"));
+	(void)at(yaml, "echo 0 > /proc/sys/kernel/unprivileged_userns_clone");
+	assert_true(netpolicy_yaml(NETPOLICY_NONE, 0, false, true, yaml,
+	    sizeof yaml) > 0);
+	assert_null(strstr(yaml, "max_user_namespaces"));
+	assert_null(strstr(yaml, "unprivileged_userns_clone"));
 }
 
 /* Position of needle in hay, failing when absent. */
@@ -205,6 +236,7 @@ main(void)
 		cmocka_unit_test(test_golden_none),
 		cmocka_unit_test(test_golden_allow),
 		cmocka_unit_test(test_golden_sudo),
+		cmocka_unit_test(test_golden_docker),
 		cmocka_unit_test(test_order),
 		cmocka_unit_test(test_internet_proxy),
 		cmocka_unit_test(test_ca),

@@ -255,6 +255,7 @@ test_alias_unique_live(void **state)
 	struct lane_record b = make_record(LANE_B, 2000), got;
 	char name[LANE_NAME_SIZE], names[4][LANE_NAME_SIZE];
 	size_t n;
+	bool live;
 
 	snprintf(a.alias, sizeof a.alias, "web");
 	a.owned = true;
@@ -287,24 +288,28 @@ test_alias_unique_live(void **state)
 	assert_false(got.owned);
 
 	/* Prefixes: live lanes first, then any; n counts one past max. */
-	assert_int_equal(registry_lane_by_prefix(f->r, "al-", names, 4, &n),
-	    REG_OK);
+	assert_int_equal(registry_lane_by_prefix(f->r, "al-", names, 4, &n,
+	    &live), REG_OK);
 	assert_int_equal(n, 1);
 	assert_string_equal(names[0], LANE_B);
-	assert_int_equal(registry_lane_by_prefix(f->r, LANE_A, names, 4, &n),
-	    REG_OK);
+	assert_true(live);
+	assert_int_equal(registry_lane_by_prefix(f->r, LANE_A, names, 4, &n,
+	    &live), REG_OK);
 	assert_int_equal(n, 1);
 	assert_string_equal(names[0], LANE_A);
+	assert_false(live);
 	insert(f->r, LANE_C, 3000);
 	insert(f->r, LANE_D, 4000);
-	assert_int_equal(registry_lane_by_prefix(f->r, "al-0", names, 2, &n),
-	    REG_OK);
+	assert_int_equal(registry_lane_by_prefix(f->r, "al-0", names, 2, &n,
+	    &live), REG_OK);
 	assert_int_equal(n, 3);
+	assert_true(live);
 	assert_string_equal(names[0], LANE_B);
 	assert_string_equal(names[1], LANE_C);
-	assert_int_equal(registry_lane_by_prefix(f->r, "al-1", names, 2, &n),
-	    REG_OK);
+	assert_int_equal(registry_lane_by_prefix(f->r, "al-1", names, 2, &n,
+	    &live), REG_OK);
 	assert_int_equal(n, 0);
+	assert_false(live);
 }
 
 static void

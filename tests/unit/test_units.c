@@ -320,6 +320,27 @@ test_format_duration_truncates(void **state)
 	assert_int_equal(strlen(buf), 3);
 }
 
+/* Sizes in messages: binary units, one decimal, never rounded up. */
+static void
+test_format_bytes(void **state)
+{
+	static const struct {
+		uint64_t v;
+		const char *s;
+	} cases[] = {
+		{ 0, "0 bytes" }, { 1023, "1023 bytes" }, { 1024, "1 KiB" },
+		{ 65536, "64 KiB" }, { 1048575, "1023.9 KiB" },
+		{ 1073741824, "1 GiB" }, { 1610612736, "1.5 GiB" },
+		{ UINT64_MAX, "15.9 EiB" },
+	};
+	char buf[32];
+
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		units_format_bytes(cases[i].v, buf, sizeof buf);
+		assert_string_equal(buf, cases[i].s);
+	}
+}
+
 int
 main(void)
 {
@@ -336,6 +357,7 @@ main(void)
 		cmocka_unit_test(test_format_duration_round_trips),
 		cmocka_unit_test(test_format_human),
 		cmocka_unit_test(test_format_duration_truncates),
+		cmocka_unit_test(test_format_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

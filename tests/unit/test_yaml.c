@@ -67,11 +67,11 @@ test_golden(void **state)
  */
 static void
 check_policy_golden(struct lima *l, int mode, uint16_t port, bool sudo,
-    const char *file)
+    bool userns, const char *file)
 {
 	struct lima_lane_spec spec = { .cpus = 2, .memory_mib = 4096,
 	    .disk_gib = 30, .has_policy = true, .net_mode = mode,
-	    .proxy_port = port, .sudo = sudo };
+	    .proxy_port = port, .sudo = sudo, .userns = userns };
 	char *yaml = calloc(1, 16384);
 	int n;
 
@@ -87,14 +87,17 @@ check_policy_golden(struct lima *l, int mode, uint16_t port, bool sudo,
 static void
 test_golden_policies(void **state)
 {
-	check_policy_golden(*state, NETPOLICY_INTERNET, 0, false,
+	check_policy_golden(*state, NETPOLICY_INTERNET, 0, false, false,
 	    "lane-internet.yaml");
-	check_policy_golden(*state, NETPOLICY_NONE, 0, false,
+	check_policy_golden(*state, NETPOLICY_NONE, 0, false, false,
 	    "lane-none.yaml");
-	check_policy_golden(*state, NETPOLICY_ALLOW, 41234, false,
+	check_policy_golden(*state, NETPOLICY_ALLOW, 41234, false, false,
 	    "lane-allow.yaml");
-	check_policy_golden(*state, NETPOLICY_INTERNET, 0, true,
+	check_policy_golden(*state, NETPOLICY_INTERNET, 0, true, false,
 	    "lane-internet-sudo.yaml");
+	/* A clone of an image with Docker: user namespaces kept. */
+	check_policy_golden(*state, NETPOLICY_INTERNET, 0, false, true,
+	    "lane-internet-docker.yaml");
 }
 
 /*

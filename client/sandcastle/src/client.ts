@@ -102,7 +102,7 @@ export interface Lane {
   proxyPort: number;
   /** The lane's alias (create --name); "" for none. */
   alias: string;
-  /** Destroyed by the daemon when the connection that created it closes (`agent-lanectl run`'s lanes). */
+  /** The lane lives as long as its creator's connection (createOwnedLane, `agent-lanectl run`). */
   owned: boolean;
   /** Its secrets: each one's variable name and the hosts its value may go to (never the value). */
   secrets: LaneSecret[];
@@ -167,8 +167,9 @@ export interface CreateLaneRequest {
   sudo?: boolean;
   /**
    * A second name for the lane, unique among live lanes
-   * ([a-z0-9][a-z0-9._-]{0,62}, not "al-..."); every call that takes a lane
-   * name takes it while the lane lives. Taken: ALREADY_EXISTS.
+   * ([a-z0-9][a-z0-9._-]{0,62}, not "al-...", not hex digits alone); every
+   * call that takes a lane name takes it while the lane lives. Taken:
+   * ALREADY_EXISTS.
    */
   alias?: string;
   /** Credentials the lane uses without holding them (agent-lanectl(1), "--secret"). */
@@ -274,6 +275,8 @@ interface ExecControl {
 export interface CopyOutBegin {
   kind: "FILE" | "DIRECTORY" | "COPY_KIND_UNSPECIFIED";
   maxBytes: number;
+  /** FILE: its permission bits as the guest saw them (0: not known). */
+  mode: number;
 }
 
 export interface AgentLaneClientOptions {
@@ -635,6 +638,33 @@ class Connection {
   destroy(): void {
     this.sock.destroy();
   }
+
+  /**
+   * Keep the connection without keeping Node running for it: the process
+   * may exit with it open, and the kernel then closes it.
+   */
+  unref(): void {
+    this.sock.unref();
+  }
+
+  /** Resolves once the socket has closed, whoever closed it. */
+  whenClosed(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => this.sock.once("close", () => resolve()));
+  }
+}
+
+/**
+ * The connection an owned lane lives as long as (createOwnedLane). The
+ * daemon destroys the lane when it closes, for whatever reason: close(),
+ * or the process ending in any way, SIGKILL included, since the kernel
+ * closes the socket then. It does not keep Node running.
+ */
+export interface LaneOwner {
+  /** Close the connection: the daemon starts destroying the lane. */
+  close(): void;
+  /** Resolves when the connection has closed: the lane has ended, or the daemon went away. */
+  readonly closed: Promise<void>;
 }
 
 // ---------------------------------------------------------------------------
@@ -704,7 +734,33 @@ export class AgentLaneClient {
     req: CreateLaneRequest,
     opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal } = {},
   ): Promise<Lane> {
+    return (await this.create(req, opts, false)).lane;
+  }
+
+  /**
+   * As createLane, but the lane is owned by the returned connection
+   * (`CreateLane{owned}`, as `agent-lanectl run` makes them): the daemon
+   * destroys the lane as soon as the owner closes, by owner.close() or
+   * because this process ended, however it ended. Calls on the lane use
+   * connections of their own; the owner only stays open.
+   */
+  async createOwnedLane(
+    req: CreateLaneRequest,
+    opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal } = {},
+  ): Promise<{ lane: Lane; owner: LaneOwner }> {
+    const { lane, conn } = await this.create(req, opts, true);
+    const c = conn!;
+    c.unref();
+    return { lane, owner: { close: () => c.destroy(), closed: c.whenClosed() } };
+  }
+
+  private async create(
+    req: CreateLaneRequest,
+    opts: { onProgress?: (p: Progress) => void; signal?: AbortSignal },
+    owned: boolean,
+  ): Promise<{ lane: Lane; conn?: Connection }> {
     const { conn } = await this.open();
+    let keep = false;
     const onAbort = () => {
       const reason = opts.signal?.reason;
       conn.fail(reason instanceof Error ? reason : new AgentLaneError("CANCELLED", "lane creation was abandoned by the client"));
@@ -731,6 +787,7 @@ export class AgentLaneClient {
             value: secretValues[i],
             hosts: s.hosts ?? [],
           })),
+          owned,
         },
       });
       for (;;) {
@@ -740,13 +797,16 @@ export class AgentLaneClient {
           continue;
         }
         if (m.body === "error") throw errorFrom(m.error);
-        if (m.body === "lane") return toLane(m.lane);
+        if (m.body === "lane") {
+          keep = owned;
+          return { lane: toLane(m.lane), conn: owned ? conn : undefined };
+        }
         throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CreateLane`);
       }
     } finally {
       for (const v of secretValues) v.fill(0);
       opts.signal?.removeEventListener("abort", onAbort);
-      conn.destroy();
+      if (!keep) conn.destroy();
     }
   }
 
@@ -972,7 +1032,11 @@ export class AgentLaneClient {
       const first = await conn.expect("the copy-out header");
       if (first.body === "error") throw errorFrom(first.error);
       if (first.body !== "copyOutBegin") throw new AgentLaneError("UNAVAILABLE", `unexpected ${first.body} during CopyOut`);
-      const begin: CopyOutBegin = { kind: first.copyOutBegin.kind, maxBytes: Number(first.copyOutBegin.maxBytes) };
+      const begin: CopyOutBegin = {
+        kind: first.copyOutBegin.kind,
+        maxBytes: Number(first.copyOutBegin.maxBytes),
+        mode: Number(first.copyOutBegin.mode ?? 0) & 0o777,
+      };
       await opts.onBegin?.(begin);
       let received = 0;
       for (;;) {
@@ -1005,8 +1069,8 @@ export class AgentLaneClient {
    * Copy one regular guest file to `hostPath`: the bytes go to an O_EXCL
    * temporary file in the destination directory (created if missing), which
    * is fsynced and renamed over `hostPath` only after the daemon confirmed
-   * the whole file. On any failure the temporary file is removed. A guest
-   * directory is refused.
+   * the whole file; it gets the guest file's mode less the umask. On any
+   * failure the temporary file is removed. A guest directory is refused.
    */
   async copyFileOut(lane: string, guestPath: string, hostPath: string, opts: { maxBytes?: number } = {}): Promise<number> {
     const dest = path.resolve(hostPath);
@@ -1028,7 +1092,9 @@ export class AgentLaneClient {
             );
           }
           tmp = path.join(dir, `.${path.basename(dest)}.agentlane-${randomBytes(6).toString("hex")}.tmp`);
-          fh = await open(tmp, "wx", 0o666);
+          // The guest file's permission bits (an untracked script stays
+          // executable), less the umask, as open() applies it.
+          fh = await open(tmp, "wx", b.mode !== 0 ? b.mode : 0o666);
         },
         onData: async (data) => {
           let off = 0;

@@ -26,6 +26,7 @@ import {
   type ExecCall,
   type Label,
   type Lane,
+  type LaneOwner,
   type NetworkMode,
   type ProvisionScript,
   type SecretRequest,
@@ -45,6 +46,7 @@ export {
   type ExecStatus,
   type Lane,
   type LaneEvent,
+  type LaneOwner,
   type LaneState,
   type Label,
   type LaneSecret,
@@ -79,7 +81,7 @@ export interface LimaOptions {
   readonly env?: Record<string, string>;
   /** Per-command timeout in milliseconds; an exec that passes it rejects with DEADLINE_EXCEEDED (default: none). */
   readonly execTimeoutMs?: number;
-  /** Largest file copyFileOut accepts, in bytes (default and ceiling: the daemon's max_copy_out_bytes). */
+  /** Largest file copyFileOut accepts, in bytes (default: the daemon's max_copy_out_bytes; more is RESOURCE_EXHAUSTED). */
   readonly maxCopyOutBytes?: number;
   /**
    * An alias for the lane (`agent-lanectl create --name`), unique among live
@@ -164,7 +166,10 @@ export function lima(options: LimaOptions = {}): IsolatedSandboxProvider {
 
 /**
  * Create a lane and return its sandbox handle (what lima()'s create does).
- * The lane is destroyed again if any step fails.
+ * The lane is destroyed again if any step fails. It is owned by a
+ * connection this process keeps open: however the process ends (^C, a
+ * crash, SIGKILL), the daemon destroys the lane, as it does for
+ * `agent-lanectl run`; close() destroys it sooner.
  */
 export async function createLaneHandle(
   options: LimaOptions = {},
@@ -201,6 +206,7 @@ export async function createLaneHandle(
   );
   timer.unref();
   let laneName: string | undefined;
+  let owner: LaneOwner | undefined;
   try {
     let image = options.image;
     if (options.provision !== undefined || options.docker) {
@@ -210,7 +216,7 @@ export async function createLaneHandle(
       );
       image = built.name;
     }
-    const lane = await client.createLane(
+    const created = await client.createOwnedLane(
       {
         cpus: options.cpus,
         memoryMib: options.memoryGiB !== undefined ? Math.round(options.memoryGiB * 1024) : undefined,
@@ -232,6 +238,8 @@ export async function createLaneHandle(
         },
       },
     );
+    const lane = created.lane;
+    owner = created.owner;
     laneName = lane.name;
     if (lane.state !== "READY") {
       throw new AgentLaneError("FAILED_PRECONDITION", `lane ${lane.name} is ${lane.state}, not READY`);
@@ -244,7 +252,7 @@ export async function createLaneHandle(
       );
     }
     const worktreePath = path.posix.join(workspace, "repo");
-    const handle = new AgentLaneHandle(client, lane, worktreePath, env, options);
+    const handle = new AgentLaneHandle(client, lane, owner, worktreePath, env, options);
     // Sandcastle needs git, sh and mktemp in the guest and replaces
     // worktreePath (so its parent must be writable); check now so that a
     // broken image fails here, where the lane is still cleaned up.
@@ -272,6 +280,8 @@ export async function createLaneHandle(
     await cleanupFailedCreate(client, laneName, createId).catch((cleanupErr: Error) => {
       if (err instanceof Error) err.message += ` (and cleaning up the lane failed: ${cleanupErr.message})`;
     });
+    // Whatever the cleanup managed: a closed owner is a destroyed lane.
+    owner?.close();
     throw err;
   } finally {
     clearTimeout(timer);
@@ -488,6 +498,7 @@ class AgentLaneHandle implements LaneHandle {
   constructor(
     private readonly client: AgentLaneClient,
     readonly lane: Lane,
+    private readonly owner: LaneOwner,
     readonly worktreePath: string,
     private readonly env: Record<string, string>,
     private readonly options: LimaOptions,
@@ -687,17 +698,25 @@ class AgentLaneHandle implements LaneHandle {
     await this.client.copyFileOut(this.laneName, sandboxPath, hostPath, { maxBytes: this.options.maxCopyOutBytes });
   }
 
-  /** Kill in-flight commands, then destroy the lane. Safe to call more than once. */
+  /**
+   * Kill in-flight commands, then destroy the lane: resolves once the VM
+   * is gone. Safe to call more than once.
+   */
   close(): Promise<void> {
     if (!this.closing) {
       this.isClosed = true;
       for (const call of this.inflight) call.cancel(`lane ${this.laneName} closed`);
       this.inflight.clear();
+      // DestroyLane on a connection of its own (the audit says "destroyed
+      // on request") waits for the VM to go. The owner is closed after it
+      // whatever it answered: if the call could not even be made, that
+      // alone has the daemon destroy the lane.
       this.closing = this.client.destroyLane(this.laneName).then(
-        () => undefined,
+        () => this.owner.close(),
         (err: unknown) => {
+          this.owner.close();
           if (err instanceof AgentLaneError && err.code === "NOT_FOUND") return;
-          // Let a later close() retry; the daemon keeps retrying a failed deletion too.
+          // A later close() can still wait for the destroy the owner's end started.
           this.closing = undefined;
           throw err;
         },

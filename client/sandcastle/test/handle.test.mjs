@@ -271,6 +271,18 @@ test("copyFileOut writes exact bytes into a host directory that does not exist y
   assert.deepEqual(fs.readdirSync(hostDir), ["copy.bin"]);
 });
 
+test("copyFileOut keeps the guest file's mode, less the umask", async () => {
+  const hostDir = tmpdir();
+  await handle.exec(`printf '#!/bin/sh\\n' > run.sh && chmod 0755 run.sh && echo s > secret && chmod 0600 secret`, {
+    cwd: handle.workspace,
+  });
+  const umask = process.umask();
+  await handle.copyFileOut(`${handle.workspace}/run.sh`, path.join(hostDir, "run.sh"));
+  await handle.copyFileOut(`${handle.workspace}/secret`, path.join(hostDir, "secret"));
+  assert.equal(fs.statSync(path.join(hostDir, "run.sh")).mode & 0o777, 0o755 & ~umask);
+  assert.equal(fs.statSync(path.join(hostDir, "secret")).mode & 0o777, 0o600 & ~umask);
+});
+
 test("copyFileOut of a missing file rejects and leaves no file behind", async () => {
   const hostDir = path.join(tmpdir(), "missing-out");
   await assert.rejects(
@@ -289,7 +301,7 @@ test("copyFileOut refuses a directory and leaves no file behind", async () => {
   assert.deepEqual(fs.readdirSync(hostDir), []);
 });
 
-test("a copy-out that passes its bound is rejected mid-stream and its temporary file removed", async () => {
+test("a copy-out past its bound is rejected, before it streams, and leaves no temporary file", async () => {
   const guest = `${handle.workspace}/out/big.bin`;
   await handle.exec(`head -c 600000 /dev/zero > "${guest}"`);
   const hostDir = tmpdir();

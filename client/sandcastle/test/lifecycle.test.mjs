@@ -66,9 +66,20 @@ test("create() passes resources, lifetime and idle timeout to the daemon; execTi
   await h.copyFileOut(`${h.worktreePath}/fits.bin`, path.join(hostDir, "fits.bin"));
   assert.equal(fs.statSync(path.join(hostDir, "fits.bin")).size, 1000);
 
-  // sudo runs the command through sudo (the simulator's guest may not allow it).
+  // sudo runs the command through sudo -n, which a lane without --sudo
+  // refuses as sudo does without a password (the sudo lane: below).
   const s = await h.exec("id -u", { sudo: true });
-  assert.ok(s.stdout === "0\n" || (s.exitCode !== 0 && /sudo/.test(s.stderr)), JSON.stringify(s));
+  assert.deepEqual(s, { stdout: "", stderr: "sudo: a password is required\n", exitCode: 1 });
+});
+
+test("sudo: true keeps guest root, and exec({ sudo }) runs as root there", async () => {
+  const h = await createLaneHandle({ socketPath: daemon.socketPath, sudo: true, labels: { test: "sudo" } }, { env: {} });
+  daemon.cleanup(() => h.close());
+  assert.equal(h.lane.sudo, true);
+  assert.deepEqual(await h.exec("id -u", { sudo: true }), { stdout: "0\n", stderr: "", exitCode: 0 });
+  const plain = await h.exec("id -u");
+  assert.equal(plain.exitCode, 0);
+  assert.match(plain.stdout, /^[1-9][0-9]*\n$/, "without sudo, the lane user");
 });
 
 test("close() kills in-flight execs, stops onLine, destroys the lane and is idempotent", async () => {
@@ -93,6 +104,10 @@ test("close() kills in-flight execs, stops onLine, destroys the lane and is idem
   await assert.rejects(ticker, AgentLaneError);
   const lane = await daemon.client.getLane(h.laneName);
   assert.equal(lane.state, "DESTROYED");
+  assert.equal(lane.owned, true);
+  // By close()'s own DestroyLane, not by the owner's end that follows it.
+  const events = (await daemon.client.getEvents(h.laneName)).map((e) => `${e.event} ${e.detail}`);
+  assert.ok(events.some((e) => /destroyed on request/.test(e)), events.join("\n"));
   assert.equal(sleepers().length, 0, "the sleeper still runs after close()");
   await sleep(300);
   assert.equal(ticks.length, ticksAtClose, "onLine was called after close()");
