@@ -265,6 +265,40 @@ def plant(path, text):
 
 
 private_sudoers()
+# User namespaces, first: every provision without Docker sets the limit
+# to 0 for the rest of this test. The script writes this test's own user namespace's
+# limit (/proc/sys/user is per user namespace), which stands for the guest
+# kernel's; Debian's global kernel.unprivileged_userns_clone is not ours
+# to write, so a stand-in file is mounted over it where it exists.
+CLONE = "/proc/sys/kernel/unprivileged_userns_clone"
+if os.path.exists(CLONE):
+    with open("/run/np-userns-clone", "w") as f:
+        f.write("1\n")
+    sh("mount", "--bind", "/run/np-userns-clone", CLONE)
+
+
+def userns_nft():
+    """What `unshare -Urn nft add table ...` gives a user here."""
+    r = subprocess.run(["unshare", "-Urn", "nft", "add", "table", "inet", "np-userns"],
+                       capture_output=True, text=True)
+    return r.returncode, r.stderr.strip()
+
+
+rc, err = userns_nft()
+report(rc == 0, "control: before provisioning, unshare -Urn nft add table works (%s)" % err)
+r = provision("internet", PROXY_PORT, "docker")
+rc, err = userns_nft()
+report(r.returncode == 0 and rc == 0,
+       "a lane with Docker: the provision script keeps user namespaces (%s)" % (err or r.stderr.strip()[:200]))
+r = provision("internet")
+rc, err = userns_nft()
+limit = open("/proc/sys/user/max_user_namespaces").read().strip()
+report(r.returncode == 0 and rc != 0 and limit == "0",
+       "a lane without Docker: unshare -Urn nft add table fails (limit %s: %s)" % (limit, err))
+if os.path.exists(CLONE):
+    report(open(CLONE).read().strip() == "0", "and kernel.unprivileged_userns_clone is 0")
+
+
 # What cloud-init writes for Lima 2.2's passwordlessSudo: false.
 plant("/etc/sudoers.d/90-cloud-init-users",
       "# Created by cloud-init\n\n# User rules for %s\n%s ALL=(ALL) ALL\n"
@@ -359,37 +393,6 @@ for (h, p, pr, what), want, res in zip(TARGETS, EXPECT_INTERNET_PROXY, got):
     report(res == want, "internet with secrets: %s %s:%d/%s is %s" % (what, h, p, pr, res))
 report(ssh_reply(), "internet with secrets: replies to a connection from 192.168.5.2 still pass")
 
-# User namespaces. The script writes this test's own user namespace's
-# limit (/proc/sys/user is per user namespace), which stands for the guest
-# kernel's; Debian's global kernel.unprivileged_userns_clone is not ours
-# to write, so a stand-in file is mounted over it where it exists.
-CLONE = "/proc/sys/kernel/unprivileged_userns_clone"
-if os.path.exists(CLONE):
-    with open("/run/np-userns-clone", "w") as f:
-        f.write("1\n")
-    sh("mount", "--bind", "/run/np-userns-clone", CLONE)
-
-
-def userns_nft():
-    """What `unshare -Urn nft add table ...` gives a user here."""
-    r = subprocess.run(["unshare", "-Urn", "nft", "add", "table", "inet", "np-userns"],
-                       capture_output=True, text=True)
-    return r.returncode, r.stderr.strip()
-
-
-rc, err = userns_nft()
-report(rc == 0, "control: before provisioning, unshare -Urn nft add table works (%s)" % err)
-r = provision("internet", PROXY_PORT, "docker")
-rc, err = userns_nft()
-report(r.returncode == 0 and rc == 0,
-       "a lane with Docker: the provision script keeps user namespaces (%s)" % (err or r.stderr.strip()[:200]))
-r = provision("internet")
-rc, err = userns_nft()
-limit = open("/proc/sys/user/max_user_namespaces").read().strip()
-report(r.returncode == 0 and rc != 0 and limit == "0",
-       "a lane without Docker: unshare -Urn nft add table fails (limit %s: %s)" % (limit, err))
-if os.path.exists(CLONE):
-    report(open(CLONE).read().strip() == "0", "and kernel.unprivileged_userns_clone is 0")
 
 for mode in ("internet", "none", "allow"):
     set_stamp(None)

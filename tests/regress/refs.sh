@@ -111,7 +111,7 @@ done
 # ---- Aliases against prefixes ---------------------------------------------
 for bad in 0655 a cafe 0123456789abcdef; do
 	OUT=$(ctl create --name "$bad" 2>&1); RC=$?
-	check_eq "--name $bad (hex digits alone) is refused" "1 INVALID_ARGUMENT" \
+	check_eq "--name $bad (hex digits alone) is refused (the daemon's INVALID_ARGUMENT exits 2)" "2 INVALID_ARGUMENT" \
 	    "$RC $(echo "$OUT" | grep -o INVALID_ARGUMENT | head -1)"
 done
 check_match "saying why" 'hex digits alone' "$OUT"
