@@ -70,6 +70,13 @@ bool lanenet_guest_unenforceable(const struct laned *, char *note,
 int lanenet_proxy_open(struct lane *, uint16_t port, char *err,
     size_t errlen);
 void lanenet_proxy_close(struct lane *);
+/*
+ * Start-up: a live allow lane adopted from the registry gets its proxy
+ * back on the port its rules let through. If that port cannot be bound,
+ * whatever holds it would be reachable from the guest: the lane is
+ * destroyed and false returned (else true: recover it as usual).
+ */
+bool lanenet_recover(struct lane *);
 
 /*
  * The NAME=VALUE strings a lane's execs get from its policy (allow: the

@@ -272,6 +272,7 @@ class FAULT:
     call = 0
     hang = False
     die = False
+    stall = False
 
 
 def _fault_hit(var, sub, n):
@@ -1181,6 +1182,12 @@ def create_instance(o, name, data, cmd):
         os.mkdir(d, 0o755)
     except FileExistsError:
         raise Fatal('instance %s already exists (%s)' % (gq(name), gq(d)))
+    if FAULT.stall and FAULT.sub == 'create':
+        # LIMA_SIM_STALL: the directory is made, lima.yaml is not yet.
+        ms = os.environ.get('LIMA_SIM_STALL_MS', '')
+        if not ms:
+            hang_forever()
+        time.sleep(int(ms) / 1000)
     ok = False
     try:
         write_file(os.path.join(d, 'lima.yaml'), data)
@@ -3266,6 +3273,7 @@ def dispatch(argv):
         raise Fatal('simulated failure of `limactl %s` (LIMA_SIM_FAIL, call #%d)' % (canon, n))
     FAULT.hang = _fault_hit('LIMA_SIM_HANG', canon, n)
     FAULT.die = _fault_hit('LIMA_SIM_DIE', canon, n)
+    FAULT.stall = _fault_hit('LIMA_SIM_STALL', canon, n)
     if FAULT.hang and canon != 'start':
         log(DEBUG, 'LIMA_SIM_HANG: `limactl %s` call #%d hangs' % (canon, n))
         hang_forever()

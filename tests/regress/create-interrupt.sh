@@ -59,4 +59,58 @@ L=$(registered 5)
 stop_daemon
 wait $P 2>/dev/null
 check_eq "shutdown is not a disconnect to act on" "" "$(grep "$L: its creator disconnected" "$LOG")"
+# ---- A half-made instance directory (issue 18) --------------------------------
+# LIMA_SIM_STALL holds limactl create right after it made the instance
+# directory, before lima.yaml: the window in which limactl delete refuses
+# the directory ("NOT deleted, in case it is currently being cloned into").
+# Killing the create there used to leave a lane destroying for ever.
+export LIMA_SIM_LOG=$T/sim.log
+halfmade() { [ -d "$(instance_dir "$1")" ] && [ ! -e "$(instance_dir "$1")/lima.yaml" ]; }
+calls() { grep -c " $1 .*$2\$" "$LIMA_SIM_LOG"; }
+newest() { sqlite3 "$STATE/registry.db" 'SELECT name FROM lanes ORDER BY created_at_ms DESC, rowid DESC LIMIT 1'; }
+
+# The creator dies in the window: the create is let finish, then deleted.
+LIMA_SIM_STALL=create LIMA_SIM_STALL_MS=1500 start_daemon || exit 1
+"$LANECTL" --socket "$SOCK" create 2>/dev/null &
+P=$!
+wait_for 10 sh -c "[ -n \"\$(sqlite3 '$STATE/registry.db' \"SELECT name FROM lanes WHERE state = 'creating'\")\" ]"
+L=$(newest)
+check "the create stalls with its directory half-made" wait_for 10 halfmade "$L"
+kill -KILL $P
+wait $P 2>/dev/null
+check "a creator that died in that window has its lane destroyed" \
+    wait_for 20 state_is "$L" destroyed
+check "with no instance directory left" test ! -e "$(instance_dir "$L")"
+check_eq "the create ran to its end: one limactl delete did it" 1 "$(calls delete "$L")"
+check_nomatch "no limactl delete was refused (the create was let finish)" 'destroy-failed' "$(ctl events "$L")"
+stop_daemon
+
+# The create hangs in the window until its timeout kills it: limactl delete
+# refuses what it left, and agent-laned removes the directory itself.
+LIMA_SIM_STALL=create start_daemon --command-timeout 2s || exit 1
+OUT=$(ctl create 2>&1); RC=$?
+L=$(newest)
+check_eq "a create killed by its timeout fails" 1 "$RC"
+check_match "with DEADLINE_EXCEEDED" 'DEADLINE_EXCEEDED' "$OUT"
+check "the lane ends failed" wait_for 20 state_is "$L" failed
+check "and its half-made directory is gone" test ! -e "$(instance_dir "$L")"
+check_match "removed by agent-laned, in the audit trail" 'vm-dir-removed' "$(ctl events "$L")"
+check "limactl delete was not retried for ever ($(calls delete "$L") calls)" test "$(calls delete "$L")" -le 2
+stop_daemon
+
+# An image build cancelled in the same window: no row, no instance left.
+printf '#!/bin/sh\ntrue\n' > "$T/prov.sh"
+LIMA_SIM_STALL=create LIMA_SIM_STALL_MS=1500 start_daemon || exit 1
+"$LANECTL" --socket "$SOCK" image build stall --provision "$T/prov.sh" >/dev/null 2>&1 &
+P=$!
+I=""
+wait_for 10 sh -c "[ -n \"\$(sqlite3 '$STATE/registry.db' 'SELECT instance FROM images')\" ]"
+I=$(sqlite3 "$STATE/registry.db" 'SELECT instance FROM images')
+check "the build's create stalls with its directory half-made" wait_for 10 halfmade "$I"
+kill -KILL $P
+wait $P 2>/dev/null
+gone_image() { [ -z "$(sqlite3 "$STATE/registry.db" 'SELECT name FROM images')" ] && [ ! -e "$(instance_dir "$I")" ]; }
+check "a cancelled build leaves neither its row nor its instance" wait_for 20 gone_image
+check_eq "its create ran to its end: one limactl delete did it" 1 "$(calls delete "$I")"
+stop_daemon
 finish
