@@ -43,6 +43,7 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->ended_at_ms = rec->ended_at_ms;
 	pl->alias = (char *)rec->alias;
 	pl->owned = rec->owned;
+	pl->booting = rec->booting;
 	for (size_t i = 0; i < nlabels; i++) {
 		agentlane__v1__label__init(&labels[i]);
 		labels[i].key = (char *)src[i].key;

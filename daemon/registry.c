@@ -714,8 +714,10 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 	column_copy(st, 21, rec->alias, sizeof rec->alias);
 	rec->owned = sqlite3_column_int(st, 22) != 0;
 	if (rec->pooled && (rec->state == LANE_CREATING ||
-	    rec->state == LANE_READY))
+	    rec->state == LANE_READY)) {
+		rec->booting = rec->state == LANE_CREATING;
 		rec->state = LANE_POOLED;
+	}
 }
 
 int

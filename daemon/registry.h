@@ -65,6 +65,7 @@ struct lane_record {
 	 * as creating/ready (booting/booted) and read as LANE_POOLED.
 	 */
 	bool pooled;
+	bool booting;		/* pooled, and its VM still boots */
 	/* The network policy; network "" on rows made before policies. */
 	char network[LANE_NETWORK_SIZE];
 	char allow[LANE_ALLOW_TEXT_MAX + 1];
