@@ -10,16 +10,44 @@ registered() { grep -Eo 'lane al-[0-9a-f]{16}: registered' "$LOG" | sed -n "${1}
 have_registered() { test -n "$(registered "$1")"; }
 state_is() { [ "$(lane_state "$1")" = "$2" ]; }
 
+# Runs `agent-lanectl create ARGS...` on a terminal of its own and sends it
+# SIGINT (^C) the moment its progress names the lane, so that the client
+# knows which lane it began; prints what it wrote, then "status=N".
+interrupt_create() {
+	python3 - "$LANECTL" "$SOCK" "$@" <<'PY'
+import os, pty, select, signal, sys, time
+lanectl, sock, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.environ["TERM"] = "vt100"
+    os.execv(lanectl, [lanectl, "--socket", sock, "create"] + args)
+out, sent, end = b"", False, time.time() + 30
+while time.time() < end:
+    r, _, _ = select.select([fd], [], [], 0.1)
+    if r:
+        try:
+            d = os.read(fd, 4096)
+        except OSError:
+            break
+        if not d:
+            break
+        out += d
+    if not sent and b"registered - al-" in out:
+        os.kill(pid, signal.SIGINT)
+        sent = True
+_, st = os.waitpid(pid, 0)
+sys.stdout.write(out.decode("utf-8", "replace").replace("\r", "\n"))
+print("\nstatus=%d" % (128 + os.WTERMSIG(st) if os.WIFSIGNALED(st)
+    else os.WEXITSTATUS(st)))
+PY
+}
+named() { printf '%s\n' "$1" | grep -Eo 'registered - al-[0-9a-f]{16}' | head -1 | cut -d' ' -f3; }
+
 # ---- ^C --------------------------------------------------------------------
-"$LANECTL" --socket "$SOCK" create 2>"$T/err1" &
-P=$!
-wait_for 10 have_registered 1
-L=$(registered 1)
-sleep 0.3
-kill -INT $P
-wait $P; RC=$?
-check_eq "^C: create dies of SIGINT (130)" 130 "$RC"
-check_match "and says the lane is being destroyed" "create interrupted; lane $L is being destroyed" "$(cat "$T/err1")"
+OUT=$(interrupt_create)
+L=$(named "$OUT")
+check_eq "^C: create dies of SIGINT (130)" status=130 "$(printf '%s\n' "$OUT" | tail -1)"
+check_match "and says the lane is being destroyed" "create interrupted; lane $L is being destroyed" "$OUT"
 check "the daemon destroys it" wait_for 20 state_is "$L" destroyed
 check_match "the audit trail says why" "creating client disconnected" "$(ctl events "$L")"
 
@@ -40,14 +68,9 @@ L=$(registered 3)
 kill -KILL $P
 wait $P 2>/dev/null
 check "create --detach carries on without its client" wait_for 30 state_is "$L" ready
-"$LANECTL" --socket "$SOCK" create -d 2>"$T/err4" &
-P=$!
-wait_for 10 have_registered 4
-L4=$(registered 4)
-sleep 0.3
-kill -INT $P
-wait $P
-check_match "^C with --detach says the lane carries on" "lane $L4 carries on" "$(cat "$T/err4")"
+OUT=$(interrupt_create -d)
+L4=$(named "$OUT")
+check_match "^C with --detach says the lane carries on" "lane $L4 carries on" "$OUT"
 check "and it does" wait_for 30 state_is "$L4" ready
 ctl rm "$L" "$L4" >/dev/null
 
