@@ -5,7 +5,6 @@
 
 #include "conn.h"
 #include "image.h"
-#include "imagebuild.h"
 #include "laned.h"
 #include "lima.h"
 #include "log.h"

@@ -20,6 +20,8 @@
 struct laned;
 struct conn;
 
+#define IMAGE_SCRIPTS_N 64		/* provision scripts of an image */
+
 /* 1-63 characters of [a-z0-9._-], starting with a letter or digit. */
 bool image_name_valid(const char *);
 

@@ -28,7 +28,6 @@ struct config;
 struct conn;
 struct laned;
 
-#define IMAGE_SCRIPTS_N 64		/* provision scripts per build */
 #define IMAGE_SCRIPT_NAME_MAX 255
 
 /* The inputs that make an image's disk, as content_id hashes them. */

@@ -99,10 +99,11 @@ lane_free(struct lane *l)
 		    "agent-laned is shutting down");
 		free(w);
 	}
-	/* A guest step stops here; limactl's calls go with the vm. */
+	/* limactl's calls go with the vm, unheard; a guest step stops. */
+	vm_free(l->vm);
+	l->vm = NULL;
 	if (l->step_abort != NULL)
 		(void)l->step_abort(l);
-	vm_free(l->vm);
 	if (l->retry_timer != NULL)
 		event_free(l->retry_timer);
 	if (l->d->lane_release != NULL)

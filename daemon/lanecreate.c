@@ -353,6 +353,21 @@ lane_registered(struct lane_new *n)
 	return l;
 }
 
+/* A new lane of that shape, its life (lifetime_ms) starting now. */
+static void
+lane_new_init(struct lane_new *n, struct laned *d, uint32_t cpus,
+    uint32_t memory_mib, uint32_t disk_gib, uint64_t lifetime_ms)
+{
+	memset(n, 0, sizeof *n);
+	n->d = d;
+	n->rec.cpus = cpus;
+	n->rec.memory_mib = memory_mib;
+	n->rec.disk_gib = disk_gib;
+	n->rec.created_at_ms = time_now_ms();
+	n->rec.deadline_ms = n->rec.created_at_ms + (int64_t)lifetime_ms;
+	n->image = "";
+}
+
 void
 lane_create_start(struct laned *d, struct conn *c,
     const struct lane_create_plan *plan)
@@ -362,13 +377,8 @@ lane_create_start(struct laned *d, struct conn *c,
 	char err[256];
 	int code;
 
-	memset(&n, 0, sizeof n);
-	n.d = d;
-	n.rec.cpus = plan->cpus;
-	n.rec.memory_mib = plan->memory_mib;
-	n.rec.disk_gib = plan->disk_gib;
-	n.rec.created_at_ms = time_now_ms();
-	n.rec.deadline_ms = n.rec.created_at_ms + (int64_t)plan->lifetime_ms;
+	lane_new_init(&n, d, plan->cpus, plan->memory_mib, plan->disk_gib,
+	    plan->lifetime_ms);
 	n.rec.idle_timeout_ms = plan->idle_timeout_ms;
 	record_net(&n.rec, plan);
 	str_copy(n.rec.alias, plan->alias, sizeof n.rec.alias);
@@ -403,11 +413,9 @@ lane_create_pooled(struct laned *d, const struct pool_shape *shape,
 	char err[256];
 	int code;
 
-	memset(&n, 0, sizeof n);
-	n.d = d;
-	n.rec.cpus = shape->cpus;
-	n.rec.memory_mib = shape->memory_mib;
-	n.rec.disk_gib = shape->disk_gib;
+	/* The reaper recycles it at its deadline if nobody took it. */
+	lane_new_init(&n, d, shape->cpus, shape->memory_mib, shape->disk_gib,
+	    max_age_ms);
 	/* Pool lanes have the configured policy; pool_take matches it. */
 	memset(&np, 0, sizeof np);
 	if (lane_create_net_plan(&d->cfg, NULL, &np, err, sizeof err) != 0) {
@@ -415,9 +423,6 @@ lane_create_pooled(struct laned *d, const struct pool_shape *shape,
 		return -1;
 	}
 	record_net(&n.rec, &np);
-	n.rec.created_at_ms = time_now_ms();
-	/* The reaper recycles it at this deadline if nobody took it. */
-	n.rec.deadline_ms = n.rec.created_at_ms + (int64_t)max_age_ms;
 	n.rec.pooled = true;
 	n.image = shape->image;
 	if (lane_register(&n, &code, err, sizeof err) == -1) {
@@ -821,7 +826,7 @@ create_step_ok(struct lane *l, const struct vm_result *r, const char *verb)
 static bool
 vm_step_abort(struct lane *l)
 {
-	return vm_interrupt(l->vm);
+	return l->vm != NULL && vm_interrupt(l->vm);
 }
 
 /* The lane's step is now this limactl call. */

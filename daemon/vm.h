@@ -17,7 +17,10 @@
  *    across a mount point, only inside the daemon's own Lima home, and
  *    recorded as an event. This is safe because the registry row naming
  *    the instance was committed before limactl ever heard the name
- *    (register before create), and no call of ours runs on it then.
+ *    (register before create), and no call of ours runs on it then. (A
+ *    limactl left running by a daemon killed with SIGKILL is nobody's to
+ *    wait for: at worst it makes the directory again, and reconcile
+ *    reports it as an orphan.)
  *
  * lima.c keeps limactl's command line and output formats; the owners keep
  * their state machines and registry rows.

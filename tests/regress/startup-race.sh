@@ -39,23 +39,8 @@ rm -f "$T/go"
 
 # Socket activation: the socket listens before the daemon runs, and the
 # first client's create is what it finds on it.
-reset_faults
-mkdir -p "$T/run"; chmod 700 "$T/run"
-python3 - "$SOCK" "$LANED" "$STATE" "$T/limactl" "$LOG" <<'PY' &
-import os, socket, sys
-path, laned, state, limactl, log = sys.argv[1:6]
-s = socket.socket(socket.AF_UNIX)
-s.bind(path); os.chmod(path, 0o600); s.listen(16)
-if s.fileno() != 3:
-    os.dup2(s.fileno(), 3)
-os.set_inheritable(3, True)
-out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-os.dup2(out, 1); os.dup2(out, 2)
-env = dict(os.environ, LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
-os.execve(laned, [laned, "--socket", path, "--state-dir", state,
-    "--limactl", limactl, "--tick", "1s", "--pool-size", "1"], env)
-PY
-DAEMON_PID=$!
+start_activated_daemon --state-dir "$STATE" --limactl "$T/limactl" \
+    --tick 1s --pool-size 1
 wait_for 10 test -S "$SOCK"
 L=$(ctl create --timeout 10m)
 check_eq "a create sent as the daemon starts makes a ready lane" ready "$(lane_state "$L")"

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "image.h"
 #include "imagebuild.h"
 
 #define OK 0
