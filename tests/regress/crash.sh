@@ -64,9 +64,10 @@ stop_daemon
 
 # 4. A lane that expired while the daemon was down.
 start_daemon || exit 1
-L=$(ctl create --timeout "$(life 2)")
-DL=$(ctl show --json "$L" | python3 -c 'import json,sys; print(json.load(sys.stdin)["deadline_ms"])')
+# Killed the moment create returns: the deadline must pass while it is down.
+L=$(ctl create --timeout "$(life 3)")
 kill9_daemon
+DL=$(sqlite3 "$STATE/registry.db" "SELECT deadline_ms FROM lanes WHERE name = '$L'")
 sleep_until_ms $((DL + 500))
 start_daemon || exit 1
 check "an expired lane is destroyed by the first reconcile" wait_for "$(tw 5)" state_is "$L" destroyed
