@@ -113,9 +113,15 @@ enum al_lane_state {
 	AL_LANE_DESTROYED = 4,
 	AL_LANE_FAILED = 5,
 	AL_LANE_POOLED = 6,	/* warm pool, not yet anyone's (ls --all) */
+	/*
+	 * A warm-pool lane whose VM still boots (ls --all). Not a state of
+	 * the protocol: a POOLED lane the daemon marks booting.
+	 */
+	AL_LANE_BOOTING = 7,
 };
 
-/* "creating", "ready", "destroying", "destroyed", "failed" */
+/* "creating", "ready", "destroying", "destroyed", "failed", "pooled",
+ * "booting" */
 AL_API const char *al_state_name(int state);
 
 #define AL_NAME_MAX 24

@@ -21,8 +21,11 @@
 #include "conn.h"
 #include "dispatch.h"
 #include "image.h"
+#include "imagebuild.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanecall.h"
+#include "lanecreate.h"
 #include "lanenet.h"
 #include "lima.h"
 #include "listener.h"
@@ -254,6 +257,8 @@ main(int argc, char **argv)
 	TAILQ_INIT(&d.conns);
 	TAILQ_INIT(&d.lanes);
 	d.dispatch = dispatch_request;
+	d.lane_deliver = lane_deliver;
+	d.lane_release = lane_create_release;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
 	/*
@@ -371,6 +376,7 @@ main(int argc, char **argv)
 	lanenet_probe(&d);
 	reaper_init(&d);
 	image_init(&d);
+	image_build_init(&d);
 	pool_init(&d);
 	reaper_start(&d);
 	image_recover(&d);
@@ -387,6 +393,7 @@ main(int argc, char **argv)
 	listener_stop(&d);
 	lane_persist_activity(&d);
 	lane_free_all(&d);
+	image_build_free_all(&d);
 	image_free_all(&d);
 	conn_close_all(&d);
 	proc_shutdown(&d.procs);

@@ -3,7 +3,6 @@
 
 #include "audit.h"
 #include "gexec.h"
-#include "lane.h"
 #include "laned.h"
 #include "log.h"
 #include "registry.h"
@@ -37,27 +36,30 @@ audit_text(char *dst, size_t dstlen, const uint8_t *src, size_t len)
 }
 
 static void
-audit_record(struct lane *l, const char *event, const char *detail)
+audit_record(struct laned *d, const char *lane, const char *event,
+    const char *detail)
 {
-	lane_event(l, event, detail);
-	if (registry_audit_trim(l->d->reg, l->name,
-	    l->d->cfg.max_audit_events) != REG_OK)
-		log_warnx("lane %s: cannot trim the audit events", l->name);
+	if (registry_event_append(d->reg, lane, event, detail) != REG_OK)
+		log_warnx("lane %s: cannot record event %s", lane, event);
+	if (registry_audit_trim(d->reg, lane, d->cfg.max_audit_events) !=
+	    REG_OK)
+		log_warnx("lane %s: cannot trim the audit events", lane);
 }
 
 void
-audit_proxy(struct lane *l, const char *event, const char *detail)
+audit_proxy(struct laned *d, const char *lane, const char *event,
+    const char *detail)
 {
-	audit_record(l, event, detail);
+	audit_record(d, lane, event, detail);
 }
 
 void
-audit_exec(struct lane *l, const uint8_t *argv0, size_t len,
-    const struct gexec_result *r, const char *failure)
+audit_exec(struct laned *d, const char *lane, const uint8_t *argv0,
+    size_t len, const struct gexec_result *r, const char *failure)
 {
 	char cmd[160], detail[400];
 
-	if (l == NULL)
+	if (lane == NULL)
 		return;
 	audit_text(cmd, sizeof cmd, argv0, len);
 	if (failure != NULL || r == NULL || r->end == GEXEC_FAILED)
@@ -67,16 +69,16 @@ audit_exec(struct lane *l, const uint8_t *argv0, size_t len,
 		snprintf(detail, sizeof detail, "%s signal=%d", cmd, r->sig);
 	else
 		snprintf(detail, sizeof detail, "%s exit=%d", cmd, r->code);
-	audit_record(l, "exec", detail);
+	audit_record(d, lane, "exec", detail);
 }
 
 void
-audit_copy(struct lane *l, const char *what, const char *path,
-    uint64_t bytes, const char *failure)
+audit_copy(struct laned *d, const char *lane, const char *what,
+    const char *path, uint64_t bytes, const char *failure)
 {
 	char p[300], detail[500];
 
-	if (l == NULL)
+	if (lane == NULL)
 		return;
 	audit_text(p, sizeof p, (const uint8_t *)path, strlen(path));
 	if (failure != NULL)
@@ -85,5 +87,5 @@ audit_copy(struct lane *l, const char *what, const char *path,
 	else
 		snprintf(detail, sizeof detail, "%s bytes=%llu", p,
 		    (unsigned long long)bytes);
-	audit_record(l, what, detail);
+	audit_record(d, lane, what, detail);
 }

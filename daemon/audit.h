@@ -11,17 +11,23 @@
 #include <stdint.h>
 
 struct gexec_result;
-struct lane;
+struct laned;
 
-/* argv0 is the command's own bytes (any); r how it ended, NULL if the
- * call failed before it ran, with why in failure. */
-void audit_exec(struct lane *, const uint8_t *argv0, size_t len,
-    const struct gexec_result *r, const char *failure);
+/*
+ * Each takes the lane by name: the audit trail is the registry's, and a
+ * record needs nothing of the lane's run-time state.
+ *
+ * argv0 is the command's own bytes (any); r how it ended, NULL if the
+ * call failed before it ran, with why in failure.
+ */
+void audit_exec(struct laned *, const char *lane, const uint8_t *argv0,
+    size_t len, const struct gexec_result *r, const char *failure);
 /* what: "copy-in" or "copy-out"; failure NULL when it succeeded. */
-void audit_copy(struct lane *, const char *what, const char *path,
-    uint64_t bytes, const char *failure);
+void audit_copy(struct laned *, const char *lane, const char *what,
+    const char *path, uint64_t bytes, const char *failure);
 
 /* A record of an allow lane's proxy: event "proxy-allow", "proxy-deny"... */
-void audit_proxy(struct lane *, const char *event, const char *detail);
+void audit_proxy(struct laned *, const char *lane, const char *event,
+    const char *detail);
 
 #endif

@@ -3,6 +3,7 @@
 #include "dispatch.h"
 #include "exec.h"
 #include "image.h"
+#include "imagebuild.h"
 #include "laned.h"
 #include "lanecall.h"
 #include "lanesecret.h"

@@ -1,15 +1,11 @@
 /*
  * Images: stopped, provisioned Lima instances in the daemon's Lima home
  * that lanes are cloned from (agent-lanectl image build, create --image).
+ * Their instance names are "ali-" + 16 hex, never a lane name.
  *
- * An image is made from the isolated lane template, registered before
- * limactl hears its instance name ("ali-" + 16 hex, never a lane name),
- * provisioned by running each script as root in the guest through
- * `limactl shell NAME -- sudo -n ...`, then stopped. Its content address
- * (image_content_id) is the SHA-256 of every input that shapes the disk;
- * building identical inputs under the same name answers with the existing
- * image. A build is one call with its own deadline: closing the connection
- * cancels it, and a failed or cancelled build deletes its VM and its row.
+ * This module keeps the rows and their holds (a clone or a build using an
+ * image), answers image ls/show/rm, and at start-up deletes what a dead
+ * daemon left half-built. Builds themselves are imagebuild.c's.
  */
 #ifndef LANED_IMAGE_H
 #define LANED_IMAGE_H
@@ -24,29 +20,21 @@
 struct laned;
 struct conn;
 
-/* The inputs that make an image's disk, as content_id hashes them. */
-struct image_inputs {
-	const char *base_template;	/* the daemon's lane template base */
-	const char *from_id;		/* "" or the parent image's id */
-	bool docker;
-	uint32_t cpus, memory_mib, disk_gib;
-	const ProtobufCBinaryData *scripts;	/* bytes of each, in order */
-	size_t nscripts;
-};
+#define IMAGE_SCRIPTS_N 64		/* provision scripts of an image */
 
-/* Lowercase hex SHA-256 of the inputs (65 bytes with the NUL). */
-void image_content_id(const struct image_inputs *, char out[IMAGE_ID_SIZE]);
 /* 1-63 characters of [a-z0-9._-], starting with a letter or digit. */
 bool image_name_valid(const char *);
 
 void image_init(struct laned *);
 /* Start-up: builds left "building" by a dead daemon are deleted. */
 void image_recover(struct laned *);
-/* Daemon exit: builds stop without cleanup (recovered at next start). */
+/* Daemon exit: holds are dropped (builds first: image_build_free_all). */
 void image_free_all(struct laned *);
 
-void image_handle_build(struct laned *, struct conn *,
-    const Agentlane__V1__BuildImage *);
+/* Answers c with the image (cached: nothing was built) and finishes it. */
+void image_send(struct laned *, struct conn *, const struct image_record *,
+    bool cached);
+
 void image_handle_list(struct laned *, struct conn *);
 void image_handle_get(struct laned *, struct conn *, const char *name);
 void image_handle_remove(struct laned *, struct conn *, const char *name);

@@ -7,19 +7,14 @@
 #include <event2/event.h>
 
 #include "conn.h"
-#include "image.h"
-#include "gexec.h"
 #include "laned.h"
 #include "lane.h"
-#include "lanelog.h"
-#include "lanecreate.h"
-#include "lanenet.h"
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
-#include "proc.h"
 #include "registry.h"
 #include "util.h"
+#include "vm.h"
 
 struct lane_waiter {
 	struct conn *c;
@@ -73,6 +68,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 		str_copy(l->allow, rec->allow, sizeof l->allow);
 		l->proxy_port = rec->proxy_port;
 	}
+	l->vm = vm_new(d, l->name, l);
 	TAILQ_INIT(&l->waiters);
 	TAILQ_INIT(&l->activities);
 	TAILQ_INSERT_TAIL(&d->lanes, l, entry);
@@ -104,27 +100,15 @@ lane_free(struct lane *l)
 		    "agent-laned is shutting down");
 		free(w);
 	}
-	switch (l->step) {
-	case LANE_STEP_CREATE:
-	case LANE_STEP_START:
-	case LANE_STEP_DELETE:
-		proc_abandon(l->proc);
-		break;
-	case LANE_STEP_SETUP:
-		lane_setup_abort(l);
-		break;
-	case LANE_STEP_NONE:
-	case LANE_STEP_DELETE_WAIT:
-	case LANE_STEP_COMMIT_WAIT:
-		break;
-	}
-	gexec_chan_close(&l->chan);
+	/* limactl's calls go with the vm, unheard; a guest step stops. */
+	vm_free(l->vm);
+	l->vm = NULL;
+	if (l->step_abort != NULL)
+		(void)l->step_abort(l);
 	if (l->retry_timer != NULL)
 		event_free(l->retry_timer);
-	lanenet_proxy_close(l);
-	/* A lane that ended before its clone (it waited, say) lets go. */
-	if (l->image_held)
-		image_release(l->d, l->image);
+	if (l->d->lane_release != NULL)
+		l->d->lane_release(l);
 	if (l->owner != NULL) {
 		/* Its owner hears the end as the connection closing. */
 		conn_set_handler(l->owner, NULL, NULL);
@@ -160,6 +144,32 @@ lane_changed(struct laned *d)
 }
 
 /* ---- Lane references: name, alias or name prefix ---- */
+
+/*
+ * The shape of an alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
+ * "ali-..." (a VM name, or its prefix, would then mean two things).
+ */
+bool
+lane_alias_shape(const char *s)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	return n >= 1 && n <= LANE_ALIAS_MAX &&
+	    strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) != NULL &&
+	    s[0] != '\0' &&
+	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
+	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
+}
+
+bool
+lane_alias_valid(const char *s)
+{
+	size_t hex = s != NULL ? strspn(s, "0123456789abcdef") : 0;
+
+	/* "0655" would be both an alias and the digits of al-0655... */
+	return lane_alias_shape(s) && !(s[hex] == '\0' &&
+	    hex <= LANE_NAME_SIZE - 4);
+}
 
 /* Candidates an ambiguous reference lists at most. */
 #define LANE_REF_CANDIDATES 5
@@ -300,42 +310,6 @@ lane_resolve(struct laned *d, struct conn *c, const char *ref,
 	return false;
 }
 
-/* ---- Owners: the connection an owned lane (run) lives as long as ---- */
-
-static void
-owner_closed(struct conn *c, void *ctx)
-{
-	struct lane *l = ctx;
-
-	l->owner = NULL;
-	/*
-	 * A daemon shutting down closes every connection: the row says
-	 * owned, and the next start destroys the lane (lane_recover).
-	 */
-	if (l->d->shutting_down)
-		return;
-	log_info("lane %s: its owning client disconnected", l->name);
-	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
-	    "its owning client disconnected");
-}
-
-static const struct conn_handler owner_handler = {
-	.closed = owner_closed,
-};
-
-bool
-lane_deliver(struct lane *l, struct conn *c)
-{
-	if (!l->owned || l->owner != NULL)
-		return lane_send(l->d, c, l->name);
-	if (!lane_send_row(l->d, c, l->name))
-		return false;
-	/* The call stays open: its end is the lane's. */
-	l->owner = c;
-	conn_set_handler(c, &owner_handler, l);
-	return true;
-}
-
 /* ---- Waiters: clients blocked on a lane's create or destroy ---- */
 
 static void
@@ -409,44 +383,97 @@ lane_waiters_finish(struct lane *l, enum lane_waiter_kind kind, int code,
 		TAILQ_REMOVE(&l->waiters, w, entry);
 		conn_set_handler(w->c, NULL, NULL);
 		if (code == 0)
-			(void)lane_deliver(l, w->c);
+			(void)l->d->lane_deliver(l, w->c);
 		else
 			conn_send_error(w->c, code, "%s", msg);
 		free(w);
 	}
 }
 
-/* ---- Registry and limactl helpers ---- */
+/* ---- Registry helpers ---- */
 
 static void
 retry_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct lane *l = arg;
 
-	switch (l->step) {
-	case LANE_STEP_DELETE_WAIT:
-		lane_begin_delete(l);
-		break;
-	case LANE_STEP_COMMIT_WAIT:
+	if (l->step == LANE_STEP_COMMIT_WAIT)
 		(void)lane_commit(l);
-		break;
-	default:
-		break;
-	}
 }
 
-/* Waits ms in a retry step (DELETE_WAIT, COMMIT_WAIT). */
+/* The change waits ms for its retry (COMMIT_WAIT). */
 static void
-lane_retry_in(struct lane *l, enum lane_step step, uint64_t ms)
+lane_retry_in(struct lane *l, uint64_t ms)
 {
 	struct timeval tv = tv_from_ms(ms);
 
-	l->step = step;
+	l->step = LANE_STEP_COMMIT_WAIT;
 	if (l->retry_timer == NULL &&
 	    (l->retry_timer = evtimer_new(l->d->base, retry_cb, l)) == NULL)
 		fatalx("evtimer_new");
 	if (evtimer_add(l->retry_timer, &tv) != 0)
 		fatalx("evtimer_add");
+}
+
+/* The change that ends a creation: failed, or cancelled (destroy_pending). */
+static void
+creation_change(struct lane *l, struct lane_change *ch)
+{
+	memset(ch, 0, sizeof *ch);
+	ch->to = LANE_DESTROYING;
+	str_copy(ch->event, l->destroy_pending ? "cancelled" : "create-failed",
+	    sizeof ch->event);
+	str_copy(ch->detail, l->fail_msg, sizeof ch->detail);
+	/* A cancelled creation ends "destroyed", a failed one "failed". */
+	if (!l->destroy_pending) {
+		ch->set_error = true;
+		ch->create_failed = true;
+		str_copy(ch->error, l->fail_msg, sizeof ch->error);
+	}
+	ch->then = lane_begin_delete;
+}
+
+/*
+ * A creator is not kept waiting on a registry that cannot write: it hears
+ * why at once (UNAVAILABLE), and the change goes on being retried. A
+ * creation that was to end ready then has nobody to hand the lane to, so
+ * unless it was made --detach it is cancelled instead: the change retried
+ * becomes creating -> destroying, and nothing is left running.
+ */
+static void
+lane_creators_unavailable(struct lane *l, const char *why)
+{
+	struct lane_waiter *w;
+	bool waiting = false, cancel;
+	char msg[LANE_ERROR_MAX + 128];
+
+	TAILQ_FOREACH(w, &l->waiters, entry)
+		if (w->kind == LANE_WAIT_CREATE)
+			waiting = true;
+	if (!waiting)
+		return;
+	cancel = l->state == LANE_CREATING && l->pending.to != LANE_DESTROYING &&
+	    !l->create_detached;
+	snprintf(msg, sizeof msg, "%s; %s", why, l->create_detached &&
+	    l->pending.to != LANE_DESTROYING ? "the lane carries on (--detach) "
+	    "and is ready once the change is recorded" : "the lane is destroyed "
+	    "once the registry can record it");
+	lane_waiters_finish(l, LANE_WAIT_CREATE,
+	    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, msg);
+	if (!cancel)
+		return;
+	log_warnx("lane %s: its creator was answered UNAVAILABLE: cancelled",
+	    l->name);
+	l->destroy_pending = true;
+	l->destroy_code = AGENTLANE__V1__ERROR_CODE__UNAVAILABLE;
+	str_copy(l->destroy_reason, "its creator was answered UNAVAILABLE",
+	    sizeof l->destroy_reason);
+	l->fail_code = AGENTLANE__V1__ERROR_CODE__UNAVAILABLE;
+	snprintf(l->fail_msg, sizeof l->fail_msg, "cancelled: the registry "
+	    "could not record it ready (%s), and its creator was told so",
+	    l->commit_error);
+	str_sanitize(l->fail_msg);
+	creation_change(l, &l->pending);
 }
 
 /*
@@ -489,13 +516,13 @@ lane_commit(struct lane *l)
 		    "nothing moves until it does; retrying in %llu ms "
 		    "(attempt %u)", l->name, from, to, l->commit_error,
 		    (unsigned long long)backoff_ms, l->commit_attempts);
-		lane_retry_in(l, LANE_STEP_COMMIT_WAIT, backoff_ms);
+		lane_retry_in(l, backoff_ms);
 		snprintf(msg, sizeof msg, "lane %s: the registry cannot record "
 		    "%s -> %s (%s); agent-laned retries", l->name, from, to,
 		    l->commit_error);
 		lane_waiters_finish(l, LANE_WAIT_DESTROY,
 		    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, msg);
-		lane_waiters_progress(l, "registry", msg);
+		lane_creators_unavailable(l, msg);
 		return false;
 	}
 	/* Not the disk: the row disagrees. Memory follows the request. */
@@ -565,56 +592,11 @@ lane_event(struct lane *l, const char *event, const char *detail)
 		log_warnx("lane %s: cannot record event %s", l->name, event);
 }
 
-void
-lane_limactl_failure(struct laned *d, struct proc *p, int status, char *buf,
-    size_t len)
+bool
+lane_pool_booted(const struct lane *l)
 {
-	char msg[256], st[32];
-
-	lima_error_message(d->lima, proc_stderr(p), msg, sizeof msg);
-	proc_status_string(status, st, sizeof st);
-	if (proc_timed_out(p))
-		snprintf(buf, len, "timed out%s%s", msg[0] ? ": " : "", msg);
-	else
-		snprintf(buf, len, "%s%s%s", st, msg[0] ? ": " : "", msg);
-}
-
-struct proc *
-lane_spawn(struct lane *l, char **argv, uint64_t timeout_ms, const char *verb,
-    void (*done)(struct proc *, int, void *))
-{
-	return lane_spawn_watch(l, argv, timeout_ms, verb, done, NULL);
-}
-
-struct proc *
-lane_spawn_watch(struct lane *l, char **argv, uint64_t timeout_ms,
-    const char *verb, void (*done)(struct proc *, int, void *),
-    void (*err_line)(const char *, size_t, void *))
-{
-	struct proc_spec ps;
-	struct proc *p;
-	char what[64], err[256];
-
-	if (argv == NULL) {
-		/* Only reachable if a name in memory stopped validating. */
-		log_warnx("lane %s: refusing limactl %s: invalid name", l->name,
-		    verb);
-		return NULL;
-	}
-	snprintf(what, sizeof what, "limactl %s %s", verb, l->name);
-	memset(&ps, 0, sizeof ps);
-	ps.argv = argv;
-	ps.envp = lima_envp(l->d->lima);
-	ps.in = PROC_IN_NULL;
-	ps.out = PROC_OUT_NULL;
-	ps.timeout_ms = timeout_ms;
-	ps.what = what;
-	ps.err_line = err_line;
-	p = proc_spawn(l->d->base, &l->d->procs, &ps, done, l, err, sizeof err);
-	lima_argv_free(argv);
-	if (p == NULL)
-		log_warnx("lane %s: %s", l->name, err);
-	return p;
+	/* The workspace comes with the committed ready change, and only then. */
+	return l->state == LANE_POOLED && l->workspace[0] != '\0';
 }
 
 void
@@ -635,23 +617,7 @@ lane_fail_creation(struct lane *l, int code, const char *fmt, ...)
 	str_sanitize(l->fail_msg);
 	l->fail_code = code;
 	log_warnx("lane %s: %s", l->name, l->fail_msg);
-	/* The evidence, before the VM and its logs are deleted. */
-	if (!l->destroy_pending && l->state == LANE_CREATING && !l->logs_kept) {
-		lanelog_keep(l->d, l->name, NULL);
-		l->logs_kept = true;
-	}
-	memset(&ch, 0, sizeof ch);
-	ch.to = LANE_DESTROYING;
-	str_copy(ch.event, l->destroy_pending ? "cancelled" : "create-failed",
-	    sizeof ch.event);
-	str_copy(ch.detail, l->fail_msg, sizeof ch.detail);
-	/* A cancelled creation ends "destroyed", a failed one "failed". */
-	if (!l->destroy_pending) {
-		ch.set_error = true;
-		ch.create_failed = true;
-		str_copy(ch.error, l->fail_msg, sizeof ch.error);
-	}
-	ch.then = lane_begin_delete;
+	creation_change(l, &ch);
 	(void)lane_transition(l, &ch);
 }
 
@@ -677,53 +643,36 @@ lane_finished(struct lane *l)
 }
 
 static void
-lane_finish(struct lane *l)
+delete_gone(struct vm *vm, void *arg)
 {
+	struct lane *l = arg;
 	bool failed = l->fail_code != 0 && !l->destroy_pending;
 	struct lane_change ch;
 
+	l->step = LANE_STEP_NONE;
 	memset(&ch, 0, sizeof ch);
 	ch.to = failed ? LANE_FAILED : LANE_DESTROYED;
 	str_copy(ch.event, failed ? "failed" : "destroyed", sizeof ch.event);
 	str_copy(ch.detail, l->destroy_reason, sizeof ch.detail);
 	ch.then = lane_finished;
-	(void)lane_transition(l, &ch);
+	(void)lane_transition(l, &ch);		/* may free the lane */
 }
 
+/* A delete attempt failed; vm.c retries it after retry_ms. */
 static void
-delete_done(struct proc *p, int status, void *arg)
+delete_failed(struct vm *vm, const char *why, unsigned attempt,
+    uint64_t retry_ms, void *arg)
 {
 	struct lane *l = arg;
-	struct laned *d = l->d;
-	char msg[300], detail[400];
-	uint64_t backoff_ms;
+	char detail[512];
 
-	l->proc = NULL;
-	l->step = LANE_STEP_NONE;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-	    !lima_instance_exists(d->lima, l->name)) {
-		lane_finish(l);		/* may free the lane */
-		return;
-	}
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		snprintf(msg, sizeof msg, "instance directory still present");
-	else
-		lane_limactl_failure(d, p, status, msg, sizeof msg);
-	l->destroy_attempts++;
-	backoff_ms = 1000;
-	for (unsigned i = 1; i < l->destroy_attempts && backoff_ms <
-	    d->cfg.destroy_retry_max_ms; i++)
-		backoff_ms *= 2;
-	if (backoff_ms > d->cfg.destroy_retry_max_ms)
-		backoff_ms = d->cfg.destroy_retry_max_ms;
-	snprintf(detail, sizeof detail, "limactl delete failed: %s (attempt "
-	    "%u, retrying in %llu ms)", msg, l->destroy_attempts,
-	    (unsigned long long)backoff_ms);
+	snprintf(detail, sizeof detail, "limactl delete failed: %.300s (attempt "
+	    "%u, retrying in %llu ms)", why, attempt,
+	    (unsigned long long)retry_ms);
 	log_warnx("lane %s: %s", l->name, detail);
 	lane_event(l, "destroy-failed", detail);
 	if (l->fail_code == 0)
-		(void)registry_lane_set_error(d->reg, l->name, detail);
-	lane_retry_in(l, LANE_STEP_DELETE_WAIT, backoff_ms);
+		(void)registry_lane_set_error(l->d->reg, l->name, detail);
 
 	/* Nobody waits for retries: answer now, the row stays visible. */
 	if (l->fail_code != 0) {
@@ -742,17 +691,12 @@ delete_done(struct proc *p, int status, void *arg)
 static void
 lane_begin_delete(struct lane *l)
 {
-	if (l->step == LANE_STEP_DELETE)
+	if (l->step == LANE_STEP_DELETE) {
+		vm_delete_now(l->vm);
 		return;
-	if (l->retry_timer != NULL)
-		evtimer_del(l->retry_timer);
-	l->proc = lane_spawn(l, lima_argv_delete(l->d->lima, l->name),
-	    l->d->cfg.command_timeout_ms, "delete", delete_done);
-	if (l->proc != NULL)
-		l->step = LANE_STEP_DELETE;
-	else
-		/* Could not even spawn: try again later, like a failure. */
-		lane_retry_in(l, LANE_STEP_DELETE_WAIT, 5000);
+	}
+	l->step = LANE_STEP_DELETE;
+	vm_delete(l->vm, 0, delete_failed, delete_gone);
 }
 
 void
@@ -763,7 +707,7 @@ lane_destroy(struct lane *l, int code, const char *reason)
 	char msg[128];
 
 	/* A pool lane still booting is a creation; a booted one is ready. */
-	if (l->state == LANE_POOLED && l->step == LANE_STEP_NONE)
+	if (lane_pool_booted(l))
 		goto ready;
 	switch (l->state) {
 	case LANE_POOLED:
@@ -780,22 +724,15 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		l->destroy_code = code;
 		str_copy(l->destroy_reason, reason, sizeof l->destroy_reason);
 		lane_event(l, "destroy-requested", reason);
-		switch (l->step) {
-		case LANE_STEP_CREATE:
-		case LANE_STEP_START:
-			proc_kill(l->proc);	/* its callback carries on */
+		/*
+		 * The step in flight stops, or (a limactl create or clone:
+		 * vm.c lets it finish) carries on to its callback, which
+		 * sees destroy_pending.
+		 */
+		if (l->step_abort != NULL && l->step_abort(l))
 			break;
-		case LANE_STEP_SETUP:
-			/* An aborted setup has no callback: continue here. */
-			lane_setup_abort(l);
-			lane_fail_creation(l, code, "destroyed during "
-			    "creation: %s", reason);
-			break;
-		default:
-			lane_fail_creation(l, code, "destroyed during "
-			    "creation: %s", reason);
-			break;
-		}
+		lane_fail_creation(l, code, "destroyed during creation: %s",
+		    reason);
 		break;
 	case LANE_READY:
 	ready:
@@ -804,8 +741,9 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		    l->name, reason);
 		while ((a = TAILQ_FIRST(&l->activities)) != NULL)
 			a->cancel(a, code, msg);
-		/* No exec is left on the channel; it goes with the lane. */
-		gexec_chan_close(&l->chan);
+		/* No exec is left: its channel and its proxy go now. */
+		if (l->d->lane_release != NULL)
+			l->d->lane_release(l);
 		/* The VM is deleted only once the row says destroying. */
 		memset(&ch, 0, sizeof ch);
 		ch.to = LANE_DESTROYING;
@@ -821,7 +759,7 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		/* A retry is pending: an explicit request runs it now. */
 		if (l->step == LANE_STEP_COMMIT_WAIT)
 			(void)lane_commit(l);
-		else if (l->step != LANE_STEP_DELETE)
+		else
 			lane_begin_delete(l);
 		break;
 	default:
@@ -829,38 +767,9 @@ lane_destroy(struct lane *l, int code, const char *reason)
 	}
 }
 
-/*
- * A live allow lane adopted at start-up gets its proxy back on the port
- * its rules let through. If that port cannot be bound, whatever holds it
- * would be reachable from the guest: the lane is destroyed.
- */
-static bool
-recover_proxy(struct lane *l)
-{
-	char err[256], why[320];
-
-	if (!l->net_policy || l->net_mode != NETPOLICY_ALLOW ||
-	    l->proxy_port == 0 || l->proxy != NULL)
-		return true;
-	if (lanenet_proxy_open(l, l->proxy_port, err, sizeof err) == 0) {
-		lane_event(l, "proxy", "bound again after an agent-laned "
-		    "restart");
-		return true;
-	}
-	snprintf(why, sizeof why, "its proxy port %u cannot be bound again "
-	    "(%s)", (unsigned)l->proxy_port, err);
-	log_warnx("lane %s: %s", l->name, why);
-	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, why);
-	return false;
-}
-
 void
 lane_recover(struct lane *l)
 {
-	if ((l->state == LANE_READY || (l->state == LANE_POOLED &&
-	    l->workspace[0] != '\0')) && l->deadline_ms > time_now_ms() &&
-	    !recover_proxy(l))
-		return;
 	switch (l->state) {
 	case LANE_CREATING:
 		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
@@ -895,7 +804,7 @@ lane_recover(struct lane *l)
 		 * runs, the pool trims what the configuration no longer
 		 * wants); one whose boot was interrupted is destroyed.
 		 */
-		if (l->workspace[0] == '\0')
+		if (!lane_pool_booted(l))
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 			    "pool boot interrupted by an agent-laned restart");
 		else if (l->deadline_ms <= time_now_ms())

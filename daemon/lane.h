@@ -5,9 +5,14 @@
  * exists for every live row (creating, ready, destroying).
  *
  * The lane module is three files, one job each: lane.c is the state machine
- * (transitions, destroy and its retries, recovery, activities), lanecreate.c
- * the create pipeline (request check, limactl create/start, guest setup) and
- * lanecall.c the client calls with their protobuf conversion.
+ * (transitions, destroy, recovery, activities), lanecreate.c the create
+ * pipeline (request check, limactl create/start, guest setup) and
+ * lanecall.c the client calls with their protobuf conversion. The VM itself
+ * is vm.c's (limactl calls, delete retries, half-made directories).
+ *
+ * lane.c calls only down (registry, vm, conn): what must flow up goes
+ * through hooks, the lane's step_abort and the daemon's lane_deliver and
+ * lane_release (laned.h).
  */
 #ifndef LANED_LANE_H
 #define LANED_LANE_H
@@ -29,6 +34,7 @@ struct lane_setup;
 struct proxy;
 struct secret_set;
 struct tlsca;
+struct vm;
 
 /* An exec or a copy running in a lane; cancelled when the lane goes. */
 struct lane_activity {
@@ -48,11 +54,10 @@ TAILQ_HEAD(lane_activities, lane_activity);
  */
 enum lane_step {
 	LANE_STEP_NONE,		/* nothing in flight */
-	LANE_STEP_CREATE,	/* limactl create or clone (proc) */
-	LANE_STEP_START,	/* limactl start (proc) */
+	LANE_STEP_CREATE,	/* limactl create or clone (vm) */
+	LANE_STEP_START,	/* limactl start (vm) */
 	LANE_STEP_SETUP,	/* guest workspace preparation (setup) */
-	LANE_STEP_DELETE,	/* limactl delete (proc) */
-	LANE_STEP_DELETE_WAIT,	/* a failed delete waits for retry_timer */
+	LANE_STEP_DELETE,	/* limactl delete and its retries (vm) */
 	LANE_STEP_COMMIT_WAIT,	/* a transition the registry could not
 				   write waits for retry_timer (or the tick) */
 };
@@ -119,8 +124,14 @@ struct lane {
 	struct tlsca *ca;
 	bool has_secrets;
 
-	struct proc *proc;		/* CREATE, START, DELETE */
+	struct vm *vm;			/* its Lima instance */
 	struct lane_setup *setup;	/* SETUP */
+	/*
+	 * Stops the step in flight, whichever it is (set by the pipeline
+	 * that started it, NULL between steps): true if the step's own
+	 * callback still comes and carries on, false if it stopped silently.
+	 */
+	bool (*step_abort)(struct lane *);
 	struct lane_waiters waiters;
 	struct lane_activities activities;
 	size_t nactivities;
@@ -144,8 +155,7 @@ struct lane {
 	struct conn *owner;
 	int destroy_code;		/* error creators get: CANCELLED, ... */
 	char destroy_reason[64];
-	unsigned destroy_attempts;
-	struct event *retry_timer;	/* DELETE_WAIT, COMMIT_WAIT */
+	struct event *retry_timer;	/* COMMIT_WAIT */
 
 	/* COMMIT_WAIT: the change to retry, and why it failed. */
 	struct lane_change pending;
@@ -175,6 +185,18 @@ void lane_recover(struct lane *);
 void lane_destroy(struct lane *, int code, const char *reason);
 
 /*
+ * The shape of an alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
+ * "ali-..." (a VM name, or its prefix, would then mean two things).
+ */
+bool lane_alias_shape(const char *);
+/*
+ * A new create --name alias: that shape, and not 1-16 hex digits alone,
+ * which are also the digits of lane names (a prefix; lane_resolve). Rows
+ * from before this rule may still hold such an alias.
+ */
+bool lane_alias_valid(const char *);
+
+/*
  * What a client calls a lane, made its al- name: the name itself, its
  * alias (the live lane with it, else the last one that had it), or a
  * prefix of its name, with or without "al-", that one lane has (live lanes
@@ -188,12 +210,8 @@ void lane_destroy(struct lane *, int code, const char *reason);
 bool lane_resolve(struct laned *, struct conn *, const char *ref,
     char name[LANE_NAME_SIZE]);
 
-/*
- * Answers the creator of a lane that is ready with its row. An owned lane
- * keeps the connection as its owner (lane_resolve, run); false if the
- * answer could not be made (the owned lane is then being destroyed).
- */
-bool lane_deliver(struct lane *, struct conn *);
+/* A warm-pool lane whose VM has booted (its ready change committed). */
+bool lane_pool_booted(const struct lane *);
 
 /*
  * Validates that the lane name (resolved at the top of the call:
@@ -242,29 +260,10 @@ void lane_event(struct lane *, const char *event, const char *detail);
 void lane_changed(struct laned *);
 
 /*
- * Runs `limactl VERB NAME` for the lane (argv is consumed); NULL if it
- * could not be spawned (logged).
- */
-struct proc *lane_spawn(struct lane *, char **argv, uint64_t timeout_ms,
-    const char *verb, void (*done)(struct proc *, int, void *));
-/* The same, with each line limactl writes to stderr handed to err_line. */
-struct proc *lane_spawn_watch(struct lane *, char **argv, uint64_t timeout_ms,
-    const char *verb, void (*done)(struct proc *, int, void *),
-    void (*err_line)(const char *, size_t, void *));
-/* The message of a failed limactl call: its error line, or its status. */
-void lane_limactl_failure(struct laned *, struct proc *, int status,
-    char *buf, size_t len);
-
-/*
  * Creation went wrong (or was cancelled): remember why, then delete the VM.
  * Creators hear the reason once the delete has been tried.
  */
 void lane_fail_creation(struct lane *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* Sends the lane's row on c and finishes the call; false if it could not. */
-bool lane_send(struct laned *, struct conn *, const char *name);
-/* The same without finishing the call (false: an error was sent). */
-bool lane_send_row(struct laned *, struct conn *, const char *name);
 
 #endif

@@ -44,6 +44,7 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->ended_at_ms = rec->ended_at_ms;
 	pl->alias = (char *)rec->alias;
 	pl->owned = rec->owned;
+	pl->booting = rec->booting;
 	for (size_t i = 0; i < nlabels; i++) {
 		agentlane__v1__label__init(&labels[i]);
 		labels[i].key = (char *)src[i].key;
@@ -150,6 +151,42 @@ lane_send_row(struct laned *d, struct conn *c, const char *name)
 	return rc == 0;
 }
 
+/* ---- Owners: the connection an owned lane (run) lives as long as ---- */
+
+static void
+owner_closed(struct conn *c, void *ctx)
+{
+	struct lane *l = ctx;
+
+	l->owner = NULL;
+	/*
+	 * A daemon shutting down closes every connection: the row says
+	 * owned, and the next start destroys the lane (lane_recover).
+	 */
+	if (l->d->shutting_down)
+		return;
+	log_info("lane %s: its owning client disconnected", l->name);
+	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+	    "its owning client disconnected");
+}
+
+static const struct conn_handler owner_handler = {
+	.closed = owner_closed,
+};
+
+bool
+lane_deliver(struct lane *l, struct conn *c)
+{
+	if (!l->owned || l->owner != NULL)
+		return lane_send(l->d, c, l->name);
+	if (!lane_send_row(l->d, c, l->name))
+		return false;
+	/* The call stays open: its end is the lane's. */
+	l->owner = c;
+	conn_set_handler(c, &owner_handler, l);
+	return true;
+}
+
 /* ---- Calls ---- */
 
 /* A checked create waiting for the limactl facts (lanenet.c). */
@@ -178,6 +215,7 @@ static const struct conn_handler create_wait_handler = {
 static void
 create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 {
+	struct lane *l;
 	char err[512];
 	int code;
 
@@ -187,8 +225,19 @@ create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	if (plan->secrets == NULL && pool_take(d, c, plan))
+	/* A lane with secrets is never a pool lane: its CA is its own. */
+	switch (plan->secrets == NULL ? pool_take(d, c, plan, &l) : POOL_COLD) {
+	case POOL_READY:
+		if (!lane_deliver(l, c) && l->owned)
+			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
+			    "its owning client could not be answered");
 		return;
+	case POOL_BOOTING:
+	case POOL_ANSWERED:
+		return;
+	default:
+		break;
+	}
 	lane_create_start(d, c, plan);
 }
 

@@ -13,6 +13,7 @@
 #include "wire.h"
 
 struct conn;
+struct lane;
 struct laned;
 
 void lane_handle_create(struct laned *, struct conn *,
@@ -25,6 +26,18 @@ void lane_handle_extend(struct laned *, struct conn *,
     const Agentlane__V1__ExtendLane *);
 void lane_handle_events(struct laned *, struct conn *,
     const Agentlane__V1__GetEvents *);
+
+/* Sends the lane's row on c and finishes the call; false if it could not. */
+bool lane_send(struct laned *, struct conn *, const char *name);
+/* The same without finishing the call (false: an error was sent). */
+bool lane_send_row(struct laned *, struct conn *, const char *name);
+/*
+ * Answers the creator of a lane that is ready with its row. An owned lane
+ * keeps the connection as its owner (lane_resolve, run); false if the
+ * answer could not be made (the owned lane is then being destroyed).
+ * The daemon's lane_deliver hook (lane.c answers waiters through it).
+ */
+bool lane_deliver(struct lane *, struct conn *);
 
 /* Fills a protobuf Lane from a record; strings point into rec/labels. */
 void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,

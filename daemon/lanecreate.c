@@ -1,11 +1,7 @@
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -23,11 +19,10 @@
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
-#include "proc.h"
 #include "registry.h"
 #include "text.h"
-#include "units.h"
 #include "util.h"
+#include "vm.h"
 
 #define SETUP_OUTPUT_MAX 4096
 /* The lane YAML: the template, the policy script, a CA certificate. */
@@ -65,6 +60,38 @@ struct lane_setup {
 static void lane_step_create(struct lane *);
 static void lane_step_setup(struct lane *);
 
+/*
+ * The evidence of a failed creation: the lane's Lima logs (and the failing
+ * limactl call's stderr), kept once before its VM and logs are deleted. A
+ * cancelled creation keeps nothing; nor does a pool lane.
+ */
+static void
+keep_logs(struct lane *l, const char *limactl_stderr)
+{
+	if (l->destroy_pending || l->state != LANE_CREATING || l->logs_kept)
+		return;
+	lanelog_keep(l->d, l->name, limactl_stderr);
+	l->logs_kept = true;
+}
+
+/* The pipeline failed: keep the evidence, then fail the creation. */
+static void
+create_fail(struct lane *l, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+create_fail(struct lane *l, int code, const char *fmt, ...)
+{
+	char msg[LANE_ERROR_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	keep_logs(l, NULL);
+	lane_fail_creation(l, code, "%s", msg);
+}
+
 /* ---- The request check ---- */
 
 /* Name-like keys, printable UTF-8 values: labels end up in logs and JSON. */
@@ -92,28 +119,6 @@ label_ok(const Agentlane__V1__Label *lb, char *err, size_t errlen)
 		return false;
 	}
 	return true;
-}
-
-bool
-lane_alias_shape(const char *s)
-{
-	size_t n = s != NULL ? strlen(s) : 0;
-
-	return n >= 1 && n <= LANE_ALIAS_MAX &&
-	    strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) != NULL &&
-	    s[0] != '\0' &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
-	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
-}
-
-bool
-lane_alias_valid(const char *s)
-{
-	size_t hex = s != NULL ? strspn(s, "0123456789abcdef") : 0;
-
-	/* "0655" would be both an alias and the digits of al-0655... */
-	return lane_alias_shape(s) && !(s[hex] == '\0' &&
-	    hex <= LANE_NAME_SIZE - 4);
 }
 
 int
@@ -291,6 +296,104 @@ record_net(struct lane_record *rec, const struct lane_create_plan *plan)
 	rec->sudo = plan->sudo;
 }
 
+/* A new lane: its row, its image hold, what vm_register inserts. */
+struct lane_new {
+	struct laned *d;
+	struct lane_record rec;
+	const struct lane_label *labels;
+	size_t nlabels;
+	const char *image;		/* "" for none */
+	char inst[IMAGE_INSTANCE_SIZE];
+};
+
+static int
+lane_insert(void *arg)
+{
+	struct lane_new *n = arg;
+
+	return registry_lane_insert(n->d->reg, &n->rec, n->labels, n->nlabels);
+}
+
+/*
+ * Holds the image a lane is cloned from (image rm refuses meanwhile, until
+ * the clone returns), then commits the row in "creating" under a fresh
+ * name: invariant 1, the row is durable before limactl hears the name.
+ * 0, or -1 with the agentlane.v1.ErrorCode in *code and why in err.
+ */
+static int
+lane_register(struct lane_new *n, int *code, char *err, size_t errlen)
+{
+	char holder[LANE_NAME_SIZE];
+	uint32_t image_disk = 0;
+	int rc;
+
+	if (n->image[0] != '\0' && (*code = image_hold(n->d, n->image,
+	    n->inst, &image_disk, err, errlen)) != 0)
+		return -1;
+	/* The clone has the image's disk: Lima can grow it, not shrink it. */
+	if (n->rec.disk_gib < image_disk)
+		n->rec.disk_gib = image_disk;
+	n->rec.owner_uid = (uint32_t)n->d->uid;
+	n->rec.state = LANE_CREATING;
+	rc = vm_register(n->d, false, n->rec.name, sizeof n->rec.name,
+	    lane_insert, n);
+	if (rc == REG_OK)
+		return 0;
+	if (n->image[0] != '\0')
+		image_release(n->d, n->image);
+	*code = AGENTLANE__V1__ERROR_CODE__INTERNAL;
+	if (rc == VM_NO_NAME)
+		snprintf(err, errlen, "cannot read the OS random source");
+	else if (rc == REG_TAKEN) {
+		*code = AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS;
+		if (registry_lane_by_alias(n->d->reg, n->rec.alias, holder) ==
+		    REG_OK)
+			snprintf(err, errlen, "the name %s is taken by lane %s",
+			    n->rec.alias, holder);
+		else
+			snprintf(err, errlen, "the name %s is taken",
+			    n->rec.alias);
+	} else if (rc == REG_ERROR) {
+		/* Not the request's fault: it may be tried again later. */
+		*code = AGENTLANE__V1__ERROR_CODE__UNAVAILABLE;
+		snprintf(err, errlen, "the registry cannot record a new lane "
+		    "(%s)", registry_errmsg(n->d->reg));
+	} else
+		snprintf(err, errlen, "registry error: cannot register the "
+		    "lane");
+	return -1;
+}
+
+/* The runtime entry of a registered lane, holding its image. */
+static struct lane *
+lane_registered(struct lane_new *n)
+{
+	struct lane *l = lane_new(n->d, &n->rec);
+
+	if (n->image[0] != '\0') {
+		/* The audit trail keeps it across restarts (pool.c). */
+		str_copy(l->image, n->image, sizeof l->image);
+		str_copy(l->image_instance, n->inst, sizeof l->image_instance);
+		l->image_held = true;
+		lane_event(l, "image", l->image);
+	}
+	return l;
+}
+
+/* A new lane of that shape, its life (lifetime_ms) starting now. */
+static void
+lane_new_init(struct lane_new *n, struct laned *d, uint32_t cpus,
+    uint32_t memory_mib, uint32_t disk_gib, uint64_t lifetime_ms)
+{
+	memset(n, 0, sizeof *n);
+	n->d = d;
+	n->rec.cpus = cpus;
+	n->rec.memory_mib = memory_mib;
+	n->rec.disk_gib = disk_gib;
+	n->rec.created_at_ms = time_now_ms();
+	n->rec.deadline_ms = n->rec.created_at_ms + (int64_t)lifetime_ms;
+	n->image = "";
+}
 
 /*
  * The secrets of a new row: names and hosts for the registry, the values
@@ -347,89 +450,37 @@ void
 lane_create_start(struct laned *d, struct conn *c,
     struct lane_create_plan *plan)
 {
-	struct lane_record rec;
 	struct secret_set *sealed;
+	struct lane_new n;
 	struct lane *l;
-	char inst[IMAGE_INSTANCE_SIZE], err[256];
-	uint32_t image_disk = 0;
-	int rc = REG_EXISTS;
+	char err[256];
+	int code;
 
-	memset(&rec, 0, sizeof rec);
-	rec.cpus = plan->cpus;
-	rec.memory_mib = plan->memory_mib;
-	rec.disk_gib = plan->disk_gib;
-	/* Held from here to the clone's end: image rm refuses meanwhile. */
-	if (!record_secrets(c, plan, &rec, &sealed))
+	lane_new_init(&n, d, plan->cpus, plan->memory_mib, plan->disk_gib,
+	    plan->lifetime_ms);
+	n.rec.idle_timeout_ms = plan->idle_timeout_ms;
+	record_net(&n.rec, plan);
+	str_copy(n.rec.alias, plan->alias, sizeof n.rec.alias);
+	n.rec.owned = plan->owned;
+	n.labels = plan->labels;
+	n.nlabels = plan->nlabels;
+	n.image = plan->image;
+	if (!record_secrets(c, plan, &n.rec, &sealed))
 		return;
-	if (plan->image[0] != '\0' && (rc = image_hold(d, plan->image, inst,
-	    &image_disk, err, sizeof err)) != 0) {
+	if (lane_register(&n, &code, err, sizeof err) == -1) {
 		secret_set_free(sealed);
-		conn_send_error(c, rc, "%s", err);
-		return;
-	}
-	rc = REG_EXISTS;
-	/* The clone has the image's disk: Lima can grow it, not shrink it. */
-	if (rec.disk_gib < image_disk)
-		rec.disk_gib = image_disk;
-	rec.created_at_ms = time_now_ms();
-	rec.deadline_ms = rec.created_at_ms + (int64_t)plan->lifetime_ms;
-	rec.idle_timeout_ms = plan->idle_timeout_ms;
-	rec.owner_uid = (uint32_t)d->uid;
-	rec.state = LANE_CREATING;
-	record_net(&rec, plan);
-	str_copy(rec.alias, plan->alias, sizeof rec.alias);
-	rec.owned = plan->owned;
-	/* Invariant 1: the row is durable before limactl hears the name. */
-	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
-		if (lima_name_generate(rec.name, sizeof rec.name) == -1) {
-			if (plan->image[0] != '\0')
-				image_release(d, plan->image);
-			secret_set_free(sealed);
-			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "cannot read the OS random source");
-			return;
-		}
-		if (lima_instance_exists(d->lima, rec.name))
-			continue;	/* an orphan holds it; never reuse */
-		rc = registry_lane_insert(d->reg, &rec, plan->labels,
-		    plan->nlabels);
-	}
-	if (rc != REG_OK) {
-		char holder[LANE_NAME_SIZE];
-
-		if (plan->image[0] != '\0')
-			image_release(d, plan->image);
-		secret_set_free(sealed);
-		if (rc == REG_TAKEN && registry_lane_by_alias(d->reg,
-		    plan->alias, holder) == REG_OK)
-			conn_send_error(c,
-			    AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
-			    "the name %s is taken by lane %s", plan->alias,
-			    holder);
-		else if (rc == REG_TAKEN)
-			conn_send_error(c,
-			    AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
-			    "the name %s is taken", plan->alias);
-		else
-			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "registry error: cannot register the lane");
+		conn_send_error(c, code, "%s", err);
 		return;
 	}
 	log_info("lane %s: registered (cpus %u, memory %u MiB, disk %u GiB, "
-	    "lifetime %llu s)", rec.name, rec.cpus, rec.memory_mib,
-	    rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
-	l = lane_new(d, &rec);
+	    "lifetime %llu s)", n.rec.name, n.rec.cpus, n.rec.memory_mib,
+	    n.rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
+	l = lane_registered(&n);
 	l->create_detached = plan->detach;
 	l->secrets = sealed;
 	if (plan->alias[0] != '\0')
 		lane_event(l, "alias", plan->alias);
 	secrets_event(l);
-	if (plan->image[0] != '\0') {
-		str_copy(l->image, plan->image, sizeof l->image);
-		str_copy(l->image_instance, inst, sizeof l->image_instance);
-		l->image_held = true;
-		lane_event(l, "image", l->image);
-	}
 	lane_waiter_add(l, c, LANE_WAIT_CREATE);
 	lane_waiters_progress(l, "registered", l->name);
 	lane_changed(d);
@@ -440,72 +491,50 @@ int
 lane_create_pooled(struct laned *d, const struct pool_shape *shape,
     uint64_t max_age_ms, char *name, size_t namelen)
 {
-	struct lane_record rec;
+	struct lane_create_plan np;
+	struct lane_new n;
 	struct lane *l;
-	char inst[IMAGE_INSTANCE_SIZE], err[256];
-	uint32_t image_disk = 0;
-	int rc = REG_EXISTS;
+	char err[256];
+	int code;
 
-	memset(&rec, 0, sizeof rec);
-	rec.cpus = shape->cpus;
-	rec.memory_mib = shape->memory_mib;
-	rec.disk_gib = shape->disk_gib;
+	/* The reaper recycles it at its deadline if nobody took it. */
+	lane_new_init(&n, d, shape->cpus, shape->memory_mib, shape->disk_gib,
+	    max_age_ms);
 	/* Pool lanes have the configured policy; pool_take matches it. */
-	{
-		struct lane_create_plan np;
-
-		memset(&np, 0, sizeof np);
-		if (lane_create_net_plan(&d->cfg, NULL, &np, err,
-		    sizeof err) != 0) {
-			log_warnx("warm pool: %s", err);
-			return -1;
-		}
-		record_net(&rec, &np);
-	}
-	/* As lane_create_start: held until the clone returns. */
-	if (shape->image[0] != '\0' && image_hold(d, shape->image, inst,
-	    &image_disk, err, sizeof err) != 0) {
+	memset(&np, 0, sizeof np);
+	if (lane_create_net_plan(&d->cfg, NULL, &np, err, sizeof err) != 0) {
 		log_warnx("warm pool: %s", err);
 		return -1;
 	}
-	if (rec.disk_gib < image_disk)
-		rec.disk_gib = image_disk;
-	rec.created_at_ms = time_now_ms();
-	/* The reaper recycles it at this deadline if nobody took it. */
-	rec.deadline_ms = rec.created_at_ms + (int64_t)max_age_ms;
-	rec.owner_uid = (uint32_t)d->uid;
-	rec.state = LANE_CREATING;
-	rec.pooled = true;
-	for (int tries = 0; rc == REG_EXISTS && tries < 8; tries++) {
-		if (lima_name_generate(rec.name, sizeof rec.name) == -1)
-			return -1;
-		if (lima_instance_exists(d->lima, rec.name))
-			continue;
-		rc = registry_lane_insert(d->reg, &rec, NULL, 0);
-	}
-	if (rc != REG_OK) {
-		if (shape->image[0] != '\0')
-			image_release(d, shape->image);
-		log_warnx("warm pool: cannot register a lane");
+	record_net(&n.rec, &np);
+	n.rec.pooled = true;
+	n.image = shape->image;
+	if (lane_register(&n, &code, err, sizeof err) == -1) {
+		log_warnx("warm pool: cannot register a lane: %s", err);
 		return -1;
 	}
 	log_info("lane %s: registered for the warm pool (cpus %u, memory %u "
-	    "MiB, disk %u GiB%s%s)", rec.name, rec.cpus, rec.memory_mib,
-	    rec.disk_gib, shape->image[0] != '\0' ? ", image " : "",
+	    "MiB, disk %u GiB%s%s)", n.rec.name, n.rec.cpus, n.rec.memory_mib,
+	    n.rec.disk_gib, shape->image[0] != '\0' ? ", image " : "",
 	    shape->image);
-	str_copy(name, rec.name, namelen);
-	l = lane_new(d, &rec);
+	str_copy(name, n.rec.name, namelen);
+	l = lane_registered(&n);
 	l->state = LANE_POOLED;
-	if (shape->image[0] != '\0') {
-		/* The audit trail keeps it across restarts (pool.c). */
-		str_copy(l->image, shape->image, sizeof l->image);
-		str_copy(l->image_instance, inst, sizeof l->image_instance);
-		l->image_held = true;
-		lane_event(l, "image", l->image);
-	}
 	lane_changed(d);
 	lane_step_create(l);
 	return 0;
+}
+
+void
+lane_create_release(struct lane *l)
+{
+	gexec_chan_close(&l->chan);
+	lanenet_proxy_close(l);
+	/* A lane that ended before its clone (it waited, say) lets go. */
+	if (l->image_held) {
+		image_release(l->d, l->image);
+		l->image_held = false;
+	}
 }
 
 /* ---- Guest setup ---- */
@@ -526,16 +555,19 @@ setup_end(struct lane *l)
 
 	l->setup = NULL;
 	l->step = LANE_STEP_NONE;
+	l->step_abort = NULL;
 	setup_free(s);
 }
 
-void
-lane_setup_abort(struct lane *l)
+/* The setup's step_abort: the guest command stops, with no callback. */
+static bool
+setup_abort(struct lane *l)
 {
-	if (l->step != LANE_STEP_SETUP)
-		return;
-	gexec_abort(l->setup->g);
-	setup_end(l);
+	if (l->step == LANE_STEP_SETUP) {
+		gexec_abort(l->setup->g);
+		setup_end(l);
+	}
+	return false;
 }
 
 static void
@@ -602,10 +634,10 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0) {
 		if (r->end == GEXEC_FAILED)
-			lane_fail_creation(l, r->error, "guest setup failed: %s",
+			create_fail(l, r->error, "guest setup failed: %s",
 			    r->message);
 		else
-			lane_fail_creation(l,
+			create_fail(l,
 			    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
 			    "guest setup failed (%s)",
 			    gexec_status(r, st, sizeof st));
@@ -617,7 +649,7 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	if (overflow || n == 0 || ws[0] != '/' || n >= LANE_WORKSPACE_MAX ||
 	    strspn(ws, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 	    "0123456789/._-+@,") != n) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 		    "guest setup printed an unusable workspace path");
 		return;
 	}
@@ -650,8 +682,8 @@ setup_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	struct lane *l = s->lane;
 	bool check = s->kind == SETUP_NETCHECK;
 
-	lane_setup_abort(l);
-	lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+	(void)setup_abort(l);
+	create_fail(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 	    "%s did not finish within %llu s", check ?
 	    "the network policy check" : "guest setup",
 	    (unsigned long long)(l->d->cfg.command_timeout_ms / 1000));
@@ -688,12 +720,13 @@ setup_run(struct lane *l, enum setup_kind kind, const char *script,
 	    ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		free(s);
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "%s: %s", what, err);
 		return;
 	}
 	l->setup = s;
 	l->step = LANE_STEP_SETUP;
+	l->step_abort = setup_abort;
 	if ((s->timer = evtimer_new(l->d->base, setup_timeout_cb, s)) == NULL ||
 	    evtimer_add(s->timer, &tv) != 0)
 		fatalx("evtimer_add");
@@ -745,13 +778,13 @@ netcheck_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	out[strcspn(out, "\n")] = '\0';
 	str_sanitize(out);
 	if (r->end == GEXEC_FAILED) {
-		lane_fail_creation(l, r->error, "network policy check failed: "
+		create_fail(l, r->error, "network policy check failed: "
 		    "%s", r->message);
 		return;
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0 ||
 	    strncmp(out, "ok ", 3) != 0) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 		    "network policy check failed (%s): %.300s",
 		    gexec_status(r, st, sizeof st), out[0] != '\0' ? out :
 		    "no output");
@@ -799,14 +832,14 @@ lane_step_netcheck(struct lane *l)
 		return;
 	}
 	if (lima_ssh_port(l->d->lima, l->name, &port) == -1) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
 		    "network policy check: cannot read the lane's ssh port "
 		    "from its ssh.config");
 		return;
 	}
 	if ((n = netpolicy_check_script((enum netpolicy_mode)l->net_mode,
 	    l->sudo, port, lanenet_ca_pem(l), script, sizeof script)) < 0) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "network policy check script too large");
 		return;
 	}
@@ -852,61 +885,61 @@ limactl_line(const char *line, size_t len, void *arg)
  * DEADLINE_EXCEEDED, other failures LIMA_FAILED with limactl's message).
  */
 static bool
-create_step_ok(struct lane *l, struct proc *p, int status, const char *verb)
+create_step_ok(struct lane *l, const struct vm_result *r, const char *verb)
 {
-	char msg[300];
-
-	l->proc = NULL;
 	l->step = LANE_STEP_NONE;
+	l->step_abort = NULL;
 	if (l->destroy_pending) {
 		lane_fail_creation(l, l->destroy_code, "destroyed during "
 		    "creation: %s", l->destroy_reason);
 		return false;
 	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		lane_limactl_failure(l->d, p, status, msg, sizeof msg);
-		/* With what limactl said: lane_fail_creation keeps no more. */
-		if (l->state == LANE_CREATING) {
-			lanelog_keep(l->d, l->name, proc_stderr(p));
-			l->logs_kept = true;
-		}
-		lane_fail_creation(l, proc_timed_out(p) ?
-		    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED :
-		    AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
-		    "limactl %s failed: %s", verb, msg);
+	if (!r->ok) {
+		/* Its stderr too: this is the evidence of what failed. */
+		keep_logs(l, r->stderr_tail);
+		create_fail(l, r->code, "limactl %s failed: %s", verb, r->msg);
 		return false;
 	}
 	return true;
 }
 
+/*
+ * The step_abort of a limactl step: vm.c lets a create or clone finish
+ * and kills a start; the step's callback follows either way.
+ */
+static bool
+vm_step_abort(struct lane *l)
+{
+	return l->vm != NULL && vm_interrupt(l->vm);
+}
+
+/* The lane's step is now this limactl call. */
 static void
-start_done(struct proc *p, int status, void *arg)
+vm_step(struct lane *l, enum lane_step step)
+{
+	l->step = step;
+	l->step_abort = vm_step_abort;
+}
+
+static void
+start_done(struct vm *vm, const struct vm_result *r, void *arg)
 {
 	struct lane *l = arg;
 
-	if (!create_step_ok(l, p, status, "start"))
+	if (!create_step_ok(l, r, "start"))
 		return;
 	lane_event(l, "started", "");
 	lane_step_netcheck(l);
 }
 
-static void
-yaml_path(struct lane *l, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s/lanes/%s.yaml", l->d->cfg.state_dir, l->name);
-}
-
 static void lane_step_start(struct lane *);
 
 static void
-create_done(struct proc *p, int status, void *arg)
+create_done(struct vm *vm, const struct vm_result *r, void *arg)
 {
 	struct lane *l = arg;
-	char path[PATH_MAX];
 
-	yaml_path(l, path, sizeof path);
-	(void)unlink(path);
-	if (!create_step_ok(l, p, status, "create"))
+	if (!create_step_ok(l, r, "create"))
 		return;
 	lane_event(l, "vm-created", "");
 	lane_step_start(l);
@@ -927,24 +960,6 @@ lane_has_docker(const struct lane *l)
 	    registry_image_get(l->d->reg, l->image, &img) == REG_OK && img.docker;
 }
 
-/* The lane's YAML parameters: its row's shape, its policy. */
-static void
-lane_spec(const struct lane *l, const struct lane_record *rec,
-    struct lima_lane_spec *spec)
-{
-	memset(spec, 0, sizeof *spec);
-	spec->userns = lane_has_docker(l);
-	spec->cpus = rec->cpus;
-	spec->memory_mib = rec->memory_mib;
-	spec->disk_gib = rec->disk_gib;
-	spec->has_policy = l->net_policy;
-	spec->net_mode = (int)l->net_mode;
-	spec->proxy_port = l->proxy_port;
-	spec->sudo = l->sudo;
-	/* Its certificate only: the key never leaves the daemon's memory. */
-	spec->ca_pem = lanenet_ca_pem(l);
-}
-
 /* Renders the isolation template for the lane from its registry row. */
 static int
 render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
@@ -957,7 +972,17 @@ render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
 		snprintf(err, errlen, "registry read failed");
 		return -1;
 	}
-	lane_spec(l, &rec, &spec);
+	memset(&spec, 0, sizeof spec);
+	spec.userns = lane_has_docker(l);
+	spec.cpus = rec.cpus;
+	spec.memory_mib = rec.memory_mib;
+	spec.disk_gib = rec.disk_gib;
+	spec.has_policy = l->net_policy;
+	spec.net_mode = (int)l->net_mode;
+	spec.proxy_port = l->proxy_port;
+	spec.sudo = l->sudo;
+	/* Its certificate only: the key never leaves the daemon's memory. */
+	spec.ca_pem = lanenet_ca_pem(l);
 	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, len)) < 0) {
 		snprintf(err, errlen, "lane YAML too large");
 		return -1;
@@ -966,31 +991,22 @@ render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
 }
 
 /*
- * The clone is a copy of the image's directory, lima.yaml included. That
- * YAML is never trusted: it is replaced by the lane template before the
- * first start, so a tampered image cannot bring back mounts, port
- * forwards or agent forwarding (tests/regress/images.sh, golden).
+ * The clone is a copy of the image's directory; vm.c has replaced its
+ * lima.yaml with the lane template before this runs, so a tampered image
+ * cannot bring back mounts, port forwards or agent forwarding
+ * (tests/regress/images.sh, golden).
  */
 static void
-clone_done(struct proc *p, int status, void *arg)
+clone_done(struct vm *vm, const struct vm_result *r, void *arg)
 {
 	struct lane *l = arg;
-	char yaml[LANE_YAML_MAX], err[256];
-	int n;
 
 	if (l->image_held) {
 		image_release(l->d, l->image);
 		l->image_held = false;
 	}
-	if (!create_step_ok(l, p, status, "clone"))
+	if (!create_step_ok(l, r, "clone"))
 		return;
-	if ((n = render_yaml(l, yaml, sizeof yaml, err, sizeof err)) < 0 ||
-	    lima_yaml_replace(l->d->lima, l->name, yaml, (size_t)n, err,
-	    sizeof err) == -1) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "writing the clone's lane YAML: %s", err);
-		return;
-	}
 	lane_event(l, "vm-cloned", l->image);
 	lane_step_start(l);
 }
@@ -999,36 +1015,12 @@ static void
 lane_step_start(struct lane *l)
 {
 	lane_waiters_progress(l, "starting", "booting the VM");
-	l->proc = lane_spawn_watch(l, lima_argv_start(l->d->lima, l->name,
-	    l->d->cfg.start_timeout_ms), l->d->cfg.start_timeout_ms +
-	    5 * UNITS_MS_PER_S, "start", start_done, limactl_line);
-	if (l->proc == NULL) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+	if (vm_start(l->vm, start_done, limactl_line) == -1) {
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "cannot run limactl start");
 		return;
 	}
-	l->step = LANE_STEP_START;
-}
-
-static int
-write_yaml(struct lane *l, char *err, size_t errlen)
-{
-	struct lima_lane_spec spec;
-	struct lane_record rec;
-	char yaml[LANE_YAML_MAX], path[PATH_MAX];
-	int n;
-
-	if (registry_lane_get(l->d->reg, l->name, &rec) != REG_OK) {
-		snprintf(err, errlen, "registry read failed");
-		return -1;
-	}
-	lane_spec(l, &rec, &spec);
-	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, sizeof yaml)) < 0) {
-		snprintf(err, errlen, "lane YAML too large");
-		return -1;
-	}
-	yaml_path(l, path, sizeof path);
-	return file_replace_private(path, yaml, (size_t)n, err, errlen);
+	vm_step(l, LANE_STEP_START);
 }
 
 static void lane_step_create_go(struct lane *);
@@ -1043,67 +1035,70 @@ lane_step_create(struct lane *l)
 		lane_step_create_go(l);
 }
 
+/*
+ * The proxy of an allow lane, or of a lane with secrets, listens before
+ * its rules (which name it) exist.
+ */
+static int
+open_proxy(struct lane *l)
+{
+	char err[512];
+
+	if (!lanenet_wants_proxy(l) || l->proxy != NULL)
+		return 0;
+	if (lanenet_proxy_open(l, 0, err, sizeof err) == -1) {
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "the lane's proxy: %s", err);
+		return -1;
+	}
+	/* The rules name this port: the row keeps it for restarts. */
+	if (registry_lane_set_proxy_port(l->d->reg, l->name, l->proxy_port) !=
+	    REG_OK) {
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "registry error: cannot record the proxy port");
+		return -1;
+	}
+	snprintf(err, sizeof err, "127.0.0.1:%u", (unsigned)l->proxy_port);
+	lane_event(l, "proxy", err);
+	return 0;
+}
+
 static void
 lane_step_create_go(struct lane *l)
 {
-	char path[PATH_MAX], err[512];
-	int code;
+	char yaml[LANE_YAML_MAX], err[512];
+	int code, n;
 
 	if ((code = lanenet_lima_refusal(l->d, l->net_policy, l->sudo, err,
 	    sizeof err)) != 0) {
-		lane_fail_creation(l, code, "%s", err);
+		create_fail(l, code, "%s", err);
 		return;
 	}
-	if (lanenet_wants_proxy(l) && l->proxy == NULL) {
-		if (lanenet_proxy_open(l, 0, err, sizeof err) == -1) {
-			lane_fail_creation(l,
-			    AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "the lane's proxy: %s", err);
-			return;
-		}
-		/* The rules name this port: the row keeps it for restarts. */
-		if (registry_lane_set_proxy_port(l->d->reg, l->name,
-		    l->proxy_port) != REG_OK) {
-			lane_fail_creation(l,
-			    AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "registry error: cannot record the proxy port");
-			return;
-		}
-		snprintf(err, sizeof err, "127.0.0.1:%u", (unsigned)l->proxy_port);
-		lane_event(l, "proxy", err);
-	}
-	if (l->image[0] != '\0') {
-		lane_waiters_progress(l, "cloning", l->image);
-		l->proc = lane_spawn(l, lima_argv_clone(l->d->lima,
-		    l->image_instance, l->name), l->d->cfg.command_timeout_ms,
-		    "clone", clone_done);
-		if (l->proc == NULL) {
-			image_release(l->d, l->image);
-			l->image_held = false;
-			lane_fail_creation(l,
-			    AGENTLANE__V1__ERROR_CODE__INTERNAL,
-			    "cannot run limactl clone");
-			return;
-		}
-		l->step = LANE_STEP_CREATE;
+	if (open_proxy(l) == -1)
 		return;
-	}
-
-	if (write_yaml(l, err, sizeof err) == -1) {
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+	if ((n = render_yaml(l, yaml, sizeof yaml, err, sizeof err)) < 0) {
+		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "writing the lane YAML: %s", err);
 		return;
 	}
-	yaml_path(l, path, sizeof path);
-	lane_waiters_progress(l, "creating", "limactl create");
-	l->proc = lane_spawn_watch(l, lima_argv_create(l->d->lima, l->name,
-	    path), l->d->cfg.command_timeout_ms, "create", create_done,
-	    limactl_line);
-	if (l->proc == NULL) {
-		(void)unlink(path);
-		lane_fail_creation(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "cannot run limactl create");
-		return;
+	if (l->image[0] != '\0') {
+		lane_waiters_progress(l, "cloning", l->image);
+		if (vm_clone(l->vm, l->image_instance, yaml, (size_t)n,
+		    clone_done) == -1) {
+			image_release(l->d, l->image);
+			l->image_held = false;
+			create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "cannot run limactl clone");
+			return;
+		}
+	} else {
+		lane_waiters_progress(l, "creating", "limactl create");
+		if (vm_create(l->vm, yaml, (size_t)n, create_done,
+		    limactl_line) == -1) {
+			create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "cannot run limactl create");
+			return;
+		}
 	}
-	l->step = LANE_STEP_CREATE;
+	vm_step(l, LANE_STEP_CREATE);
 }

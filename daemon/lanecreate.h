@@ -55,18 +55,6 @@ int lane_create_check(const struct config *, const Agentlane__V1__CreateLane *,
     size_t live, struct lane_create_plan *, char *err, size_t errlen);
 
 /*
- * The shape of an alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
- * "ali-..." (a VM name, or its prefix, would then mean two things).
- */
-bool lane_alias_shape(const char *);
-/*
- * A new create --name alias: that shape, and not 1-16 hex digits alone,
- * which are also the digits of lane names (a prefix; lane_resolve). Rows
- * from before this rule may still hold such an alias.
- */
-bool lane_alias_valid(const char *);
-
-/*
  * Registers the lane (a fresh name, committed in "creating") and starts
  * its creation with c as its first waiter. On failure c has been answered.
  * It takes plan->secrets in every case (the lane's, or wiped).
@@ -93,7 +81,10 @@ int lane_create_net_plan(const struct config *,
     const Agentlane__V1__CreateLane *, struct lane_create_plan *, char *err,
     size_t errlen);
 
-/* Stops the guest setup step without a callback (destroy, daemon exit). */
-void lane_setup_abort(struct lane *);
+/*
+ * What a lane holds beyond its VM, let go when it ends (the daemon's
+ * lane_release hook): its exec channel, its proxy, an image it still holds.
+ */
+void lane_create_release(struct lane *);
 
 #endif

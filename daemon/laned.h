@@ -24,6 +24,7 @@ struct conn;
 struct lane;
 struct pool;
 struct images;
+struct builds;
 struct lanenet;
 struct proxy;
 
@@ -51,7 +52,8 @@ struct laned {
 	uint64_t next_conn_id;
 
 	struct lane_list lanes;	/* runtime state of live lanes */
-	struct images *images;	/* builds and holds (image.c) */
+	struct images *images;	/* image rows' holds (image.c) */
+	struct builds *builds;	/* image builds (imagebuild.c) */
 
 	/*
 	 * Hooks that keep the modules acyclic: conn.c hands a call to
@@ -63,6 +65,14 @@ struct laned {
 	void (*lanes_changed)(struct laned *);
 	/* The same news for the warm pool (pool_refill); NULL when off. */
 	void (*pool_changed)(struct laned *);
+	/*
+	 * The lane state machine (lane.c) answers a waiting creator with the
+	 * lane's row (lanecall.c: lane_deliver), and lets go of what a lane
+	 * holds beyond its VM when it ends: exec channel, proxy, image hold
+	 * (lanecreate.c: lane_create_release). Set in main.
+	 */
+	bool (*lane_deliver)(struct lane *, struct conn *);
+	void (*lane_release)(struct lane *);
 
 	struct pool *pool;	/* warm pool; NULL when not configured */
 	struct lanenet *net;	/* limactl facts, lane proxies (lanenet.c) */

@@ -308,7 +308,9 @@ lanenet_guest_unenforceable(const struct laned *d, char *note, size_t notelen)
 static void
 proxy_record(void *arg, const char *event, const char *detail)
 {
-	audit_proxy(arg, event, detail);
+	struct lane *l = arg;
+
+	audit_proxy(l->d, l->name, event, detail);
 }
 
 bool
@@ -429,6 +431,30 @@ lanenet_proxy_close(struct lane *l)
 		tlsca_free(l->ca);
 		l->ca = NULL;
 	}
+}
+
+bool
+lanenet_recover(struct lane *l)
+{
+	char err[256], why[320];
+
+	if (!l->net_policy || l->net_mode != NETPOLICY_ALLOW ||
+	    l->proxy_port == 0 || l->proxy != NULL)
+		return true;
+	/* Only a lane that lives on needs it (ready, or a booted pool lane). */
+	if ((l->state != LANE_READY && !lane_pool_booted(l)) ||
+	    l->deadline_ms <= time_now_ms())
+		return true;
+	if (lanenet_proxy_open(l, l->proxy_port, err, sizeof err) == 0) {
+		lane_event(l, "proxy", "bound again after an agent-laned "
+		    "restart");
+		return true;
+	}
+	snprintf(why, sizeof why, "its proxy port %u cannot be bound again "
+	    "(%s)", (unsigned)l->proxy_port, err);
+	log_warnx("lane %s: %s", l->name, why);
+	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, why);
+	return false;
 }
 
 /* Appends "NAME=VALUE" to env (the asserts above make room for all). */

@@ -85,6 +85,13 @@ int lanenet_proxy_open(struct lane *, uint16_t port, char *err,
 void lanenet_proxy_close(struct lane *);
 /* The lane CA's certificate (PEM) for the lane YAML; NULL without one. */
 const char *lanenet_ca_pem(const struct lane *);
+/*
+ * Start-up: a live allow lane adopted from the registry gets its proxy
+ * back on the port its rules let through. If that port cannot be bound,
+ * whatever holds it would be reachable from the guest: the lane is
+ * destroyed and false returned (else true: recover it as usual).
+ */
+bool lanenet_recover(struct lane *);
 
 /*
  * The NAME=VALUE strings a lane gives every exec: its proxy's variables,

@@ -19,6 +19,13 @@
 /* Back-off after a failed pool boot: doubles from 5 s up to 5 min. */
 #define POOL_BACKOFF_MIN_MS 5000
 #define POOL_BACKOFF_MAX_MS 300000
+/*
+ * A typical cold boot (create to ready) before any was measured: a real
+ * guest under Lima takes tens of seconds. Then the median of the newest
+ * POOL_BOOT_SAMPLES in the registry, followed by each pool boot.
+ */
+#define POOL_BOOT_DEFAULT_MS 60000
+#define POOL_BOOT_SAMPLES 20
 
 /* A lane this daemon started booting for the pool, until it is booted. */
 struct pool_boot {
@@ -35,6 +42,7 @@ struct pool {
 	struct event *retry_timer;
 	bool started;
 	bool refilling;			/* no re-entry from lane_changed */
+	uint64_t boot_ms;		/* a typical cold boot, measured */
 };
 
 /*
@@ -145,6 +153,28 @@ pool_kick(struct laned *d)
 	pool_refill(d);
 }
 
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The median create-to-ready time of the newest creations, or a default. */
+static uint64_t
+pool_boot_estimate(struct laned *d)
+{
+	int64_t v[POOL_BOOT_SAMPLES];
+	size_t n = 0;
+
+	if (registry_boot_times(d->reg, POOL_BOOT_SAMPLES, v, &n) != REG_OK ||
+	    n == 0)
+		return POOL_BOOT_DEFAULT_MS;
+	qsort(v, n, sizeof *v, cmp_i64);
+	return v[n / 2] > 0 ? (uint64_t)v[n / 2] : 1;
+}
+
 void
 pool_init(struct laned *d)
 {
@@ -154,6 +184,7 @@ pool_init(struct laned *d)
 	if (d->cfg.pool_size == 0 && d->cfg.npool_shapes == 0)
 		return;
 	p = xcalloc(1, sizeof *p);
+	p->boot_ms = pool_boot_estimate(d);
 	pool_resolve(p, d);
 	if ((p->retry_timer = evtimer_new(d->base, retry_cb, d)) == NULL)
 		fatalx("evtimer_new");
@@ -168,6 +199,8 @@ pool_init(struct laned *d)
 		    p->shapes[i].image,
 		    (unsigned long long)(d->cfg.pool_max_age_ms / 1000),
 		    d->cfg.pool_max_boots);
+	log_info("warm pool: a cold boot takes about %llu ms",
+	    (unsigned long long)p->boot_ms);
 }
 
 /*
@@ -256,23 +289,31 @@ pool_stop(struct laned *d)
 }
 
 /*
- * Follows the boots this daemon started: a booted one resets the
- * back-off; one that ended before booting (failed, or destroyed) doubles
- * it, so that a broken limactl is not hammered by refills.
+ * Follows the boots this daemon started: a booted one resets the back-off
+ * and is a measure of a cold boot; one that ended before booting (failed,
+ * or destroyed) doubles the back-off, so that a broken limactl is not
+ * hammered by refills. One a create took (booting or booted) says neither.
  */
 static void
 pool_follow_boots(struct laned *d, struct pool *p)
 {
 	for (size_t i = 0; i < p->nboots;) {
 		struct lane *l = lane_find(d, p->boots[i].name);
+		int64_t took;
 
 		if (l != NULL && l->state == LANE_POOLED &&
-		    l->step != LANE_STEP_NONE) {
+		    !lane_pool_booted(l)) {
 			i++;
 			continue;	/* still booting */
 		}
-		if (l != NULL && l->state == LANE_POOLED)
+		if (l != NULL && lane_pool_booted(l)) {
 			p->backoff_ms = 0;
+			took = time_now_ms() - l->created_at_ms;
+			if (took > 0)
+				p->boot_ms = (3 * p->boot_ms + (uint64_t)took) / 4;
+		} else if (l != NULL && (l->state == LANE_CREATING ||
+		    l->state == LANE_READY))
+			;	/* taken by a create */
 		else {
 			p->backoff_ms = p->backoff_ms == 0 ?
 			    POOL_BACKOFF_MIN_MS : p->backoff_ms * 2;
@@ -305,7 +346,7 @@ pool_refill(struct laned *d)
 	TAILQ_FOREACH(l, &d->lanes, entry) {
 		if (l->state != LANE_POOLED)
 			continue;
-		if (l->step != LANE_STEP_NONE)
+		if (!lane_pool_booted(l))
 			booting++;
 		pool_lane_shape(l, &ls);
 		for (size_t i = 0; i < p->nshapes; i++)
@@ -345,16 +386,14 @@ pool_refill(struct laned *d)
 	p->refilling = false;
 }
 
-bool
-pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
+/* The pool lane for a plan: booted (the oldest), else a booting one. */
+static struct lane *
+pool_pick(struct laned *d, const struct lane_create_plan *plan, bool *booting)
 {
-	struct lane *l, *pick = NULL;
+	struct lane *l, *boot = NULL;
 	struct pool_shape want, ls;
-	int64_t now;
-	int rc;
+	int64_t now = time_now_ms();
 
-	if (d->pool == NULL)
-		return false;
 	memset(&want, 0, sizeof want);
 	want.cpus = plan->cpus;
 	want.memory_mib = plan->memory_mib;
@@ -365,50 +404,97 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan)
 	want.sudo = plan->sudo;
 	want.allow = plan->allow;
 	pool_shape_disk(d, &want);
-	/* The oldest booted lane of the shape: the first in the list. */
+	/* The list is oldest first. */
 	TAILQ_FOREACH(l, &d->lanes, entry) {
-		if (l->state != LANE_POOLED || l->step != LANE_STEP_NONE ||
-		    l->destroy_pending)
+		if (l->state != LANE_POOLED || l->destroy_pending ||
+		    l->step == LANE_STEP_COMMIT_WAIT)
 			continue;
 		pool_lane_shape(l, &ls);
-		if (pool_shape_eq(&ls, &want)) {
-			pick = l;
-			break;
+		if (!pool_shape_eq(&ls, &want))
+			continue;
+		if (lane_pool_booted(l)) {
+			*booting = false;
+			return l;
 		}
+		/*
+		 * A boot that started at t is ready at about t + boot_ms, sooner
+		 * than a cold boot started now. Past that it is late by
+		 * now - (t + boot_ms), and a late boot is taken to need as much
+		 * again: so it still wins while it is less than one typical
+		 * boot late. Beyond, it may be stuck, and a cold boot is sooner.
+		 */
+		if (boot == NULL && now - l->created_at_ms <
+		    2 * (int64_t)d->pool->boot_ms)
+			boot = l;
 	}
-	if (pick == NULL)
-		return false;
+	*booting = true;
+	return boot;
+}
+
+/* The lane taken is the creator's now: its life starts. */
+static void
+pool_taken(struct lane *l, const struct lane_create_plan *plan, int64_t now)
+{
+	l->created_at_ms = now;
+	l->deadline_ms = now + (int64_t)plan->lifetime_ms;
+	l->idle_timeout_ms = plan->idle_timeout_ms;
+	l->last_activity_ms = l->persisted_activity_ms = now;
+	l->owned = plan->owned;
+}
+
+int
+pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
+    struct lane **taken)
+{
+	struct lane *pick;
+	char holder[LANE_NAME_SIZE], msg[128];
+	bool booting;
+	int64_t now, eta;
+	int rc;
+
+	*taken = NULL;
+	if (d->pool == NULL || (pick = pool_pick(d, plan, &booting)) == NULL)
+		return POOL_COLD;
 	now = time_now_ms();
-	rc = registry_lane_take_pooled(d->reg, pick->name, now, now +
+	eta = pick->created_at_ms + (int64_t)d->pool->boot_ms - now;
+	rc = registry_lane_take_pooled(d->reg, pick->name, booting, now, now +
 	    (int64_t)plan->lifetime_ms, plan->idle_timeout_ms, plan->labels,
 	    plan->nlabels, plan->alias, plan->owned);
 	if (rc == REG_TAKEN) {
-		char holder[LANE_NAME_SIZE];
-
 		if (registry_lane_by_alias(d->reg, plan->alias, holder) != REG_OK)
 			holder[0] = '\0';
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__ALREADY_EXISTS,
 		    "the name %s is taken%s%s", plan->alias,
 		    holder[0] ? " by lane " : "", holder);
-		return true;
+		return POOL_ANSWERED;
 	}
 	if (rc != REG_OK) {
 		/* The row disagrees with memory: leave it to a cold create. */
 		log_warnx("lane %s: cannot take it from the warm pool (%d)",
 		    pick->name, rc);
-		return false;
+		return POOL_COLD;
 	}
-	pick->state = LANE_READY;
-	pick->created_at_ms = now;
-	pick->deadline_ms = now + (int64_t)plan->lifetime_ms;
-	pick->idle_timeout_ms = plan->idle_timeout_ms;
-	pick->last_activity_ms = pick->persisted_activity_ms = now;
-	pick->owned = plan->owned;
-	log_info("lane %s: taken from the warm pool (lifetime %llu s)",
-	    pick->name, (unsigned long long)(plan->lifetime_ms / 1000));
-	if (!lane_deliver(pick, c) && pick->owned)
-		lane_destroy(pick, AGENTLANE__V1__ERROR_CODE__CANCELLED,
-		    "its owning client could not be answered");
-	lane_changed(d);	/* deadlines, and the pool refills */
-	return true;
+	pool_taken(pick, plan, now);
+	if (!booting) {
+		pick->state = LANE_READY;
+		log_info("lane %s: taken from the warm pool (lifetime %llu s)",
+		    pick->name, (unsigned long long)(plan->lifetime_ms / 1000));
+		*taken = pick;
+		lane_changed(d);	/* deadlines, and the pool refills */
+		return POOL_READY;
+	}
+	/* Still booting: from here on it is this create's, as if cold. */
+	pick->state = LANE_CREATING;
+	pick->create_detached = plan->detach;
+	log_info("lane %s: taken from the warm pool while it boots (ready in "
+	    "about %lld ms; lifetime %llu s)", pick->name,
+	    (long long)(eta > 0 ? eta : 0),
+	    (unsigned long long)(plan->lifetime_ms / 1000));
+	lane_waiter_add(pick, c, LANE_WAIT_CREATE);
+	lane_waiters_progress(pick, "registered", pick->name);
+	snprintf(msg, sizeof msg, "a warm lane that boots, ready in about %lld s",
+	    (long long)((eta > 0 ? eta : 0) + 999) / 1000);
+	lane_waiters_progress(pick, "starting", msg);
+	lane_changed(d);
+	return POOL_BOOTING;
 }

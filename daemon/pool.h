@@ -8,7 +8,10 @@
  * accepts no exec or copy, and its deadline is pool_max_age, after which
  * the reaper recycles it. A create takes it in one registry transaction
  * (pooled = 0, deadline, idle timeout and labels from the request, its
- * life starting then); a lane never goes back. Refills run in the
+ * life starting then); a lane never goes back. A create may take a pool
+ * lane that still boots, when it will be ready sooner than a cold boot:
+ * the lane then simply becomes that create's, creating as if cold. Refills
+ * run in the
  * background, at most pool_max_boots at once, with a back-off after
  * failed boots. At start-up, booted pool lanes whose VM still runs are
  * kept and the rest destroyed (lane_recover, reconcile).
@@ -29,11 +32,17 @@ void pool_start(struct laned *);
 void pool_stop(struct laned *);
 
 /*
- * A checked create: if a booted pool lane of the plan's shape exists it
- * becomes the caller's lane, c is answered and true returned. False: boot
- * one cold.
+ * A checked create and the warm pool. POOL_COLD: nothing fits, boot one
+ * cold. POOL_READY: *taken, a booted pool lane of the plan's shape, is now
+ * the caller's: answer c with it (lane_deliver). POOL_BOOTING: a pool lane
+ * of the shape still boots and will be ready sooner than a cold boot (by
+ * a measured typical boot time): it is the caller's, and c waits on it as
+ * on any creation. POOL_ANSWERED: c was answered (the alias is taken).
  */
-bool pool_take(struct laned *, struct conn *, const struct lane_create_plan *);
+enum { POOL_COLD, POOL_READY, POOL_BOOTING, POOL_ANSWERED };
+struct lane;
+int pool_take(struct laned *, struct conn *, const struct lane_create_plan *,
+    struct lane **taken);
 
 /* Boots pool lanes up to the configured counts, within the boot cap. */
 void pool_refill(struct laned *);

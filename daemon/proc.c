@@ -354,6 +354,12 @@ proc_abandon(struct proc *p)
 	proc_kill(p);
 }
 
+pid_t
+proc_pid(const struct proc *p)
+{
+	return p->pid;
+}
+
 bool
 proc_timed_out(const struct proc *p)
 {

@@ -59,6 +59,8 @@ void proc_kill(struct proc *);
 void proc_abandon(struct proc *);
 
 bool proc_timed_out(const struct proc *);
+/* The child's pid, which is also its process group's id. */
+pid_t proc_pid(const struct proc *);
 bool proc_output_overflow(const struct proc *);
 /* PROC_IN_PIPE / PROC_OUT_PIPE ends, non-blocking and close-on-exec. The
  * owner takes them over (and closes them); -1 if not requested. */

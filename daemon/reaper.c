@@ -9,6 +9,7 @@
 #include "conn.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanenet.h"
 #include "lima.h"
 #include "log.h"
 #include "proc.h"
@@ -35,6 +36,15 @@ struct reconcile {
 	char (*destroyed)[LANE_NAME_SIZE];
 	size_t ndestroyed;
 	size_t deletes_running;
+	/*
+	 * The lanes whose VM must run by the time limactl list was started
+	 * (ready, or booted pool lanes): only these are judged by it. A lane
+	 * that became ready since, a create the first client of a socket-
+	 * activated daemon sent say, may be missing from a list that was
+	 * taken before its VM existed.
+	 */
+	char (*judged)[LANE_NAME_SIZE];
+	size_t njudged;
 	int error_code;
 	char error[300];
 	int64_t started_ms;	/* for the log: what a reconcile costs */
@@ -135,6 +145,7 @@ reconcile_free(struct reconcile *r)
 	free(r->orphans);
 	free(r->deleted);
 	free(r->destroyed);
+	free(r->judged);
 	free(r);
 }
 
@@ -290,6 +301,37 @@ scan_cb(const char *name, void *arg)
 	name_push(&r->orphans, &r->norphans, name);
 }
 
+/* A lane whose VM runs, or must: ready, or a booted pool lane. */
+static bool
+vm_should_run(const struct lane *l)
+{
+	/* Booted pool lanes too: a stopped VM is no warm lane. */
+	return (l->state == LANE_READY || lane_pool_booted(l)) &&
+	    l->step != LANE_STEP_COMMIT_WAIT;
+}
+
+/* Taken when the list starts: what it may judge. */
+static void
+judged_snapshot(struct reconcile *r)
+{
+	struct lane *l;
+
+	TAILQ_FOREACH(l, &r->d->lanes, entry)
+		if (vm_should_run(l))
+			name_push(&r->judged, &r->njudged, l->name);
+}
+
+static bool
+is_judged(const struct reconcile *r, const struct lane *l)
+{
+	if (!vm_should_run(l))
+		return false;
+	for (size_t i = 0; i < r->njudged; i++)
+		if (strcmp(r->judged[i], l->name) == 0)
+			return true;
+	return false;
+}
+
 static void
 list_done(struct proc *p, int status, void *arg)
 {
@@ -333,14 +375,7 @@ list_done(struct proc *p, int status, void *arg)
 		char reason[64];
 
 		next = TAILQ_NEXT(l, entry);
-		/*
-		 * Booted pool lanes too: a stopped VM is no warm lane. A pool
-		 * lane that still waits for the limactl facts (no step, no VM
-		 * yet) is not booted: it has no workspace until it is.
-		 */
-		if ((l->state != LANE_READY && !(l->state == LANE_POOLED &&
-		    l->step == LANE_STEP_NONE && l->workspace[0] != '\0')) ||
-		    l->step == LANE_STEP_COMMIT_WAIT)
+		if (!is_judged(r, l))
 			continue;
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(inst[i].name, l->name) == 0)
@@ -401,6 +436,7 @@ reconcile_start(struct laned *d, struct conn *c, bool delete_orphans)
 	}
 	if (c != NULL)
 		conn_set_handler(c, &reconcile_handler, r);
+	judged_snapshot(r);
 	argv = lima_argv_list(d->lima);
 	memset(&ps, 0, sizeof ps);
 	ps.argv = argv;
@@ -480,7 +516,13 @@ reaper_start(struct laned *d)
 	free(recs);
 	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
 		next = TAILQ_NEXT(l, entry);
-		lane_recover(l);
+		/* The evidence of a creation the restart interrupted. */
+		if (l->state == LANE_CREATING && !l->logs_kept) {
+			lanelog_keep(d, l->name, NULL);
+			l->logs_kept = true;
+		}
+		if (lanenet_recover(l))
+			lane_recover(l);
 	}
 	if (n > 0)
 		log_info("reconcile: %zu live lanes in the registry, adopted "

@@ -735,8 +735,10 @@ row_to_record(sqlite3_stmt *st, struct lane_record *rec)
 	rec->owned = sqlite3_column_int(st, 22) != 0;
 	column_copy(st, 23, rec->secrets, sizeof rec->secrets);
 	if (rec->pooled && (rec->state == LANE_CREATING ||
-	    rec->state == LANE_READY))
+	    rec->state == LANE_READY)) {
+		rec->booting = rec->state == LANE_CREATING;
 		rec->state = LANE_POOLED;
+	}
 }
 
 int
@@ -1275,7 +1277,7 @@ registry_integrity_ok(struct registry *r)
 }
 
 int
-registry_lane_take_pooled(struct registry *r, const char *name,
+registry_lane_take_pooled(struct registry *r, const char *name, bool booting,
     int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
     const struct lane_label *labels, size_t nlabels, const char *alias,
     bool owned)
@@ -1286,11 +1288,11 @@ registry_lane_take_pooled(struct registry *r, const char *name,
 
 	if (tx_begin(r) != REG_OK)
 		return REG_ERROR;
-	/* Only a booted pool lane: one a create has not taken already. */
+	/* Only a pool lane one create has not taken already. */
 	st = prepare(r, "UPDATE lanes SET pooled = 0, created_at_ms = ?2, "
 	    "deadline_ms = ?3, idle_timeout_ms = ?4, last_activity_ms = ?2, "
 	    "alias = NULLIF(?5, ''), owned = ?6 "
-	    "WHERE name = ?1 AND pooled = 1 AND state = 'ready'");
+	    "WHERE name = ?1 AND pooled = 1 AND state = ?7");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, now_ms);
@@ -1298,6 +1300,8 @@ registry_lane_take_pooled(struct registry *r, const char *name,
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)idle_timeout_ms);
 		sqlite3_bind_text(st, 5, alias, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 6, owned);
+		sqlite3_bind_text(st, 7, booting ? "creating" : "ready", -1,
+		    SQLITE_STATIC);
 	}
 	rc = step_done(r, st);
 	if (rc == REG_OK && sqlite3_changes(r->db) != 1)
@@ -1314,13 +1318,46 @@ registry_lane_take_pooled(struct registry *r, const char *name,
 		rc = step_done(r, st);
 	}
 	if (rc == REG_OK) {
-		snprintf(detail, sizeof detail, "lifetime=%llds idle=%llus%s%s%s",
+		snprintf(detail, sizeof detail, "lifetime=%llds idle=%llus%s%s%s%s",
 		    (long long)((deadline_ms - now_ms) / 1000),
 		    (unsigned long long)(idle_timeout_ms / 1000),
-		    alias[0] ? " alias=" : "", alias, owned ? " owned" : "");
+		    alias[0] ? " alias=" : "", alias, owned ? " owned" : "",
+		    booting ? " booting" : "");
 		rc = event_insert(r, now_ms, name, "taken-from-pool", detail);
 	}
 	return tx_end(r, rc);
+}
+
+int
+registry_boot_times(struct registry *r, size_t max, int64_t *ms, size_t *n)
+{
+	/*
+	 * The newest ready events among the last REGISTRY_BOOT_SCAN events
+	 * (a bounded scan whatever the audit trail holds), each with its
+	 * lane's registration.
+	 */
+	sqlite3_stmt *st = prepare(r, "SELECT e.time_ms - g.time_ms FROM "
+	    "events e JOIN events g ON g.lane = e.lane AND "
+	    "g.event = 'registered' WHERE e.event IN ('ready', 'pooled') AND "
+	    "e.id > (SELECT ifnull(max(id), 0) FROM events) - ?2 "
+	    "ORDER BY e.id DESC LIMIT ?1");
+	int rc;
+
+	*n = 0;
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)max);
+	sqlite3_bind_int64(st, 2, REGISTRY_BOOT_SCAN);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && *n < max)
+		if (sqlite3_column_int64(st, 0) >= 0)
+			ms[(*n)++] = sqlite3_column_int64(st, 0);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		reg_failed(r, sqlite3_errmsg(r->db));
+		release(st);
+		return REG_ERROR;
+	}
+	release(st);
+	return REG_OK;
 }
 
 int
@@ -1469,17 +1506,16 @@ registry_image_insert(struct registry *r, const struct image_record *rec)
 	return REG_ERROR;
 }
 
-int
-registry_image_get(struct registry *r, const char *name,
+/* The one image row st selects, keyed by ?1. */
+static int
+image_get_by(struct registry *r, sqlite3_stmt *st, const char *key,
     struct image_record *rec)
 {
-	sqlite3_stmt *st = prepare(r, "SELECT " IMAGE_COLUMNS
-	    " FROM images WHERE name = ?1");
 	int rc;
 
 	if (st == NULL)
 		return REG_ERROR;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		image_row(st, rec);
@@ -1492,6 +1528,23 @@ registry_image_get(struct registry *r, const char *name,
 	}
 	release(st);
 	return rc;
+}
+
+int
+registry_image_get(struct registry *r, const char *name,
+    struct image_record *rec)
+{
+	return image_get_by(r, prepare(r, "SELECT " IMAGE_COLUMNS
+	    " FROM images WHERE name = ?1"), name, rec);
+}
+
+int
+registry_image_by_id(struct registry *r, const char *id,
+    struct image_record *rec)
+{
+	return image_get_by(r, prepare(r, "SELECT " IMAGE_COLUMNS
+	    " FROM images WHERE id = ?1 AND state = 'ready' "
+	    "ORDER BY created_at_ms, name LIMIT 1"), id, rec);
 }
 
 int

@@ -67,6 +67,7 @@ struct lane_record {
 	 * as creating/ready (booting/booted) and read as LANE_POOLED.
 	 */
 	bool pooled;
+	bool booting;		/* pooled, and its VM still boots */
 	/* The network policy; network "" on rows made before policies. */
 	char network[LANE_NETWORK_SIZE];
 	char allow[LANE_ALLOW_TEXT_MAX + 1];
@@ -173,15 +174,22 @@ int registry_lane_list(struct registry *, bool all, struct lane_record **out,
 /* Live lanes, warm-pool lanes not counted. */
 int registry_count_live(struct registry *, size_t *n);
 /*
- * A create takes a booted warm-pool lane: in one transaction it stops
- * being pooled, its life (created_at, deadline, idle timeout) starts at
- * now_ms and its labels are added. REG_NOT_FOUND unless it was a booted
- * pool lane.
+ * A create takes a warm-pool lane, booted or (booting) still in
+ * "creating": in one transaction it stops being pooled, its life
+ * (created_at, deadline, idle timeout) starts at now_ms and its labels
+ * are added. REG_NOT_FOUND unless it was such a pool lane.
  */
 int registry_lane_take_pooled(struct registry *, const char *name,
-    int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
-    const struct lane_label *labels, size_t nlabels, const char *alias,
-    bool owned);
+    bool booting, int64_t now_ms, int64_t deadline_ms,
+    uint64_t idle_timeout_ms, const struct lane_label *labels, size_t nlabels,
+    const char *alias, bool owned);
+/*
+ * How long the newest creations took from registration to ready (warm-pool
+ * boots included), newest first: up to max of them, in ms.
+ */
+#define REGISTRY_BOOT_SCAN 100000	/* events looked at, newest first */
+int registry_boot_times(struct registry *, size_t max, int64_t *ms,
+    size_t *n);
 
 /*
  * The lane with that alias: the live one, else the one that had it last.
@@ -257,6 +265,9 @@ struct image_record {
 /* In "building"; REG_EXISTS when the name (or instance) is taken. */
 int registry_image_insert(struct registry *, const struct image_record *);
 int registry_image_get(struct registry *, const char *name,
+    struct image_record *);
+/* The oldest ready image whose content id is id, whatever its name. */
+int registry_image_by_id(struct registry *, const char *id,
     struct image_record *);
 int registry_image_set_ready(struct registry *, const char *name,
     uint64_t build_ms);

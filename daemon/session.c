@@ -34,10 +34,11 @@ session_audit(struct session *s, const struct gexec_result *r,
 		return;
 	s->audited = true;
 	if (strcmp(s->audit_kind, "exec") == 0)
-		audit_exec(s->act.lane, s->audit, s->audit_len, r, failure);
+		audit_exec(s->d, s->act.lane->name, s->audit, s->audit_len, r,
+		    failure);
 	else
-		audit_copy(s->act.lane, s->audit_kind, (const char *)s->audit,
-		    s->bytes, failure);
+		audit_copy(s->d, s->act.lane->name, s->audit_kind,
+		    (const char *)s->audit, s->bytes, failure);
 }
 
 static void

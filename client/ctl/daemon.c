@@ -456,7 +456,7 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	struct paths p;
 	char file[PATH_MAX], target[128];
 	const char *svc;
-	size_t n = 0, live = 0, pool_booted = 0, count[7] = { 0 };
+	size_t n = 0, live = 0, count[8] = { 0 };
 	bool installed, answering, listed = false;
 	int loaded = -1;	/* -1: not asked (--no-load) */
 
@@ -485,14 +485,9 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	if (answering && al_list(ctl->client, true, &lanes, &n, &lerr) ==
 	    AL_OK) {
 		listed = true;
-		for (size_t i = 0; i < n; i++) {
-			if (lanes[i].state > 0 && lanes[i].state < 7)
+		for (size_t i = 0; i < n; i++)
+			if (lanes[i].state > 0 && lanes[i].state < 8)
 				count[lanes[i].state]++;
-			/* A booted pool lane has its workspace. */
-			if (lanes[i].state == AL_LANE_POOLED &&
-			    lanes[i].workspace[0] != '\0')
-				pool_booted++;
-		}
 		live = count[AL_LANE_CREATING] + count[AL_LANE_READY] +
 		    count[AL_LANE_DESTROYING];
 		al_lanes_free(lanes);
@@ -527,8 +522,8 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 			    "\"ready\":%zu,\"destroying\":%zu},"
 			    "\"pool\":{\"booted\":%zu,\"booting\":%zu}}\n",
 			    live, count[AL_LANE_CREATING], count[AL_LANE_READY],
-			    count[AL_LANE_DESTROYING], pool_booted,
-			    count[AL_LANE_POOLED] - pool_booted);
+			    count[AL_LANE_DESTROYING], count[AL_LANE_POOLED],
+			    count[AL_LANE_BOOTING]);
 		else
 			printf(",\"lanes\":null}\n");
 		return answering ? 0 : 3;
@@ -568,9 +563,9 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 		    "ready, %zu destroying)\n", live, info.max_lanes,
 		    count[AL_LANE_CREATING], count[AL_LANE_READY],
 		    count[AL_LANE_DESTROYING]);
-	if (listed && count[AL_LANE_POOLED] > 0)
-		printf("warm pool:   %zu booted, %zu booting\n", pool_booted,
-		    count[AL_LANE_POOLED] - pool_booted);
+	if (listed && count[AL_LANE_POOLED] + count[AL_LANE_BOOTING] > 0)
+		printf("warm pool:   %zu booted, %zu booting\n",
+		    count[AL_LANE_POOLED], count[AL_LANE_BOOTING]);
 	return 0;
 }
 

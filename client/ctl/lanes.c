@@ -319,7 +319,7 @@ struct filter {
 
 static const int states[] = {
 	AL_LANE_CREATING, AL_LANE_READY, AL_LANE_DESTROYING, AL_LANE_DESTROYED,
-	AL_LANE_FAILED, AL_LANE_POOLED,
+	AL_LANE_FAILED, AL_LANE_POOLED, AL_LANE_BOOTING,
 };
 
 static int
@@ -344,7 +344,7 @@ parse_filter(const char *v, struct filter *f)
 				return 0;
 			}
 		return ctl_usage("--filter %s: the states are creating, ready, "
-		    "destroying, destroyed, failed and pooled", v);
+		    "destroying, destroyed, failed, pooled and booting", v);
 	}
 	if (strncmp(v, "name=", 5) == 0) {
 		f->kind = F_NAME;

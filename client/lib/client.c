@@ -100,6 +100,8 @@ al_code_name(int code)
 AL_API const char *
 al_state_name(int state)
 {
+	if (state == AL_LANE_BOOTING)
+		return "booting";
 	return wire_lane_state_name(state);
 }
 
@@ -679,6 +681,8 @@ al_lane_from_proto(struct al_lane *l, const Agentlane__V1__Lane *p)
 	memset(l, 0, sizeof *l);
 	snprintf(l->name, sizeof l->name, "%s", p->name != NULL ? p->name : "");
 	l->state = (int)p->state;
+	if (p->state == AGENTLANE__V1__LANE_STATE__POOLED && p->booting)
+		l->state = AL_LANE_BOOTING;
 	l->cpus = p->cpus;
 	l->memory_mib = p->memory_mib;
 	l->disk_gib = p->disk_gib;

@@ -20,7 +20,8 @@ stop_daemon
 # 1. After the row is committed, before limactl create does anything.
 LIMA_SIM_HANG=create start_daemon || exit 1
 ctl create --timeout 10m >/dev/null 2>&1 &
-sleep 0.5
+new_row() { [ "$(newest)" != "$KEEP" ]; }
+wait_for 10 new_row
 L=$(newest)
 check_eq "the row is committed as creating before limactl runs" creating \
     "$(sqlite3 "$STATE/registry.db" "SELECT state FROM lanes WHERE name='$L'")"

@@ -48,16 +48,31 @@ check "after a restart it is destroyed" wait_for 5 state_is "$L" destroyed
 check "no VM is left" no_vms
 stop_daemon
 
-# Deletes that keep failing back off instead of spinning.
-LIMA_SIM_FAIL=delete:1,delete:2,delete:3 start_daemon || exit 1
+# Deletes that keep failing back off instead of spinning: every delete
+# fails, and the attempts are 1 s, 2 s, then destroy_retry_max (2 s) apart.
+# Counted when the fourth failure is recorded: a retry loop without a
+# back-off, or one that does not double, has made more calls, or sooner.
+export LIMA_SIM_LOG=$T/sim.log
+LIMA_SIM_FAIL='delete:*' start_daemon --destroy-retry-max 2s || exit 1
 L=$(ctl create)
+failures() { ctl events "$L" | grep -c destroy-failed; }
+four_failures() { [ "$(failures)" -ge 4 ]; }
+T0=$(date +%s%3N)
 ctl rm "$L" >/dev/null 2>&1
-sleep 2
-N=$(ctl events "$L" | grep -c destroy-failed)
-check "retries back off (only $N failures in 2 s)" test "$N" -le 3
-check "and finally succeed" wait_for 10 state_is "$L" destroyed
+check "a delete that keeps failing is retried" wait_for 30 four_failures
+T1=$(date +%s%3N)
+N=$(grep -c " delete --force $L\$" "$LIMA_SIM_LOG")
+check "once per back-off: $N limactl delete calls by the fourth failure" \
+    test "$N" -ge 4 -a "$N" -le 5
+check "which took the back-offs, 1 + 2 + 2 s ($(( T1 - T0 )) ms)" \
+    test $(( T1 - T0 )) -ge 4500
+check_eq "the lane stays destroying meanwhile" destroying "$(lane_state "$L")"
+stop_daemon
+start_daemon || exit 1
+check "and once limactl delete works it succeeds" wait_for 10 state_is "$L" destroyed
 check "no VM is left" no_vms
 stop_daemon
+unset LIMA_SIM_LOG
 
 # limactl start hangs: the start timeout ends it and cleans up.
 LIMA_SIM_HANG=start start_daemon --start-timeout 2s || exit 1

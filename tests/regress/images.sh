@@ -188,6 +188,27 @@ check_eq "... without building (no limactl create for an image)" "$C1" "$(sim_ca
 check_eq "two images in all" 2 "$(images)"
 ctl rm "$L" "$L3" "$L4" >/dev/null 2>&1
 
+# ---- create --provision after image build NAME: reused by content, whatever
+# the image is called (Sandcastle's create timeout counts on it)
+cat > "$T/lane.sh" <<'EOF'
+#!/bin/sh
+echo lane-tools > /etc/lane-tools
+EOF
+check_eq "image build fake --provision lane.sh" fake "$(ctl image build fake --provision "$T/lane.sh" 2>/dev/null)"
+NI=$(images)
+C1=$(sim_calls create)
+S1=$(sim_calls start)
+L5=$(ctl create --provision "$T/lane.sh" 2>"$T/p5.err")
+check_eq "create --provision lane.sh is ready" ready "$(lane_state "$L5")"
+check_match "... reusing image fake, found by its content" 'image fake is up to date' "$(cat "$T/p5.err")"
+check_eq "... without a second build (no limactl create)" "$C1" "$(sim_calls create)"
+check_eq "... and one limactl start, the lane's own" "$((S1 + 1))" "$(sim_calls start)"
+check_eq "... and no new image" "$NI" "$(images)"
+check_match "the lane is a clone of fake" 'image +fake' "$(ctl events "$L5")"
+check_eq "... with what the script wrote" lane-tools "$(ctl exec -n "$L5" -- cat /etc/lane-tools 2>&1)"
+ctl rm "$L5" >/dev/null 2>&1
+ctl image rm fake >/dev/null 2>&1
+
 # ---- a build interrupted by a daemon crash is undone at the next start
 "$LANECTL" --socket "$SOCK" image build crash --provision "$T/slow.sh" >/dev/null 2>"$T/crash.err" &
 BP=$!

@@ -149,6 +149,30 @@ start_daemon() {
 	return 1
 }
 
+# Starts the daemon as launchd or systemd socket activation does: its
+# socket listens (inherited as fd 3, with LISTEN_FDS) before the daemon
+# runs, so a client may connect first. The arguments are the daemon's,
+# after --socket. Does not wait for it to answer.
+start_activated_daemon() {
+	reset_faults
+	mkdir -p "$T/run"
+	chmod 700 "$T/run"
+	python3 - "$SOCK" "$LANED" "$LOG" "$@" <<'PY' &
+import os, socket, sys
+path, laned, log = sys.argv[1:4]
+s = socket.socket(socket.AF_UNIX)
+s.bind(path); os.chmod(path, 0o600); s.listen(16)
+if s.fileno() != 3:
+    os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+os.dup2(out, 1); os.dup2(out, 2)
+env = dict(os.environ, LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
+os.execve(laned, [laned, "--socket", path] + sys.argv[4:], env)
+PY
+	DAEMON_PID=$!
+}
+
 stop_daemon() {
 	if [ -n "$DAEMON_PID" ]; then
 		kill -TERM "$DAEMON_PID" 2>/dev/null

@@ -59,13 +59,18 @@ check "then it idles out" wait_for "$(tw 6)" gone "$L"
 # deadline. (Without --detach it is destroyed: create-interrupt.sh.)
 stop_daemon
 LIMA_SIM_BOOT_MS=1000 start_daemon --max-lifetime "$MAXLIFE" --default-lifetime "$(life 30)" || exit 1
+BEFORE=$(ctl ls --all -q | wc -l)
 "$LANECTL" --socket "$SOCK" create --detach --timeout "$(life 4)" > "$T/created" 2>/dev/null &
 CLI=$!
-sleep 0.4
+newest() { ctl ls --all --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["name"])'; }
+state_is() { [ "$(lane_state "$1")" = "$2" ]; }
+# Killed once its lane is registered and before it is ready.
+registered_new() { [ "$(ctl ls --all -q | wc -l)" -gt "$BEFORE" ]; }
+wait_for 10 registered_new
+L=$(newest)
+check_eq "the lane is being created" creating "$(lane_state "$L")"
 check "the client is killed while the lane is being created" kill -KILL "$CLI"
 wait "$CLI" 2>/dev/null
 check_eq "it never printed a name" "" "$(cat "$T/created")"
-L=$(ctl ls --all --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[-1]["name"])')
-state_is() { [ "$(lane_state "$1")" = "$2" ]; }
 check "the orphaned creation still finishes" wait_for $((BOOT_S + 5)) state_is "$L" ready
 check "and is reaped at its deadline" wait_for $((BOOT_S + 8)) gone "$L"

@@ -26,7 +26,8 @@ FINISH_HOOK=unmount_state
 # ---- The disk fills while a lane boots ----
 # limactl itself then fails too (the simulator, like Lima, writes in the
 # instance directory): create must fail, and the failure must be recorded
-# before the VM goes.
+# before the VM goes. The creator is not kept waiting for the disk: it is
+# answered UNAVAILABLE at once, saying why, and the change is retried.
 LIMA_SIM_BOOT_MS=2500 start_daemon || exit 1
 ctl create >"$T/create.out" 2>"$T/create.err" &
 CREATE=$!
@@ -36,14 +37,15 @@ L=$(sqlite3 "$DB" 'SELECT name FROM lanes')
 fill
 check "the daemon cannot write the failure" wait_for 15 \
     grep -q "cannot record creating -> destroying" "$LOG"
-check "create has not reported success on a full disk" running "$CREATE"
+check "create is answered while the disk is full" wait_for 10 exited "$CREATE"
 check_eq "the row still says creating" creating "$(row_state "$L")"
 check "the VM was not deleted before the row says so" test -d "$(instance_dir "$L")"
 unfill
-check "create returns once space is back" wait_for 15 exited "$CREATE"
 wait "$CREATE"; RC=$?
 check_eq "create fails" 1 "$RC"
-check "the lane ends failed" wait_for 10 state_is "$L" failed
+check_eq "and reports no lane" "" "$(cat "$T/create.out")"
+check_match "with UNAVAILABLE, saying why" 'UNAVAILABLE.*registry cannot record creating -> destroying.*full' "$(cat "$T/create.err")"
+check "the lane ends failed once space is back" wait_for 10 state_is "$L" failed
 check "and its VM is deleted" no_vms
 
 # A lane made while there is space.

@@ -67,21 +67,7 @@ check_eq "status says 3 when nothing answers" 3 "$RC"
 check_match "and says so" 'not answering' "$OUT"
 
 # Socket activation: a listening socket inherited as fd 3 with LISTEN_FDS.
-mkdir -p "$T/run"; chmod 700 "$T/run"
-python3 - "$SOCK" "$LANED" "$STATE" "$SIM" "$LOG" <<'PY' &
-import os, socket, sys
-path, laned, state, sim, log = sys.argv[1:6]
-s = socket.socket(socket.AF_UNIX)
-s.bind(path); os.chmod(path, 0o600); s.listen(16)
-if s.fileno() != 3:
-    os.dup2(s.fileno(), 3)
-os.set_inheritable(3, True)
-out = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
-os.dup2(out, 1); os.dup2(out, 2)
-env = dict(os.environ, LISTEN_FDS="1", LISTEN_PID=str(os.getpid()))
-os.execve(laned, [laned, "--socket", path, "--state-dir", state, "--limactl", sim], env)
-PY
-DAEMON_PID=$!
+start_activated_daemon --state-dir "$STATE" --limactl "$SIM"
 answers() { ctl version >/dev/null 2>&1; }
 check "an activated daemon answers on the inherited socket" wait_for 5 answers
 check_match "and says it was activated" 'listening on an activated socket' "$(cat "$LOG")"

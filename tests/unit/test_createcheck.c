@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "lane.h"
 #include "lanecreate.h"
 #include "netpolicy.h"
 #include "units.h"

@@ -1,5 +1,5 @@
 /*
- * daemon/sha256.c (OpenSSL EVP) and daemon/image.c: the content address of an image
+ * daemon/sha256.c (OpenSSL EVP), daemon/imagebuild.c and daemon/image.c: the content address of an image
  * (FIPS 180-4 vectors, then which inputs change the id), image names, and
  * the instance names images get ("ali-" + 16 hex, never a lane name).
  */
@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "image.h"
+#include "imagebuild.h"
 #include "lima.h"
 #include "sha256.h"
 
