@@ -67,6 +67,12 @@ void wire_wipe(void *p, size_t len);
  * test checks that the provider and agent-lanectl agree.
  */
 #define WIRE_SOCKET_ENV "AGENT_LANE_SOCKET"
+/*
+ * The daemon elsewhere, as a URL (ssh://[USER@]HOST[:PORT], unix:///PATH):
+ * ahead of $AGENT_LANE_SOCKET for libagentlane's al_client_open, the CLI
+ * and the provider alike.
+ */
+#define WIRE_HOST_ENV "AGENT_LANE_HOST"
 #define WIRE_DEFAULT_SOCKET_REL ".agent-lane/run/agent-laned.sock"
 
 /*
