@@ -133,8 +133,8 @@ info_images(struct laned *d, Agentlane__V1__DaemonInfo *di,
 	free(imgs);
 }
 
-void
-info_handle(struct laned *d, struct conn *c)
+static void
+info_answer(struct laned *d, struct conn *c)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__DaemonInfo di = AGENTLANE__V1__DAEMON_INFO__INIT;
@@ -198,4 +198,52 @@ info_handle(struct laned *d, struct conn *c)
 	resp.daemon_info = &di;
 	(void)conn_send(c, &resp);
 	conn_finish(c);
+}
+
+/*
+ * The limactl facts are learnt once, at start-up: a call that comes first
+ * waits for them (or for the probe to fail, which info then reports), so
+ * that info never says "not known" of what is about to be.
+ */
+struct info_wait {
+	struct conn *c;		/* NULL once the client went */
+};
+
+static void
+info_closed(struct conn *c, void *ctx)
+{
+	struct info_wait *w = ctx;
+
+	w->c = NULL;
+}
+
+static const struct conn_handler info_conn_handler = {
+	.closed = info_closed,
+};
+
+static void
+info_known(struct laned *d, void *arg)
+{
+	struct info_wait *w = arg;
+
+	if (w->c != NULL && !d->shutting_down) {
+		conn_set_handler(w->c, NULL, NULL);
+		info_answer(d, w->c);
+	}
+	free(w);
+}
+
+void
+info_handle(struct laned *d, struct conn *c)
+{
+	struct info_wait *w;
+
+	if (lanenet_known(d)) {
+		info_answer(d, c);
+		return;
+	}
+	w = xcalloc(1, sizeof *w);
+	w->c = c;
+	conn_set_handler(c, &info_conn_handler, w);
+	lanenet_when_known_call(d, info_known, w);
 }

@@ -139,6 +139,8 @@ stats_add(struct stats_call *sc, const char *name)
 
 /* ---- one lane's guest ---- */
 
+static void stats_lane_done(struct stats_lane *);
+
 static void
 stats_output(struct gexec *g, int stream, const uint8_t *data, size_t len,
     void *arg)
@@ -148,15 +150,20 @@ stats_output(struct gexec *g, int stream, const uint8_t *data, size_t len,
 	if (stream != 1)
 		return;		/* stderr: the exit status says enough */
 	if (len > STATS_OUTPUT_MAX - sl->len) {
-		/* No more than the bound is ever kept: the round ends here. */
-		sl->len = STATS_OUTPUT_MAX + 1;
+		/*
+		 * Past the bound: nothing more is kept or read. The guest's
+		 * command is killed and the lane answers TOO_LARGE.
+		 */
+		gexec_abort(sl->g);
+		sl->g = NULL;
+		lane_error(sl, AGENTLANE__V1__ERROR_CODE__TOO_LARGE, "the guest "
+		    "printed more than %u bytes of stats", STATS_OUTPUT_MAX);
+		stats_lane_done(sl);
 		return;
 	}
 	memcpy(sl->out + sl->len, data, len);
 	sl->len += len;
 }
-
-static void stats_lane_done(struct stats_lane *);
 
 static void
 stats_done(struct gexec *g, const struct gexec_result *r, void *arg)
@@ -167,9 +174,6 @@ stats_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	sl->g = NULL;
 	if (r->end == GEXEC_FAILED)
 		lane_error(sl, r->error, "%s", r->message);
-	else if (sl->len > STATS_OUTPUT_MAX)
-		lane_error(sl, AGENTLANE__V1__ERROR_CODE__TOO_LARGE, "the guest "
-		    "printed more than %u bytes of stats", STATS_OUTPUT_MAX);
 	else if (r->end != GEXEC_EXITED || r->code != 0)
 		lane_error(sl, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, "the "
 		    "guest's stats script failed (%s)", gexec_status(r, st,
@@ -445,6 +449,7 @@ void
 stats_handle(struct laned *d, struct conn *c, const Agentlane__V1__GetStats *req)
 {
 	struct stats_call *sc;
+	struct lane_record rec;
 	char name[LANE_NAME_SIZE];
 	uint64_t iv = req->interval_ms != 0 ? req->interval_ms :
 	    STATS_INTERVAL_DEFAULT_MS;
@@ -471,6 +476,13 @@ stats_handle(struct laned *d, struct conn *c, const Agentlane__V1__GetStats *req
 	for (size_t i = 0; i < req->n_lanes; i++) {
 		/* A lane no one has is the caller's mistake: NOT_FOUND. */
 		if (!lane_resolve(d, c, req->lanes[i], name)) {
+			stats_free(sc);
+			return;
+		}
+		/* A whole name is taken as it is: it must be a lane's. */
+		if (registry_lane_get(d->reg, name, &rec) == REG_NOT_FOUND) {
+			conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
+			    "no lane %s", name);
 			stats_free(sc);
 			return;
 		}

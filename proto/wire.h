@@ -14,7 +14,13 @@
 
 #include "agentlane.pb-c.h"
 
+/* WIRE_PROTOCOL_VERSION_TEST: only the test build of another release
+ * (build/tests/agent-lanectl-proto2, tests/regress/remote.sh) sets it. */
+#if defined(WIRE_PROTOCOL_VERSION_TEST)
+#define WIRE_PROTOCOL_VERSION ((unsigned)(WIRE_PROTOCOL_VERSION_TEST))
+#else
 #define WIRE_PROTOCOL_VERSION 1u
+#endif
 #define WIRE_HEADER_SIZE 4u
 /* Absolute protocol maximum; a daemon may be configured lower. */
 #define WIRE_MAX_FRAME (1024u * 1024u)

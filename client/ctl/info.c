@@ -45,7 +45,7 @@ info_text(const struct ctl *ctl, const struct al_info *in)
 	snprintf(line, sizeof line, "%s (%s, %s)", in->hostname, in->os,
 	    in->arch);
 	kv("Host:", line);
-	units_format_human(in->uptime_ms, a, sizeof a);
+	units_format_human(in->uptime_ms / 1000 * 1000, a, sizeof a);
 	snprintf(line, sizeof line, "%s (pid %u)", a, d->pid);
 	kv("Uptime:", line);
 	kv("State dir:", d->state_dir);
@@ -59,8 +59,8 @@ info_text(const struct ctl *ctl, const struct al_info *in)
 		    in->limactl, in->limactl_error[0] ? ": " : "",
 		    in->limactl_error);
 	kv("limactl:", line);
-	snprintf(line, sizeof line, "%s: %s", in->network_enforceable ?
-	    "enforceable" : "NOT enforceable", in->network_note);
+	snprintf(line, sizeof line, "%s%s", in->network_enforceable ?
+	    "enforceable: " : "", in->network_note);
 	kv("Network policies:", line);
 	kv("Default network:", in->network_default);
 	printf("Caps:\n");

@@ -78,7 +78,8 @@ table(const struct al_lane_stats *const *v, size_t n, bool tty)
 		pct(memp, sizeof memp, s->memory_used_bytes, s->memory_limit_bytes);
 		pair(disk, sizeof disk, s->disk_used_bytes, s->disk_total_bytes);
 		snprintf(pids, sizeof pids, "%u", s->processes);
-		units_format_human(s->uptime_ms, up, sizeof up);
+		/* Whole seconds: a table refreshed each second. */
+		units_format_human(s->uptime_ms / 1000 * 1000, up, sizeof up);
 		printf("%-8s %-22s %-7s %-22s %-6s %s\n", cpu, mem, memp, disk,
 		    pids, up);
 	}

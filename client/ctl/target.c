@@ -136,8 +136,14 @@ ctl_client_open(struct ctl *ctl)
 	if ((ctl->client = al_client_open(&o, &err)) == NULL) {
 		char msg[sizeof err.message + 80];
 
-		snprintf(msg, sizeof msg, "%s%s%s", c.name[0] ? "context " : "",
-		    c.name[0] ? c.name : "", c.name[0] ? ": " : "");
+		/* Where the bad URL came from: a context, or a variable. */
+		if (c.name[0] != '\0')
+			snprintf(msg, sizeof msg, "context %s: ", c.name);
+		else if (ctl->target_from != NULL &&
+		    ctl->target_from[0] == '$')
+			snprintf(msg, sizeof msg, "%s: ", ctl->target_from);
+		else
+			msg[0] = '\0';
 		ctl_errx("%s%s", msg, err.message);
 		return err.code == AL_INVALID_ARGUMENT ? CTL_EXIT_USAGE :
 		    CTL_EXIT_FAILURE;
