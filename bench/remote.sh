@@ -59,6 +59,18 @@ e_local, e_ssh, e_floor = paired([(local + ["exec", "-n", lane, "--", "true"], N
 rows.append(("exec -- true, median of %d" % runs, "%.1f ms local socket" % e_local,
              "%.1f ms over ssh" % e_ssh, "%.1fx local; %.2fx ssh cat (%.1f ms)"
              % (e_ssh / e_local, e_ssh / e_floor, e_floor)))
+# The same with the connection shared (ControlMaster/ControlPersist in the
+# user's ssh configuration): the handshake is paid once.
+import os
+mux = os.path.join(os.path.dirname(blob), "client", "config.mux")
+os.environ["AL_SSH_CONFIG"] = mux
+m_local, m_ssh, m_floor = paired([(local + ["exec", "-n", lane, "--", "true"], None),
+                                  (remote + ["exec", "-n", lane, "--", "true"], None),
+                                  (floor + ["cat"], None)], runs)
+del os.environ["AL_SSH_CONFIG"]
+rows.append(("the same, ssh ControlMaster", "%.1f ms local socket" % m_local,
+             "%.1f ms over ssh" % m_ssh, "%.1fx local; %.2fx ssh cat (%.1f ms)"
+             % (m_ssh / m_local, m_ssh / m_floor, m_floor)))
 cruns = max(3, runs // 7)
 # The floor: the file itself through a plain ssh pipe into cat.
 c_local, c_ssh, c_floor = paired([(local + ["cp", "-q", blob, lane + ":blob"], None),

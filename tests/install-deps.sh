@@ -22,6 +22,10 @@ if command -v apt-get >/dev/null 2>&1; then
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
 	    passwd mandoc ruby zsh fish nftables iproute2
+	# Remote hosts (tests/regress/remote.sh, tests/remote/fixture): a real
+	# OpenSSH server on 127.0.0.1 and the client, as a user would have them.
+	$SUDO apt-get install -y -q --no-install-recommends \
+	    openssh-server openssh-client
 	# The real-VM tier (tests/lima-vm): QEMU, the guest image build
 	# (debootstrap, mke2fs), the cidata ISO, and ssh/scp as Lima uses them.
 	$SUDO apt-get install -y -q --no-install-recommends \
