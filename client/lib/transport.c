@@ -88,6 +88,12 @@ parse_ssh(const char *s, struct al_host *h, struct al_error *err)
 			return -1;
 		}
 		len = (size_t)(end - host - 1);
+		/* An IPv6 address has a colon; anything else has no brackets. */
+		if (memchr(host + 1, ':', len) == NULL) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "ssh://%s: not an "
+			    "IPv6 address in brackets", s);
+			return -1;
+		}
 		for (size_t i = 0; i < len; i++)
 			if (!in_set(host[1 + i], "0123456789abcdefABCDEF:.%"
 			    ALNUM)) {

@@ -106,9 +106,9 @@ check "reap" r reap
 
 # ---- following: events -f and logs -f end when the lane does ---------------
 # Not through the shell function: $! must be agent-lanectl's own pid.
-"$LANECTL" --context remote events -f web >"$T/evf" 2>&1 &
+timeout 120 "$LANECTL" --context remote events -f web >"$T/evf" 2>&1 &
 EVPID=$!
-"$LANECTL" --context remote logs -f web >"$T/logf" 2>&1 &
+timeout 120 "$LANECTL" --context remote logs -f web >"$T/logf" 2>&1 &
 LOGPID=$!
 # Both are following once their first lines are out.
 wait_for 20 grep -q created "$T/evf"
@@ -126,22 +126,26 @@ OUT=$(r run -q -- sh -c 'echo hi; exit 4'); RC=$?
 check_eq "run: output and status through ssh" "hi 4" "$OUT $RC"
 check_eq "and its lane is gone" "" "$(there ls -q)"
 mkfifo "$T/runout"
-"$LANECTL" --context remote run -q -- sh -c 'echo started; exec sleep 600' \
+timeout 120 "$LANECTL" --context remote run -q -- sh -c 'echo started; exec sleep 600' \
     >"$T/runout" 2>"$T/run.err" &
-RUNPID=$!
+TPID=$!
 exec 7<"$T/runout"
 read -r LINE <&7
 check_eq "run: the command runs" started "$LINE"
+RUNPID=$(pgrep -P "$TPID" -x agent-lanectl)
 RL=$(there ls -q)
 check_match "in an owned lane on the remote host" '"owned": ?true' "$(there show --json "$RL")"
 # Its ssh connections (the owner's, the exec's): killed like a dropped link.
 SSHS=$(pgrep -P "$RUNPID" -x ssh | tr '\n' ' ')
 check_match "run holds its connections through ssh" '[0-9]' "$SSHS"
-there events -f "$RL" >"$T/rl.events" 2>&1 &
+# Bounded: a daemon that never destroys the lane fails the check, not hangs.
+timeout 120 setpriv --reuid="$AL_REMOTE_UID" --regid="$AL_REMOTE_GID" --init-groups \
+    env -i HOME="$AL_REMOTE_HOME" PATH=/usr/bin:/bin "$LANECTL" events -f "$RL" \
+    >"$T/rl.events" 2>&1 &
 RLEV=$!
 wait_for 20 grep -q ready "$T/rl.events"
 kill -KILL $SSHS
-wait "$RUNPID"; RC=$?
+wait "$TPID"; RC=$?
 exec 7<&-
 check_eq "run fails with Agent Lane's status" 125 "$RC"
 check_match "saying the connection was lost" 'UNAVAILABLE' "$(cat "$T/run.err")"
@@ -155,13 +159,14 @@ L=$(r create -q --timeout "$(life 15)")
 DL=$(there show --json "$L" | json 'd["deadline_ms"]')
 mkfifo "$T/xout"
 exec 8</etc/hostname	# left open, not close-on-exec: ssh must not get it
-"$LANECTL" --context remote exec "$L" -- sh -c 'echo partial; exec sleep 600' \
+timeout 120 "$LANECTL" --context remote exec "$L" -- sh -c 'echo partial; exec sleep 600' \
     >"$T/xout" 2>"$T/x.err" &
-XPID=$!
+TXPID=$!
 exec 8<&-
 exec 9<"$T/xout"
 read -r LINE <&9
 check_eq "exec: output as it comes" partial "$LINE"
+XPID=$(pgrep -P "$TXPID" -x agent-lanectl)
 XSSH=$(pgrep -P "$XPID" -x ssh)
 FDS=$(ls -l /proc/"$XSSH"/fd 2>/dev/null)
 check_nomatch "ssh inherits no descriptor the program left open" '/etc/hostname' "$FDS"
@@ -170,13 +175,15 @@ check_match "its stderr a pipe (kept for messages)" ' 2 -> pipe:' "$FDS"
 check "in a process group of its own (a ^C is the CLI's to handle)" \
     test "$(ps -o pgid= -p "$XSSH" | tr -d ' ')" != "$(ps -o pgid= -p "$XPID" | tr -d ' ')"
 kill -KILL "$XSSH"
-wait "$XPID"; RC=$?
+wait "$TXPID"; RC=$?
 exec 9<&-
 check_eq "ssh killed mid-exec: Agent Lane's status" 125 "$RC"
 check_match "UNAVAILABLE, saying ssh was lost" 'UNAVAILABLE: ssh://.*(signal 9|closed)' "$(cat "$T/x.err")"
 check_eq "the lane was not owned: it lives on" ready "$(there show --json "$L" | json 'd["state"]')"
 check_eq "with its deadline" "$DL" "$(there show --json "$L" | json 'd["deadline_ms"]')"
-there events -f "$L" >"$T/dl.events" 2>&1
+timeout 120 setpriv --reuid="$AL_REMOTE_UID" --regid="$AL_REMOTE_GID" --init-groups \
+    env -i HOME="$AL_REMOTE_HOME" PATH=/usr/bin:/bin "$LANECTL" events -f "$L" \
+    >"$T/dl.events" 2>&1
 check_match "which the remote daemon keeps (the lane expires there)" 'deadline' \
     "$(grep -i destroy "$T/dl.events")"
 
@@ -290,6 +297,13 @@ else
 	not_ok "al-libremote is built ($LIBREMOTE; make tests)"
 fi
 check_eq "no lane left on the remote host" "" "$(there ls -q)"
+# Under the ASan+UBSan build a report in a fixture daemon's log is a failure.
+for f in "$FX/laned.log" "$FX/rootd.log"; do
+	if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f"; then
+		not_ok "$(basename "$f" .log) ran clean under the sanitizers"
+		grep -E -A20 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$f" | head -40 | sed 's/^/#   /'
+	fi
+done
 if [ "$_failed" -gt 0 ]; then
 	echo "# the remote daemon's log:"
 	tail -n 40 "$FX/laned.log" | sed 's/^/#   /'

@@ -82,6 +82,8 @@ test_urls(void **state)
 	url_refused("ssh://");
 	url_refused("ssh://[::1");
 	url_refused("ssh://[::1]x");
+	url_refused("ssh://u@[%]");
+	url_refused("ssh://[host]");
 	url_refused("ssh://.host");
 	url_refused("unix://relative");
 	url_refused("tcp://host:1");

@@ -56,7 +56,7 @@ export function parseHost(url: string): Host {
     const after = hostPart.slice(end + 1);
     if (after !== "" && !after.startsWith(":")) throw new HostError(`${url}: something after the address`);
     portText = after ? after.slice(1) : undefined;
-    if (!V6.test(host)) throw new HostError(`${url}: not an IPv6 address in brackets`);
+    if (!V6.test(host) || !host.includes(":")) throw new HostError(`${url}: not an IPv6 address in brackets`);
   } else {
     const colon = hostPart.indexOf(":");
     host = colon >= 0 ? hostPart.slice(0, colon) : hostPart;
