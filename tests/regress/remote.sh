@@ -168,7 +168,9 @@ read -r LINE <&9
 check_eq "exec: output as it comes" partial "$LINE"
 XPID=$(pgrep -P "$TXPID" -x agent-lanectl)
 XSSH=$(pgrep -P "$XPID" -x ssh)
-FDS=$(ls -l /proc/"$XSSH"/fd 2>/dev/null)
+# As spawned (the fixture's wrapper wrote them down: ssh closes all but
+# 0-2 itself once it runs, so its own /proc would prove nothing).
+FDS=$(cat "$FX/fds/$XSSH" 2>/dev/null)
 check_nomatch "ssh inherits no descriptor the program left open" '/etc/hostname' "$FDS"
 check_match "its input and output are a socket" '^.* 0 -> socket:' "$FDS"
 check_match "its stderr a pipe (kept for messages)" ' 2 -> pipe:' "$FDS"
