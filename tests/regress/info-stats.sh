@@ -119,7 +119,7 @@ check_eq "at a terminal: redrawn in place each sample; ^C ends it" "True True -2
 IL=$(ctl create -q --idle-timeout 3s --timeout 10m)
 ctl stats --json "$IL" >"$T/idle.stats" 2>&1 &
 SPID=$!
-ctl events -f "$IL" >"$T/idle.events" 2>&1
+timeout 60 "$LANECTL" --socket "$SOCK" events -f "$IL" >"$T/idle.events" 2>&1
 check_match "a lane watched by stats still ends when idle" 'idle' "$(grep -i destroy "$T/idle.events")"
 kill "$SPID" 2>/dev/null
 wait "$SPID" 2>/dev/null
