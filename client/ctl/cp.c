@@ -117,9 +117,11 @@ cp_fail(struct ctl *ctl, const char *lane, const char *gpath,
 	ctl_put_safe(stderr, lane);
 	fputc(':', stderr);
 	ctl_put_safe(stderr, gpath);
-	fprintf(stderr, ": %s: %s\n", al_code_name(err->code), err->message);
+	fprintf(stderr, ": %s: ", al_code_name(err->code));
+	ctl_put_safe(stderr, err->message);
+	fputc('\n', stderr);
 	ctl_hint(ctl, err);
-	return CTL_EXIT_FAILURE;
+	return ctl_exit_status(err, CTL_EXIT_FAILURE);
 }
 
 /*

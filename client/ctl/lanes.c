@@ -42,8 +42,8 @@ ctl_create_failed(struct ctl *ctl, const struct ctl_create_state *cs,
 			snprintf(msg, sizeof msg, "%s interrupted; %s", cmd,
 			    detach ? "the lane carries on (--detach)" :
 			    "any lane it began is being destroyed");
-		ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, cs->name[0] != '\0' ?
-		    cs->name : NULL, msg, NULL);
+		/* The message names the lane already. */
+		ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, NULL, msg, NULL);
 		return status;
 	}
 	if (cs->name[0] == '\0')

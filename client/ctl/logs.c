@@ -151,8 +151,9 @@ cmd_logs(struct ctl *ctl, int argc, char **argv)
 	if (!out.json && out.line_open && !ctl_interrupted())
 		putchar('\n');
 	if (rc == -1) {
+		/* Where to read it meanwhile; --json keeps stderr one object. */
 		if (err.code == AL_CONNECT && lo.lane == NULL &&
-		    !ctl_interrupted())
+		    !ctl_interrupted() && !ctl->json)
 			fprintf(stderr, "agent-lanectl: the daemon's log is "
 			    "STATE_DIR/log/agent-laned.log (default "
 			    "~/.agent-lane/log/agent-laned.log); under systemd "

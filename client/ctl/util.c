@@ -297,35 +297,44 @@ ctl_opt_duration(const char *opt, const char *v, uint64_t min_ms,
 	return 0;
 }
 
-int
-ctl_opt_memory(const char *opt, const char *v, uint32_t *mib)
+/* A size with its unit from min to max in whole units: 0 or the status. */
+static int
+opt_size(const char *opt, const char *v, uint64_t min, uint64_t max,
+    uint64_t unit, const char *forms, uint64_t *out)
 {
 	uint64_t n;
 	int rc = units_parse_size_unit(v, UNITS_UNIT_REQUIRED, &n);
 
 	if (rc == UNITS_NO_UNIT)
-		return no_unit(opt, v, "G", "M");
-	if (rc != 0 || n < (256ull << 20) || n > (4096ull << 30) ||
-	    n % (1ull << 20) != 0)
-		return ctl_usage("%s needs a size from 256M to 4096G in whole "
-		    "MiB: 8G, 512M, 0.5G", opt);
-	*mib = (uint32_t)(n >> 20);
+		return no_unit(opt, v, "G", unit == 1ull << 30 ? "GiB" : "M");
+	if (rc != 0 || n < min || n > max || n % unit != 0)
+		return ctl_usage("%s needs %s", opt, forms);
+	*out = n / unit;
 	return 0;
+}
+
+int
+ctl_opt_memory(const char *opt, const char *v, uint32_t *mib)
+{
+	uint64_t n = 0;
+	int rc;
+
+	if ((rc = opt_size(opt, v, 256ull << 20, 4096ull << 30, 1ull << 20,
+	    "a size from 256M to 4096G in whole MiB: 8G, 512M, 0.5G", &n)) == 0)
+		*mib = (uint32_t)n;
+	return rc;
 }
 
 int
 ctl_opt_disk(const char *opt, const char *v, uint32_t *gib)
 {
-	uint64_t n;
-	int rc = units_parse_size_unit(v, UNITS_UNIT_REQUIRED, &n);
+	uint64_t n = 0;
+	int rc;
 
-	if (rc == UNITS_NO_UNIT)
-		return no_unit(opt, v, "G", "GiB");
-	if (rc != 0 || n == 0 || n > (65536ull << 30) || n % (1ull << 30) != 0)
-		return ctl_usage("%s needs whole GiB from 1G to 65536G: 30G, "
-		    "30GiB", opt);
-	*gib = (uint32_t)(n >> 30);
-	return 0;
+	if ((rc = opt_size(opt, v, 1ull << 30, 65536ull << 30, 1ull << 30,
+	    "whole GiB from 1G to 65536G: 30G, 30GiB", &n)) == 0)
+		*gib = (uint32_t)n;
+	return rc;
 }
 
 bool

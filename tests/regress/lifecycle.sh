@@ -56,7 +56,7 @@ OUT=$(ctl show al-0000000000000000 2>&1); RC=$?
 check_eq "show of an unknown lane exits 1" 1 "$RC"
 check_match "unknown lane is NOT_FOUND" 'NOT_FOUND' "$OUT"
 OUT=$(ctl show 'al-../../etc' 2>&1); RC=$?
-check_eq "a malformed lane name exits 1" 1 "$RC"
+check_eq "a malformed lane name is refused as a usage error (2)" 2 "$RC"
 check_match "malformed name is INVALID_ARGUMENT" 'INVALID_ARGUMENT' "$OUT"
 ctl frobnicate >/dev/null 2>&1; check_eq "unknown command exits 2" 2 "$?"
 ctl create --cpus x >/dev/null 2>&1; check_eq "bad flag value exits 2" 2 "$?"

@@ -43,6 +43,10 @@ check_eq "--json: a CONNECT error exits 1 with nothing on standard output" "1 0"
 check_match "and one JSON object on standard error, with the hint" \
     '^CONNECT\|\|cannot reach agent-laned.*\|no daemon answers on' "$(printf '%s\n' "$ERR" | json_error)"
 
+ERR=$("$LANECTL" --json --socket "$T/none.sock" logs 2>&1 >/dev/null)
+check_match "logs --json without a daemon: one JSON object, no text line" '^CONNECT\|' \
+    "$(printf '%s\n' "$ERR" | json_error)"
+
 # ---- Typos -------------------------------------------------------------------------
 OUT=$("$LANECTL" ps 2>&1); RC=$?
 check_eq "an unknown command exits 2" 2 "$RC"

@@ -114,7 +114,11 @@ while read -r N LINE HEADING <&3; do
 	RC=$?
 	cleanup_group "$SPID" "$H"
 	[ -n "$DPID" ] && cleanup_group "$DPID" "$H"
-	if [ "$RC" -eq 0 ]; then
+	# Under the sanitizer build, a report from a snippet's daemon fails it.
+	if grep -Eq 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/o$N.log" \
+	    "$T/d$N.log" 2>/dev/null; then
+		not_ok "$what: a sanitizer report: $(grep -Eh -m1 'Sanitizer|runtime error' "$T/o$N.log" "$T/d$N.log" 2>/dev/null)"
+	elif [ "$RC" -eq 0 ]; then
 		ok "$what: runs as written"
 	else
 		not_ok "$what: exit $RC: $(tail -n 5 "$T/o$N.log" | tr '\n' '|')"
