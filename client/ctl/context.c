@@ -37,11 +37,13 @@ check_target(const char *host, const char *remote)
 	return 0;
 }
 
-/* --host, --description, --remote-command into c; 0 or the status. */
+/*
+ * --description and --remote-command into c; 0 or the status. (--host is
+ * a global option: the parser put it in ctl->host.)
+ */
 static int
-take_options(const struct ctl_parsed *p, struct ctx *c, bool *host_given)
+take_options(const struct ctl_parsed *p, struct ctx *c)
 {
-	*host_given = false;
 	for (size_t i = 0; i < p->nopts; i++) {
 		const char *v = p->opts[i].value;
 		char *dst;
@@ -60,7 +62,6 @@ take_options(const struct ctl_parsed *p, struct ctx *c, bool *host_given)
 			    "most %zu bytes", p->opts[i].opt->name, cap - 1);
 		snprintf(dst, cap, "%s", v);
 	}
-	/* --host is global: the parser put it in ctl->host. */
 	return 0;
 }
 
@@ -93,7 +94,6 @@ context_write(struct ctl *ctl, const struct ctl_parsed *p, bool create)
 {
 	struct ctx c;
 	char err[1400];
-	bool host_given;
 	int rc;
 
 	if (p->noperands != 2)
@@ -111,7 +111,7 @@ context_write(struct ctl *ctl, const struct ctl_parsed *p, bool create)
 		return rc == 1 ? ctl_usage("context update: no context \"%s\"",
 		    p->operands[1]) : ctx_fail("update", err);
 	snprintf(c.name, sizeof c.name, "%s", p->operands[1]);
-	if ((rc = take_options(p, &c, &host_given)) != 0)
+	if ((rc = take_options(p, &c)) != 0)
 		return rc;
 	if (ctl->host != NULL) {
 		if (strlen(ctl->host) >= sizeof c.host)
@@ -278,11 +278,9 @@ context_show(struct ctl *ctl, const struct ctl_parsed *p)
 	if (p->noperands == 1)
 		snprintf(url, sizeof url, "%s", al_client_host(ctl->client));
 	if (ctl->json) {
+		/* current: the one this command line reaches (no NAME). */
 		print_ctx_json(&c, url, p->noperands == 1);
-		if (p->noperands == 1) {
-			printf("\n");
-		} else
-			putchar('\n');
+		putchar('\n');
 		return 0;
 	}
 	printf("name:           ");

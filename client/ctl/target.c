@@ -50,10 +50,9 @@ static int
 choose(struct ctl *ctl, struct ctx *c, const char **host,
     const char **socket)
 {
-	const char *env, *cur_err = NULL;
+	const char *env;
 	char cur[CTX_NAME_MAX + 1], err[1400];
 	bool local = ctl->cmd != NULL && ctl->cmd->reach == CTL_REACH_LOCAL;
-	int rc;
 
 	*host = *socket = NULL;
 	c->name[0] = '\0';
@@ -94,10 +93,8 @@ choose(struct ctl *ctl, struct ctx *c, const char **host,
 	}
 	if ((env = getenv("AGENT_LANE_CONTEXT")) != NULL && env[0] != '\0')
 		return from_context(ctl, env, "$AGENT_LANE_CONTEXT", c);
-	if ((rc = ctx_current(cur, err, sizeof err)) == -1)
-		cur_err = err;
-	if (cur_err != NULL) {
-		ctl_errx("the current context: %s", cur_err);
+	if (ctx_current(cur, err, sizeof err) == -1) {
+		ctl_errx("the current context: %s", err);
 		return CTL_EXIT_FAILURE;
 	}
 	if (strcmp(cur, CTX_DEFAULT) != 0)
