@@ -231,8 +231,37 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 
 $(BUILD)/obj/tests/unit/%.o: CFLAGS += $(shell $(PKG_CONFIG) --cflags cmocka)
 
+# Contexts are the CLI's (client/ctl/ctxstore.c, which calls nothing else
+# of it).
+$(BUILD)/tests/test_context: $(BUILD)/obj/tests/unit/test_context.o \
+	$(call obj,client/ctl/ctxstore.c) $(LIBLANED_A) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+
 tests: all $(UNIT_BINS) $(BUILD)/tests/al-proxy-harness \
-	$(BUILD)/tests/al-netpolicy-print $(BUILD)/tests/agent-laned-test
+	$(BUILD)/tests/al-netpolicy-print $(BUILD)/tests/agent-laned-test \
+	$(BUILD)/tests/agent-lanectl-proto2 $(BUILD)/tests/al-libremote
+
+# agent-lanectl as another release would be, for tests/regress/remote.sh:
+# its `system dial-stdio` speaks protocol version 2. Never installed.
+PROTO2_SRCS := client/ctl/dialstdio.c
+$(BUILD)/obj/proto2/%.o: %.c $(GEN_H) Makefile
+	@mkdir -p $(dir $@)
+	$(call say,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -DWIRE_PROTOCOL_VERSION_TEST=2 $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/agent-lanectl-proto2: $(filter-out $(call obj,$(PROTO2_SRCS)),$(CTL_OBJS)) \
+	$(patsubst %.c,$(BUILD)/obj/proto2/%.o,$(PROTO2_SRCS)) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -pthread -o $@ $^ $(CLIENT_LIBS)
+
+# libagentlane through ssh (tests/regress/remote.sh): a program of its own.
+$(BUILD)/tests/al-libremote: $(call obj,tests/remote/libremote.c) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 # The daemon with its test hooks (tests/proxy/testhooks.h: a resolver
 # table for lane proxies from the environment). Never installed.
@@ -264,6 +293,14 @@ fuzz:
 	@$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang SANITIZE=fuzz OPTFLAGS="-O1 -g" fuzz-targets
 
 fuzz-targets: $(FUZZ_BINS)
+
+# The context file parser is the CLI's (client/ctl/ctxstore.c, which calls
+# nothing else of the CLI).
+$(BUILD)/fuzz_context: $(BUILD)/obj/tests/fuzz/fuzz_context.o \
+	$(call obj,client/ctl/ctxstore.c) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) -fsanitize=fuzzer,address,undefined -o $@ $^ $(LDLIBS)
 
 $(BUILD)/fuzz_%: $(BUILD)/obj/tests/fuzz/fuzz_%.o $(LIBLANED_A) $(LIBAGENTLANE_A)
 	@mkdir -p $(dir $@)

@@ -26,6 +26,10 @@
  * without a bump: they begin with a size field that their AL_*_INIT macro
  * fills, new fields are only appended, and the library treats fields
  * beyond the caller's size as zero. Always initialize them with the macro.
+ * The newer output structs grow the same way: al_info begins with its
+ * size (AL_INFO_INIT) and the library fills no more than that, and
+ * al_lane_stats is only ever handed out by pointer, so fields appended
+ * to either need no bump.
  * AL_VERSION_NUM and al_version() tell the header and the library apart.
  */
 #ifndef AGENTLANE_H
@@ -206,6 +210,120 @@ struct al_secret {
 	const char *const *hosts;
 	size_t nhosts;
 };
+
+/*
+ * A daemon on this host or another one. host is a URL:
+ *   unix:///PATH              the socket at PATH
+ *   ssh://[USER@]HOST[:PORT]  agent-laned of that user on HOST, reached by
+ *                             running the user's own OpenSSH:
+ *                             ssh -o BatchMode=yes -T [-p PORT] [-l USER]
+ *                               -- HOST REMOTE system dial-stdio
+ * with the user's ssh configuration, agent and known hosts (an unknown
+ * host key fails; nothing is ever accepted for the user). Every call then
+ * runs one ssh, as it opens one connection; an OpenSSH ControlMaster in
+ * the ssh configuration makes that cheap. ssh that cannot connect, fails
+ * to authenticate or dies during a call: AL_UNAVAILABLE, with what ssh
+ * said. A remote end of another protocol version: AL_FAILED_PRECONDITION
+ * naming both.
+ */
+struct al_client_opts {
+	size_t size;		/* sizeof(struct al_client_opts): use the macro */
+	/* NULL or "": $AGENT_LANE_HOST, else as al_client_new(NULL, name). */
+	const char *host;
+	const char *name;	/* in the daemon's logs ("myprog/1.0") */
+	/*
+	 * ssh: the agent-lanectl to run on HOST (NULL: "agent-lanectl", found
+	 * on the remote user's non-login PATH, which may lack a Homebrew
+	 * prefix such as /opt/homebrew/bin). [A-Za-z0-9._+/-], or "~/...".
+	 */
+	const char *remote_command;
+};
+#define AL_CLIENT_OPTS_INIT { .size = sizeof(struct al_client_opts) }
+
+/*
+ * NULL with err (AL_INVALID_ARGUMENT: a malformed URL, in opts or in
+ * $AGENT_LANE_HOST) on failure. Nothing is connected until the first call.
+ */
+AL_API struct al_client *al_client_open(const struct al_client_opts *,
+    struct al_error *);
+/* The daemon's URL: "unix:///PATH" or "ssh://..."; al_client_socket gives
+ * the path, or for ssh the URL. */
+AL_API const char *al_client_host(const struct al_client *);
+
+/* What agent-lanectl info shows: the daemon's state (al_info). */
+struct al_info {
+	size_t size;		/* sizeof(struct al_info): use AL_INFO_INIT */
+	struct al_daemon_info daemon;	/* version, caps, pid, start, state dir */
+	uint64_t uptime_ms;
+	char socket_path[1024];		/* the daemon's own, on its host */
+	char hostname[256];
+	char os[160];			/* "Linux 6.1.0", "Darwin 24.1.0" */
+	char arch[64];
+	char limactl[1024];		/* the program it runs */
+	char limactl_version[64];	/* "" while not known: see limactl_error */
+	char limactl_driver[32];	/* the VM type of lanes: "qemu", "vz" */
+	char limactl_error[256];
+	bool network_enforceable;	/* lane network policies can hold */
+	char network_note[512];		/* why not, or how */
+	char network_default[16];	/* internet, none, allow */
+	uint32_t max_connections, max_execs_per_lane, max_images, max_env_bytes;
+	uint32_t pool_size, pool_shapes, pool_ready, pool_booting;
+	char pool_state[16];		/* off, full, filling, backing off */
+	char pool_note[128];
+	uint32_t lanes_live, lanes_ready, images;
+	/* Allocated on the daemon's host: its lanes' and images' VMs, and
+	 * what is free where they are. */
+	uint64_t lanes_disk_bytes, images_disk_bytes, disk_free_bytes;
+	uint32_t connections;		/* open at the daemon, this one too */
+};
+#define AL_INFO_INIT { .size = sizeof(struct al_info) }
+
+AL_API enum al_code al_info(struct al_client *, struct al_info *,
+    struct al_error *);
+
+/*
+ * A lane's resource use as its guest reports it (al_stats): CPU (100 per
+ * busy CPU, between two samples), memory used of the guest's total and
+ * of the lane's limit, the workspace's file system, processes, and how
+ * long the guest's init has run. Under the limactl simulator the guest
+ * shares the host's kernel: CPU, memory and disk are then the host's,
+ * processes and uptime the sandbox's (agent-lanectl(1), "stats").
+ */
+struct al_lane_stats {
+	char name[AL_NAME_MAX];
+	char alias[AL_ALIAS_MAX];
+	int state;			/* enum al_lane_state */
+	int error_code;			/* 0: the figures hold; else why not */
+	char error[256];
+	uint32_t cpus;
+	bool cpu_known;			/* false in a lane's first sample */
+	double cpu_percent;
+	uint64_t memory_used_bytes, memory_total_bytes, memory_limit_bytes;
+	uint64_t disk_used_bytes, disk_total_bytes, disk_limit_bytes;
+	uint32_t processes;
+	uint64_t uptime_ms;
+};
+
+#define AL_STATS_LANES_MAX 256
+
+struct al_stats_opts {
+	size_t size;		/* sizeof(struct al_stats_opts) */
+	const char *const *lanes;	/* nlanes references; none: every live lane */
+	size_t nlanes;
+	/* false: one sample, about interval_ms after the call; true: one
+	 * every interval_ms until sample returns false or al_interrupt(). */
+	bool stream;
+	uint64_t interval_ms;	/* 0: 1000; 200 to 60000 */
+	/* Each sample: n lanes (by pointer), taken at time_ms. false: stop. */
+	bool (*sample)(const struct al_lane_stats *const *lanes, size_t n,
+	    int64_t time_ms, void *arg);
+	void *arg;
+};
+#define AL_STATS_OPTS_INIT { .size = sizeof(struct al_stats_opts) }
+
+/* AL_OK once the sample (or the stream, stopped by sample) is done. */
+AL_API enum al_code al_stats(struct al_client *, const struct al_stats_opts *,
+    struct al_error *);
 
 struct al_create_opts {
 	size_t size;		/* sizeof(struct al_create_opts): use the macro */

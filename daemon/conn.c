@@ -396,6 +396,28 @@ conn_pause_input(struct conn *c, bool paused)
 	}
 }
 
+void
+conn_limits(const struct config *cfg, Agentlane__V1__Limits *lim)
+{
+	lim->max_frame_bytes = cfg->max_frame_bytes;
+	lim->max_lanes = cfg->max_lanes;
+	lim->default_cpus = cfg->default_cpus;
+	lim->max_cpus = cfg->max_cpus;
+	lim->default_memory_mib = cfg->default_memory_mib;
+	lim->max_memory_mib = cfg->max_memory_mib;
+	lim->default_disk_gib = cfg->default_disk_gib;
+	lim->max_disk_gib = cfg->max_disk_gib;
+	lim->default_lifetime_s = cfg->default_lifetime_ms / 1000;
+	lim->max_lifetime_s = cfg->max_lifetime_ms / 1000;
+	lim->max_exec_timeout_s = cfg->max_exec_timeout_ms / 1000;
+	lim->max_copy_out_bytes = cfg->max_copy_out_bytes;
+	lim->default_idle_timeout_s = cfg->default_idle_timeout_ms / 1000;
+	lim->max_connections = cfg->max_connections;
+	lim->max_execs_per_lane = cfg->max_execs_per_lane;
+	lim->max_images = cfg->max_images;
+	lim->max_env_bytes = cfg->max_env_bytes;
+}
+
 static void
 conn_hello(struct conn *c, const AlRequest *req)
 {
@@ -418,19 +440,7 @@ conn_hello(struct conn *c, const AlRequest *req)
 		    WIRE_PROTOCOL_VERSION, req->hello->protocol_version);
 		return;
 	}
-	lim.max_frame_bytes = cfg->max_frame_bytes;
-	lim.max_lanes = cfg->max_lanes;
-	lim.default_cpus = cfg->default_cpus;
-	lim.max_cpus = cfg->max_cpus;
-	lim.default_memory_mib = cfg->default_memory_mib;
-	lim.max_memory_mib = cfg->max_memory_mib;
-	lim.default_disk_gib = cfg->default_disk_gib;
-	lim.max_disk_gib = cfg->max_disk_gib;
-	lim.default_lifetime_s = cfg->default_lifetime_ms / 1000;
-	lim.max_lifetime_s = cfg->max_lifetime_ms / 1000;
-	lim.max_exec_timeout_s = cfg->max_exec_timeout_ms / 1000;
-	lim.max_copy_out_bytes = cfg->max_copy_out_bytes;
-	lim.default_idle_timeout_s = cfg->default_idle_timeout_ms / 1000;
+	conn_limits(cfg, &lim);
 	hr.protocol_version = WIRE_PROTOCOL_VERSION;
 	hr.daemon_version = (char *)AGENT_LANE_VERSION;
 	hr.limits = &lim;

@@ -49,5 +49,8 @@ void conn_finish(struct conn *);
 size_t conn_output_len(const struct conn *);
 void conn_pause_input(struct conn *, bool paused);
 void conn_close_all(struct laned *);
+struct config;
+/* The caps a hello (and `info`) announces. */
+void conn_limits(const struct config *, Agentlane__V1__Limits *);
 
 #endif

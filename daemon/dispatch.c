@@ -4,12 +4,14 @@
 #include "exec.h"
 #include "image.h"
 #include "imagebuild.h"
+#include "info.h"
 #include "laned.h"
 #include "lanecall.h"
 #include "lanesecret.h"
 #include "log.h"
 #include "logcall.h"
 #include "reaper.h"
+#include "stats.h"
 
 void
 dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
@@ -64,6 +66,12 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_GET_LOGS:
 		logcall_handle(d, c, req->get_logs);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_INFO:
+		info_handle(d, c);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_GET_STATS:
+		stats_handle(d, c, req->get_stats);
 		break;
 	default:
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,

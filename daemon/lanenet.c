@@ -54,6 +54,7 @@ struct lanenet {
 	char version[64];
 	char version_why[512];
 	bool guest_net_none;
+	char driver[32];		/* `limactl info`: lanes' VM type */
 	/* Why the last probe failed, for lanes that waited on it. */
 	char probe_error[256];
 	struct net_waiter *waiters;
@@ -169,11 +170,14 @@ info_done(struct proc *p, int status, void *arg)
 	 * cannot be read is treated the same way (the check then decides).
 	 */
 	n->guest_net_none = false;
+	n->driver[0] = '\0';
 	out = proc_stdout(p, &len);
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && out != NULL) {
 		if (lima_info_guest_network_none(d->lima, out, len,
 		    &n->guest_net_none, err, sizeof err) == -1)
 			log_warnx("limactl info: %s", err);
+		lima_info_driver(d->lima, out, len, n->driver,
+		    sizeof n->driver);
 	} else
 		log_warnx("limactl info failed; guests are taken to have a "
 		    "network");
@@ -301,6 +305,34 @@ lanenet_guest_unenforceable(const struct laned *d, char *note, size_t notelen)
 	    "without a network (the test simulator), so no rule was loaded "
 	    "or checked", d->net->version);
 	return true;
+}
+
+void
+lanenet_facts(const struct laned *d, struct lanenet_facts *f)
+{
+	const struct lanenet *n = d->net;
+
+	memset(f, 0, sizeof *f);
+	f->known = n->state == PROBE_KNOWN;
+	str_copy(f->error, n->probe_error, sizeof f->error);
+	if (!f->known) {
+		snprintf(f->note, sizeof f->note, "not known yet: %s",
+		    n->probe_error[0] != '\0' ? n->probe_error :
+		    "limactl has not been asked (the first create asks it)");
+		return;
+	}
+	str_copy(f->version, n->version, sizeof f->version);
+	str_copy(f->driver, n->driver, sizeof f->driver);
+	if (n->guest_net_none)
+		(void)lanenet_guest_unenforceable(d, f->note, sizeof f->note);
+	else if (!n->version_ok)
+		str_copy(f->note, n->version_why, sizeof f->note);
+	else {
+		f->enforceable = true;
+		snprintf(f->note, sizeof f->note, "rules loaded in each guest "
+		    "at boot and checked before ready; a lane made with --sudo "
+		    "keeps guest root, so its policy is advisory");
+	}
 }
 
 /* ---- The proxy of an allow lane, or of a lane with secrets ---- */

@@ -63,6 +63,17 @@ int lanenet_lima_refusal(const struct laned *, bool has_policy, bool sudo,
 bool lanenet_guest_unenforceable(const struct laned *, char *note,
     size_t notelen);
 
+/* What the daemon learnt of limactl, for `info` (daemon/info.c). */
+struct lanenet_facts {
+	bool known;		/* the probe succeeded */
+	char version[64];	/* "2.2.0"; "" unknown */
+	char driver[32];	/* the VM type lanes get; "" unknown */
+	char error[256];	/* why the last probe failed */
+	bool enforceable;	/* network policies can be loaded and checked */
+	char note[512];		/* why not, or how they hold */
+};
+void lanenet_facts(const struct laned *, struct lanenet_facts *);
+
 /*
  * Whether the lane has a proxy: allow lanes, and lanes with secrets in
  * internet mode (their HTTP(S) goes through it so that the secrets' hosts

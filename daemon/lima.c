@@ -566,6 +566,29 @@ lima_info_guest_network_none(struct lima *l, const char *buf, size_t len,
 	return rc;
 }
 
+void
+lima_info_driver(struct lima *l, const char *buf, size_t len, char *driver,
+    size_t driverlen)
+{
+	sqlite3_stmt *st;
+	const char *v;
+
+	driver[0] = '\0';
+	if (len > INT32_MAX || sqlite3_prepare_v2(l->json,
+	    "SELECT coalesce(json_extract(?1, '$.defaultTemplate.vmType'), "
+	    "json_extract(?1, '$.vmTypes[0]')) WHERE json_valid(?1) AND "
+	    "json_type(?1) = 'object'", -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, buf, (int)len, SQLITE_TRANSIENT);
+	if (sqlite3_step(st) == SQLITE_ROW &&
+	    sqlite3_column_type(st, 0) == SQLITE_TEXT &&
+	    (v = (const char *)sqlite3_column_text(st, 0)) != NULL) {
+		str_copy(driver, v, driverlen);
+		str_sanitize_ascii(driver);
+	}
+	sqlite3_finalize(st);
+}
+
 int
 lima_ssh_port(const struct lima *l, const char *name, uint16_t *port)
 {

@@ -137,6 +137,13 @@ char **lima_argv_info(const struct lima *);
  */
 int lima_info_guest_network_none(struct lima *, const char *buf, size_t len,
     bool *none, char *err, size_t errlen);
+/*
+ * From the same JSON: the VM type lanes get, the default template's
+ * vmType (Lima 2) or else the first of vmTypes, as printable ASCII; ""
+ * when neither is there.
+ */
+void lima_info_driver(struct lima *, const char *buf, size_t len,
+    char *driver, size_t driverlen);
 /* The host port of the instance's ssh forward, from its ssh.config. */
 int lima_ssh_port(const struct lima *, const char *name, uint16_t *port);
 char **lima_argv_shell(const struct lima *, const char *name,

@@ -498,3 +498,27 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
 	lane_changed(d);
 	return POOL_BOOTING;
 }
+
+void
+pool_status(struct laned *d, struct pool_status *st)
+{
+	struct pool *p = d->pool;
+	struct lane *l;
+
+	memset(st, 0, sizeof *st);
+	if (p == NULL)
+		return;
+	for (size_t i = 0; i < p->nshapes; i++)
+		st->size += p->shapes[i].count;
+	st->shapes = (uint32_t)p->nshapes;
+	TAILQ_FOREACH(l, &d->lanes, entry) {
+		if (l->state != LANE_POOLED || l->destroy_pending)
+			continue;
+		if (l->step == LANE_STEP_NONE)
+			st->ready++;
+		else
+			st->booting++;
+	}
+	st->backoff_ms = p->backoff_ms;
+	st->retry_at_ms = p->retry_at_ms;
+}

@@ -20,6 +20,7 @@
 #define LANED_POOL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct laned;
 struct conn;
@@ -46,5 +47,16 @@ int pool_take(struct laned *, struct conn *, const struct lane_create_plan *,
 
 /* Boots pool lanes up to the configured counts, within the boot cap. */
 void pool_refill(struct laned *);
+
+/* What `info` shows of the pool (daemon/info.c). */
+struct pool_status {
+	uint32_t size;		/* lanes of all shapes together; 0: off */
+	uint32_t shapes;
+	uint32_t ready;		/* booted, waiting for a create */
+	uint32_t booting;
+	uint64_t backoff_ms;	/* a boot failed: refills wait this long */
+	int64_t retry_at_ms;
+};
+void pool_status(struct laned *, struct pool_status *);
 
 #endif

@@ -14,7 +14,13 @@
 
 #include "agentlane.pb-c.h"
 
+/* WIRE_PROTOCOL_VERSION_TEST: only the test build of another release
+ * (build/tests/agent-lanectl-proto2, tests/regress/remote.sh) sets it. */
+#if defined(WIRE_PROTOCOL_VERSION_TEST)
+#define WIRE_PROTOCOL_VERSION ((unsigned)(WIRE_PROTOCOL_VERSION_TEST))
+#else
 #define WIRE_PROTOCOL_VERSION 1u
+#endif
 #define WIRE_HEADER_SIZE 4u
 /* Absolute protocol maximum; a daemon may be configured lower. */
 #define WIRE_MAX_FRAME (1024u * 1024u)
@@ -67,6 +73,12 @@ void wire_wipe(void *p, size_t len);
  * test checks that the provider and agent-lanectl agree.
  */
 #define WIRE_SOCKET_ENV "AGENT_LANE_SOCKET"
+/*
+ * The daemon elsewhere, as a URL (ssh://[USER@]HOST[:PORT], unix:///PATH):
+ * ahead of $AGENT_LANE_SOCKET for libagentlane's al_client_open, the CLI
+ * and the provider alike.
+ */
+#define WIRE_HOST_ENV "AGENT_LANE_HOST"
 #define WIRE_DEFAULT_SOCKET_REL ".agent-lane/run/agent-laned.sock"
 
 /*

@@ -24,6 +24,10 @@ if command -v apt-get >/dev/null 2>&1; then
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
 	    passwd mandoc ruby zsh fish nftables iproute2
+	# Remote hosts (tests/regress/remote.sh, tests/remote/fixture): a real
+	# OpenSSH server on 127.0.0.1 and the client, as a user would have them.
+	$SUDO apt-get install -y -q --no-install-recommends \
+	    openssh-server openssh-client
 	# Real Lima (tests/lima): QEMU and qemu-img, which Lima drives, the
 	# guest image build (debootstrap, mke2fs), OpenSSH's client, which
 	# Lima's shell and copy use, and curl for the network checks.

@@ -67,6 +67,14 @@ main(int argc, char **argv)
 		.commands = ctl_commands,
 		.ncommands = ctl_ncommands,
 	};
+	const struct {
+		const char *flag, *arg;
+		const char **slot;
+	} valued[] = {
+		{ "--socket", "PATH", &ctl.socket },
+		{ "--host", "URL", &ctl.host },
+		{ "--context", "NAME", &ctl.context },
+	};
 	const struct ctl_command *c;
 	int i = 1, rc;
 
@@ -82,13 +90,30 @@ main(int argc, char **argv)
 	ctl_interrupt_catch();
 	/* Global options before the command; ctl_parse takes them after. */
 	while (i < argc && argv[i][0] == '-') {
-		if (strcmp(argv[i], "--socket") == 0 && i + 1 < argc) {
-			ctl.socket = argv[i + 1];
-			i += 2;
-		} else if (strncmp(argv[i], "--socket=", 9) == 0) {
-			ctl.socket = argv[i] + 9;
-			i++;
-		} else if (strcmp(argv[i], "--json") == 0) {
+		const char **slot = NULL;
+		size_t k;
+
+		for (k = 0; k < sizeof valued / sizeof *valued; k++) {
+			size_t len = strlen(valued[k].flag);
+
+			if (strncmp(argv[i], valued[k].flag, len) != 0 ||
+			    (argv[i][len] != '\0' && argv[i][len] != '='))
+				continue;
+			slot = valued[k].slot;
+			if (argv[i][len] == '=') {
+				*slot = argv[i] + len + 1;
+				i++;
+			} else if (i + 1 < argc) {
+				*slot = argv[i + 1];
+				i += 2;
+			} else
+				return ctl_usage("%s needs %s", valued[k].flag,
+				    valued[k].arg);
+			break;
+		}
+		if (slot != NULL)
+			continue;
+		if (strcmp(argv[i], "--json") == 0) {
 			ctl.json = true;
 			ctl_json_errors(true);
 			i++;
@@ -103,9 +128,7 @@ main(int argc, char **argv)
 		    strcmp(argv[i], "--version") == 0) {
 			printf("agent-lanectl %s\n", AGENT_LANE_VERSION);
 			return 0;
-		} else if (strcmp(argv[i], "--socket") == 0)
-			return ctl_usage("--socket needs PATH");
-		else
+		} else
 			return ctl_usage("unknown option %s (see agent-lanectl "
 			    "--help)", argv[i]);
 	}

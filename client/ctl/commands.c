@@ -140,6 +140,20 @@ static const struct ctl_option reap_options[] = {
 	{ 0, NULL, NULL, NULL },
 };
 
+static const struct ctl_option context_options[] = {
+	{ 0, "description", "TEXT", "create, update: what the context is" },
+	{ 0, "remote-command", "PATH", "create, update: the agent-lanectl to "
+	    "run on an ssh host (default: agent-lanectl on its PATH)" },
+	{ 'f', "force", NULL, "rm: remove the current context too (default "
+	    "becomes current)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option stats_options[] = {
+	{ 0, "no-stream", NULL, "print one sample and exit" },
+	{ 0, NULL, NULL, NULL },
+};
+
 static const struct ctl_option daemon_options[] = {
 	{ 0, "no-load", NULL, "install, uninstall, status: files only, no "
 	    "launchctl or systemctl" },
@@ -389,6 +403,84 @@ const struct ctl_command ctl_commands[] = {
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,
 		.words = "install uninstall status start stop restart",
+		.reach = CTL_REACH_LOCAL,
+	},
+	{
+		.name = "info",
+		.run = cmd_info,
+		.operands = "",
+		.summary = "show the daemon: versions, limactl, caps, pool, disk",
+		.text =
+		    "What the daemon this command reaches says of itself: its version,\n"
+		    "uptime, host and state directory; limactl's version and the VM\n"
+		    "driver of lanes; whether network policies can be enforced there,\n"
+		    "and why not; its caps; the warm pool; lanes and images and the\n"
+		    "disk they take on its host. Client: the context in use and why.\n",
+		.options = no_options,
+		.json = true,
+	},
+	{
+		.name = "stats",
+		.run = cmd_stats,
+		.operands = "[LANE...]",
+		.summary = "show live lanes' CPU, memory, disk, processes, uptime",
+		.text =
+		    "Read in each guest (its /proc and df, through the lane's exec\n"
+		    "channel) every second; without LANE, every live lane. CPU % is\n"
+		    "100 per busy CPU over the last second; MEM against the lane's\n"
+		    "memory; DISK the workspace's file system; UPTIME how long the\n"
+		    "guest's init has run. On a terminal the table is redrawn until ^C;\n"
+		    "--no-stream prints one sample (a second after the call). --json:\n"
+		    "one object a sample. Reading stats is not lane activity. Under the\n"
+		    "limactl simulator guests share the host's kernel: CPU, memory and\n"
+		    "disk are the host's there.\n",
+		.options = stats_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANES,
+	},
+	{
+		.name = "context",
+		.run = cmd_context,
+		.operands = "create|update|ls|use|rm|show [NAME]",
+		.summary = "name daemons on other hosts and pick one, as docker "
+		    "context",
+		.text =
+		    "  create NAME --host URL [--description TEXT] [--remote-command PATH]\n"
+		    "  update NAME [--host URL] [--description TEXT] [--remote-command PATH]\n"
+		    "  ls          the contexts (* the current one); --json\n"
+		    "  use NAME    make it current (default: the local socket)\n"
+		    "  rm NAME...  remove contexts (-f: the current one too)\n"
+		    "  show [NAME] one context, or the one this command line reaches\n"
+		    "              and why; --json\n"
+		    "URL is ssh://[USER@]HOST[:PORT] (the daemon of USER on HOST,\n"
+		    "through the user's own ssh: `agent-lanectl system dial-stdio` runs\n"
+		    "there) or unix:///PATH. Which daemon a command reaches: --host or\n"
+		    "--socket, else --context, else $AGENT_LANE_HOST or\n"
+		    "$AGENT_LANE_SOCKET, else $AGENT_LANE_CONTEXT, else the current\n"
+		    "context, else ~/.agent-lane/run/agent-laned.sock. Contexts are\n"
+		    "files in ~/.agent-lane/contexts/ (0600).\n",
+		.options = context_options,
+		.json = true,
+		.complete = CTL_COMPLETE_WORDS,
+		.words = "create update ls use rm show",
+		.reach = CTL_REACH_NONE,
+	},
+	{
+		.name = "system",
+		.run = cmd_system,
+		.operands = "dial-stdio",
+		.summary = "relay standard input and output to this host's "
+		    "daemon (for ssh)",
+		.text =
+		    "What an ssh:// host runs on the far side: connects to this host's\n"
+		    "socket (--socket, $AGENT_LANE_SOCKET or the default; never a\n"
+		    "context) and copies bytes both ways until either side closes. A\n"
+		    "client of another protocol version gets FAILED_PRECONDITION naming\n"
+		    "both.\n",
+		.options = no_options,
+		.complete = CTL_COMPLETE_WORDS,
+		.words = "dial-stdio",
+		.reach = CTL_REACH_LOCAL,
 	},
 	{
 		.name = "version",
@@ -408,6 +500,7 @@ const struct ctl_command ctl_commands[] = {
 		.summary = "show help for a command",
 		.options = no_options,
 		.complete = CTL_COMPLETE_WORDS,
+		.reach = CTL_REACH_NONE,
 	},
 	{
 		.name = "completion",
@@ -423,6 +516,7 @@ const struct ctl_command ctl_commands[] = {
 		.options = no_options,
 		.complete = CTL_COMPLETE_WORDS,
 		.words = "bash zsh fish",
+		.reach = CTL_REACH_NONE,
 	},
 	{
 		/* Completion's live lane names and aliases, one a line. */

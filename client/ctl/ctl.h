@@ -32,6 +32,13 @@ enum ctl_complete {
 
 struct ctl;
 
+/* Which daemon a command talks to (target.c). */
+enum ctl_reach {
+	CTL_REACH_ANY,		/* --host, --context, $AGENT_LANE_HOST, ... */
+	CTL_REACH_LOCAL,	/* this host's socket only, never a context */
+	CTL_REACH_NONE,		/* none: it opens no client */
+};
+
 /*
  * One command: what runs it, and what its help, the parser, the completion
  * scripts and the man page test know of it. commands.c holds the table;
@@ -56,6 +63,7 @@ struct ctl_command {
 	const char *words;	/* CTL_COMPLETE_WORDS, space-separated */
 	bool units;		/* its help ends with the units paragraph */
 	bool hidden;		/* for scripts: not in the help or completion */
+	enum ctl_reach reach;	/* which daemon it may talk to (target.c) */
 };
 
 #define CTL_COMMAND_AT_ONCE (-1)
@@ -81,6 +89,11 @@ struct ctl {
 	struct al_client *client;
 	const char *prog;
 	const char *socket;	/* --socket; NULL: the library's default */
+	const char *host;	/* --host URL */
+	const char *context;	/* --context NAME */
+	/* What ctl_client_open chose: the context ("default": none) and why. */
+	char target_name[64];
+	const char *target_from;
 	bool json;		/* --json */
 	void *owned;		/* ctl_parse()'s arrays, freed by main */
 	const struct ctl_command *cmd;		/* the one running */
@@ -116,8 +129,12 @@ int ctl_parse(struct ctl *, int argc, char **argv, struct ctl_parsed *);
 void ctl_free_parsed(struct ctl *);
 /* The option's long name is name. */
 bool ctl_is(const struct ctl_arg *, const char *name);
-/* Connects ctl->client to --socket or the default; false (said) if OOM. */
-bool ctl_client_open(struct ctl *);
+/*
+ * Makes ctl->client for the daemon the command line, the environment or
+ * the current context names (target.c): 0, or the exit status after
+ * saying why.
+ */
+int ctl_client_open(struct ctl *);
 
 /*
  * interrupt.c: SIGINT, SIGTERM and SIGHUP stop the call in progress and let
@@ -189,6 +206,8 @@ bool ctl_lane_name(const char *s);
 void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 
 void ctl_json_string(FILE *, const char *);
+/* For people: "512B", "1.50GiB", "23.4MiB" (binary multiples). */
+void ctl_bytes(uint64_t, char *buf, size_t len);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);
 /*
@@ -294,6 +313,10 @@ int cmd_completion(struct ctl *, int, char **);
 /* Completion's live lane names and aliases, one a line (not in the help). */
 int cmd_complete_lanes(struct ctl *, int, char **);
 int cmd_image(struct ctl *, int, char **);
+int cmd_context(struct ctl *, int, char **);
+int cmd_system(struct ctl *, int, char **);
+int cmd_info(struct ctl *, int, char **);
+int cmd_stats(struct ctl *, int, char **);
 
 /*
  * Builds (or finds) an image from script files, with progress and the

@@ -18,6 +18,11 @@
 	"counts things (--cpus), and 0 is zero in any unit.\n"
 
 const struct ctl_option ctl_global_options[] = {
+	{ 0, "host", "URL", "the daemon: ssh://[USER@]HOST[:PORT] (through "
+	    "ssh) or unix:///PATH (default: $AGENT_LANE_HOST, else the current "
+	    "context)" },
+	{ 0, "context", "NAME", "the daemon of this context (default: "
+	    "$AGENT_LANE_CONTEXT, else `context use`'s)" },
 	{ 0, "socket", "PATH", "the daemon's socket (default: $AGENT_LANE_SOCKET, "
 	    "else ~/.agent-lane/run/agent-laned.sock)" },
 	{ 0, "json", NULL, "print JSON (every command that prints something)" },
@@ -88,8 +93,9 @@ void
 ctl_help(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 {
 	if (c == NULL) {
-		fprintf(f, "usage: agent-lanectl [--socket PATH] [--json] COMMAND "
-		    "[OPTIONS] [ARGS]\n"
+		fprintf(f, "usage: agent-lanectl [--host URL | --context NAME | "
+		    "--socket PATH] [--json]\n"
+		    "                     COMMAND [OPTIONS] [ARGS]\n"
 		    "       agent-lanectl -h | --help | -V | --version\n\n"
 		    "Commands:\n");
 		for (size_t i = 0; i < ctl->ncommands; i++)

@@ -40,19 +40,6 @@ ctl_is(const struct ctl_arg *a, const char *name)
 	return strcmp(a->opt->name, name) == 0;
 }
 
-bool
-ctl_client_open(struct ctl *ctl)
-{
-	if (ctl->client != NULL)
-		return true;
-	if ((ctl->client = al_client_new(ctl->socket, "agent-lanectl/"
-	    AGENT_LANE_VERSION)) == NULL) {
-		ctl_errx("out of memory");
-		return false;
-	}
-	return true;
-}
-
 static const struct ctl_option *
 find_long(const struct ctl_option *opts, const char *name, size_t len)
 {
@@ -117,6 +104,10 @@ take(struct ctl *ctl, struct ctl_parsed *p, const struct ctl_option *o,
 		*help = true;
 	else if (strcmp(o->name, "socket") == 0)
 		ctl->socket = value;
+	else if (strcmp(o->name, "host") == 0)
+		ctl->host = value;
+	else if (strcmp(o->name, "context") == 0)
+		ctl->context = value;
 	else if (strcmp(o->name, "json") == 0) {
 		ctl->json = true;
 		ctl_json_errors(true);
@@ -136,7 +127,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 	const struct ctl_option *o;
 	char err[256] = "";
 	bool help = false, operands_only = false;
-	int i;
+	int i, rc;
 
 	memset(p, 0, sizeof *p);
 	if (cmd == NULL) {
@@ -247,7 +238,7 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 		return ctl_usage("%s (see agent-lanectl help %s)", err,
 		    cmd->name);
 	}
-	if (!ctl_client_open(ctl))
-		return CTL_EXIT_FAILURE;
+	if (cmd->reach != CTL_REACH_NONE && (rc = ctl_client_open(ctl)) != 0)
+		return rc;
 	return CTL_CONTINUE;
 }

@@ -449,3 +449,22 @@ ctl_time(int64_t ms, char *buf, size_t len)
 	}
 	strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
+
+void
+ctl_bytes(uint64_t n, char *buf, size_t len)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",
+	    "PiB", "EiB" };
+	double v = (double)n;
+	size_t u = 0;
+
+	while (v >= 1024.0 && u + 1 < sizeof unit / sizeof *unit) {
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%lluB", (unsigned long long)n);
+	else
+		snprintf(buf, len, v < 10.0 ? "%.2f%s" : v < 100.0 ? "%.1f%s" :
+		    "%.0f%s", v, unit[u]);
+}

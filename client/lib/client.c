@@ -150,35 +150,120 @@ al_error_from_response(struct al_error *err, const AlResponse *resp)
 		    (int)resp->body_case);
 }
 
-AL_API struct al_client *
-al_client_new(const char *socket_path, const char *name)
+/* The default socket: $AGENT_LANE_SOCKET, else under the home directory. */
+static char *
+default_socket(void)
 {
-	struct al_client *c = calloc(1, sizeof *c);
 	const char *env, *home;
 	struct passwd *pw;
+	char *path;
+
+	if ((env = getenv(WIRE_SOCKET_ENV)) != NULL && env[0] != '\0')
+		return strdup(env);
+	home = getenv("HOME");
+	if ((home == NULL || home[0] != '/') &&
+	    (pw = getpwuid(getuid())) != NULL)
+		home = pw->pw_dir;
+	if (home == NULL)
+		home = "/";
+	if (asprintf(&path, "%s/" WIRE_DEFAULT_SOCKET_REL, home) == -1)
+		return NULL;
+	return path;
+}
+
+/* The client of a parsed host; NULL only when out of memory. */
+static struct al_client *
+client_make(const struct al_host *h, const char *name, const char *remote)
+{
+	struct al_client *c = calloc(1, sizeof *c);
+	char url[AL_HOST_URL_MAX];
 
 	if (c == NULL)
 		return NULL;
-	if (socket_path != NULL && socket_path[0] != '\0')
-		c->socket_path = strdup(socket_path);
-	else if ((env = getenv(WIRE_SOCKET_ENV)) != NULL && env[0] != '\0')
-		c->socket_path = strdup(env);
-	else {
-		home = getenv("HOME");
-		if ((home == NULL || home[0] != '/') &&
-		    (pw = getpwuid(getuid())) != NULL)
-			home = pw->pw_dir;
-		if (home == NULL)
-			home = "/";
-		if (asprintf(&c->socket_path, "%s/" WIRE_DEFAULT_SOCKET_REL,
-		    home) == -1)
-			c->socket_path = NULL;
-	}
+	c->host = *h;
+	al_host_url(h, url, sizeof url);
+	c->url = strdup(url);
+	c->socket_path = strdup(h->kind == AL_HOST_UNIX ? h->path : url);
 	c->name = strdup(name != NULL ? name : "libagentlane");
-	if (c->socket_path == NULL || c->name == NULL) {
+	c->remote_command = strdup(remote != NULL && remote[0] != '\0' ?
+	    remote : "agent-lanectl");
+	if (c->url == NULL || c->socket_path == NULL || c->name == NULL ||
+	    c->remote_command == NULL) {
 		al_client_free(c);
 		return NULL;
 	}
+	return c;
+}
+
+AL_API struct al_client *
+al_client_new(const char *socket_path, const char *name)
+{
+	struct al_client *c;
+	struct al_host h;
+	char *path;
+
+	memset(&h, 0, sizeof h);
+	h.kind = AL_HOST_UNIX;
+	if (socket_path != NULL && socket_path[0] != '\0')
+		path = strdup(socket_path);
+	else
+		path = default_socket();
+	if (path == NULL)
+		return NULL;
+	/* A path longer than a socket's cannot connect: said then. */
+	snprintf(h.path, sizeof h.path, "%s", path);
+	c = client_make(&h, name, NULL);
+	if (c != NULL) {
+		free(c->socket_path);
+		c->socket_path = path;
+	} else
+		free(path);
+	return c;
+}
+
+AL_API struct al_client *
+al_client_open(const struct al_client_opts *o, struct al_error *err)
+{
+	struct al_client_opts opts;
+	struct al_error local;
+	struct al_client *c;
+	struct al_host h;
+	const char *url = NULL;
+
+	err = al_error_begin(err, &local);
+	if (o == NULL) {
+		memset(&opts, 0, sizeof opts);
+		opts.size = sizeof opts;
+	} else if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+		return NULL;
+	if (opts.host != NULL && opts.host[0] != '\0')
+		url = opts.host;
+	else if ((url = getenv(WIRE_HOST_ENV)) != NULL && url[0] == '\0')
+		url = NULL;
+	if (url == NULL) {
+		if ((c = al_client_new(NULL, opts.name)) == NULL)
+			al_set_error(err, AL_IO, "out of memory");
+		return c;
+	}
+	if (al_host_parse(url, &h, err) == -1) {
+		if (url != opts.host) {
+			char msg[sizeof err->message];
+
+			snprintf(msg, sizeof msg, "%s", err->message);
+			al_set_error(err, AL_INVALID_ARGUMENT, "$%s: %s",
+			    WIRE_HOST_ENV, msg);
+		}
+		return NULL;
+	}
+	if (opts.remote_command != NULL && opts.remote_command[0] != '\0' &&
+	    !al_remote_command_valid(opts.remote_command)) {
+		al_set_error(err, AL_INVALID_ARGUMENT, "remote command %s: a "
+		    "path of [A-Za-z0-9._+/-] (or ~/...), not beginning with "
+		    "\"-\"", opts.remote_command);
+		return NULL;
+	}
+	if ((c = client_make(&h, opts.name, opts.remote_command)) == NULL)
+		al_set_error(err, AL_IO, "out of memory");
 	return c;
 }
 
@@ -189,6 +274,8 @@ al_client_free(struct al_client *c)
 		return;
 	free(c->socket_path);
 	free(c->name);
+	free(c->url);
+	free(c->remote_command);
 	free(c);
 }
 
@@ -196,6 +283,12 @@ AL_API const char *
 al_client_socket(const struct al_client *c)
 {
 	return c->socket_path;
+}
+
+AL_API const char *
+al_client_host(const struct al_client *c)
+{
+	return c->url;
 }
 
 enum io_op { IO_WRITE, IO_SEND, IO_RECV };
@@ -486,7 +579,13 @@ al_conn_open(struct al_client *c, struct al_conn *conn, const AlRequest *call,
 
 	memset(conn, 0, sizeof *conn);
 	conn->max_frame = WIRE_MAX_FRAME;
-	if ((conn->fd = conn_connect(c, err)) == -1)
+	conn->err = err;
+	if (c->host.kind == AL_HOST_SSH)
+		conn->fd = al_ssh_connect(&c->host, c->remote_command,
+		    &conn->ssh, err);
+	else
+		conn->fd = conn_connect(c, err);
+	if (conn->fd == -1)
 		return -1;
 	hello.protocol_version = WIRE_PROTOCOL_VERSION;
 	hello.client = c->name;
@@ -531,6 +630,20 @@ al_conn_open(struct al_client *c, struct al_conn *conn, const AlRequest *call,
 		return -1;
 	}
 	info_from_hello(&conn->info, resp->hello);
+	/*
+	 * A local daemon refuses another version itself; over ssh the other
+	 * end is another installation, whose daemon may answer anyway.
+	 */
+	if (conn->ssh != NULL &&
+	    conn->info.protocol_version != WIRE_PROTOCOL_VERSION) {
+		al_set_error(err, AL_FAILED_PRECONDITION, "%s: agent-laned %s "
+		    "speaks protocol version %u, this client %u", c->url,
+		    conn->info.version, conn->info.protocol_version,
+		    WIRE_PROTOCOL_VERSION);
+		al_response_free(resp);
+		al_conn_close(conn);
+		return -1;
+	}
 	if (conn->info.max_frame_bytes > 0 &&
 	    conn->info.max_frame_bytes < conn->max_frame)
 		conn->max_frame = conn->info.max_frame_bytes;
@@ -544,6 +657,13 @@ al_conn_close(struct al_conn *conn)
 	if (conn->fd != -1)
 		close(conn->fd);
 	conn->fd = -1;
+	if (conn->ssh != NULL) {
+		al_ssh_finish(conn->ssh);
+		if (conn->err != NULL)
+			al_ssh_explain(conn->ssh, conn->err);
+		al_ssh_free(conn->ssh);
+		conn->ssh = NULL;
+	}
 	free(conn->rbuf);
 	/* What we sent an exec: its input, which may be secret. */
 	wire_wipe(conn->wbuf, conn->wcap);

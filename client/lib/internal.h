@@ -10,14 +10,41 @@
 #include "agentlane.h"
 #include "wire.h"
 
-struct al_client {
-	char *socket_path;
-	char *name;
+/* Where the daemon is (transport.c). */
+#define AL_HOST_URL_MAX 1100
+#define AL_SSH_STDERR_TAIL 1024
+
+enum al_host_kind { AL_HOST_UNIX, AL_HOST_SSH };
+
+struct al_host {
+	enum al_host_kind kind;
+	char path[1030];	/* unix: the socket */
+	char user[64];		/* ssh: "" for ssh's own default */
+	char host[256];
+	uint16_t port;		/* 0: ssh's own default */
 };
+
+struct al_client {
+	char *socket_path;	/* unix; for ssh the URL */
+	char *name;
+	char *url;		/* unix:///PATH or ssh://... */
+	struct al_host host;
+	char *remote_command;	/* ssh: the agent-lanectl on the host */
+};
+
+struct al_ssh;
 
 /* One connection: after al_conn_open the hello has been exchanged. */
 struct al_conn {
 	int fd;
+	/*
+	 * Over ssh: the child, reaped by al_conn_close, which also makes a
+	 * lost connection (AL_CONNECT in err, the call's error) the
+	 * UNAVAILABLE of ssh's own words. err is NULL once the connection
+	 * outlives its call (an owned lane's).
+	 */
+	struct al_ssh *ssh;
+	struct al_error *err;
 	uint32_t max_frame;
 	uint8_t *rbuf;		/* partial frame being read (non-blocking use) */
 	size_t rlen, rcap;
@@ -94,5 +121,34 @@ size_t al_conn_chunk(const struct al_conn *);
 
 /* Whole-buffer write to a file descriptor, retrying on EINTR. */
 int al_write_all(int fd, const void *buf, size_t len);
+
+/*
+ * transport.c. A host URL, strictly: unix:///PATH, or
+ * ssh://[USER@]HOST[:PORT] with nothing ssh could read as an option. 0, or
+ * -1 (AL_INVALID_ARGUMENT).
+ */
+int al_host_parse(const char *url, struct al_host *, struct al_error *);
+/* The URL of a parsed host, as it is shown. */
+void al_host_url(const struct al_host *, char *buf, size_t len);
+/* A remote agent-lanectl path: [~/]{A-Za-z0-9._+/-}, not "-...". */
+bool al_remote_command_valid(const char *);
+/*
+ * Starts `ssh ... HOST REMOTE system dial-stdio`: returns our end of its
+ * standard input and output (close-on-exec, above 2), or -1 with err.
+ */
+int al_ssh_connect(const struct al_host *, const char *remote,
+    struct al_ssh **, struct al_error *);
+/* After the connection's descriptor is closed: ssh is reaped (bounded). */
+void al_ssh_finish(struct al_ssh *);
+/* err's AL_CONNECT becomes AL_UNAVAILABLE with ssh's last words. */
+void al_ssh_explain(struct al_ssh *, struct al_error *);
+void al_ssh_free(struct al_ssh *);
+
+/* libcompat.c: the platform differences of the above. */
+#include <spawn.h>
+int al_compat_socketpair_cloexec(int fds[2]);
+int al_compat_pipe_cloexec(int fds[2]);
+/* The child gets 0-2 only, whatever else the program has open. */
+int al_compat_spawn_only_stdio(posix_spawn_file_actions_t *, short *flags);
 
 #endif

@@ -692,6 +692,8 @@ al_create_owned(struct al_client *c, const struct al_create_opts *o,
 		free(ow);
 		return al_result(-1, err);
 	}
+	/* The connection outlives this call and its err. */
+	ow->conn.err = NULL;
 	*ownerp = ow;
 	return AL_OK;
 }

@@ -314,6 +314,39 @@ def copyhead_corpus():
     write(t, "junk", "Fx 9")
 
 
+def stats_corpus():
+    t = "fuzz_stats"
+    good = ("cpu 100 0 50 800 50 0 0 0\nncpu 2\nmem 4000000 3000000\n"
+            "disk 30000000 1000000\nprocs 12\nuptime 1234.56\n"
+            "init 1000 100\n")
+    write(t, "good", good)
+    write(t, "two", good + good.replace("cpu 100", "cpu 200"))
+    write(t, "big", "cpu 72057594037927935 0 0 0 0 0 0 0\nncpu 65536\n"
+          "mem 1 0\ndisk 1 1\nprocs 1\nuptime 72057594037927.999\n"
+          "init 99999999999 1\n")
+    write(t, "twice", good + "procs 3\n")
+    write(t, "nul", good.replace("ncpu 2", "ncpu 2\0"))
+
+
+def context_corpus():
+    t = "fuzz_context"
+    write(t, "full", "# agent-lane context: see agent-lanectl(1), CONTEXTS\n"
+          "host=ssh://me@mini:2222\ndescription=the Mac mini\n"
+          "remote-command=/opt/homebrew/bin/agent-lanectl\n")
+    write(t, "unix", "host=unix:///run/x.sock\n")
+    write(t, "utf8", "host=ssh://a\ndescription=b\u00fcro \u2014 desk\n")
+    write(t, "dup", "host=ssh://a\nhost=ssh://b\n")
+
+
+def hosturl_corpus():
+    t = "fuzz_hosturl"
+    write(t, "ssh", "ssh://me@mac-studio:2222")
+    write(t, "v6", "ssh://u@[fe80::1]:22")
+    write(t, "unix", "unix:///tmp/s.sock")
+    write(t, "option", "ssh://-oProxyCommand=x")
+    write(t, "cmd", "~/bin/agent-lanectl")
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -325,6 +358,9 @@ def main():
     proxyreq_corpus()
     proxyhttp_corpus()
     copyhead_corpus()
+    stats_corpus()
+    context_corpus()
+    hosturl_corpus()
 
 
 if __name__ == "__main__":

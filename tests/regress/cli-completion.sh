@@ -31,7 +31,7 @@ check_eq "bash: only the first operand of extend is a lane" "" "$(comp "$LANECTL
 check_eq "bash: exec's lane" "$L" "$(comp "$LANECTL" --socket "$SOCK" exec -w /tmp al-)"
 check_match "bash: cp offers LANE:" "$L:" "$(comp "$LANECTL" --socket "$SOCK" cp al-)"
 check_eq "bash: daemon verbs" "start status stop" "$(comp "$LANECTL" daemon s)"
-check_eq "bash: help takes commands" "completion cp create" "$(comp "$LANECTL" help c)"
+check_eq "bash: help takes commands" "completion context cp create" "$(comp "$LANECTL" help c)"
 check_eq "bash: completion takes shells" "bash" "$(comp "$LANECTL" completion b)"
 check_eq "bash: no lanes from a dead socket" "" "$(comp "$LANECTL" --socket "$T/none" rm al-)"
 

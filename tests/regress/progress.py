@@ -11,6 +11,12 @@ import sys
 import time
 
 LANECTL, SOCK, CASE = sys.argv[1:4]
+
+
+def target():
+    """SOCK is a socket path, or global options ("--context=NAME") that
+    pick the daemon another way (tests/regress/remote.sh: through ssh)."""
+    return [SOCK] if SOCK.startswith("--") else ["--socket", SOCK]
 ARGS = sys.argv[4:]
 
 
@@ -19,7 +25,7 @@ class Term:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.environ["TERM"] = "vt100"
-            os.execv(LANECTL, [LANECTL, "--socket", SOCK] + args)
+            os.execv(LANECTL, [LANECTL] + target() + args)
         self.out = b""
 
     def read_until(self, want, t=30):

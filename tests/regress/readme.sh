@@ -45,6 +45,8 @@ cannot_run() {
 		else
 			echo "needs a systemd user session: \`systemctl --user\` finds no user manager here (cli-daemon.sh checks the units with --no-load)"
 		fi
+	elif grep -q 'ssh://' "$f"; then
+		echo "it reaches another machine over ssh (tests/regress/remote.sh does the same against a real sshd on 127.0.0.1)"
 	elif grep -qE '^[^#]*brew ' "$f"; then
 		echo "needs Homebrew on macOS"
 	elif grep -qE 'apt-get|curl |npm install' "$f"; then

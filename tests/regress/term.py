@@ -15,11 +15,17 @@ import time
 LANECTL, SOCK, LANE, CASE = sys.argv[1:5]
 
 
+def target():
+    """SOCK is a socket path, or global options ("--context=NAME") that
+    pick the daemon another way (tests/regress/remote.sh: through ssh)."""
+    return [SOCK] if SOCK.startswith("--") else ["--socket", SOCK]
+
+
 def spawn(args, rows=33, cols=101):
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "vt100"
-        os.execv(LANECTL, [LANECTL, "--socket", SOCK] + args)
+        os.execv(LANECTL, [LANECTL] + target() + args)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     return pid, fd
 
@@ -119,6 +125,13 @@ elif CASE == "ctrl-z":
     t.send(b"exit 4\r")
     rc = t.wait()
     show(ok, stopped, b"no job control" not in t.out, rc, t.restored())
+elif CASE == "shell-exit":
+    # A login shell: a command line in, its answer out, the exit status.
+    t = Term(["shell", LANE])
+    t.send(b"echo sh-$((6 * 7)); exit 5\r")
+    ok = t.read_until(b"sh-42")
+    rc = t.wait()
+    show(ok, rc, t.restored())
 elif CASE == "sigterm":
     t = Term(["exec", "-ti", LANE, "--", "sh", "-c", "echo ready; exec sleep 100"])
     ok = t.read_until(b"ready\r\n")

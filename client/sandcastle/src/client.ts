@@ -14,6 +14,7 @@ import { writeSync } from "node:fs";
 import { open, mkdir, rename, unlink, type FileHandle } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import protobuf from "protobufjs";
+import { currentContext, HostError, loadContext, openSsh, parseHost, remoteCommandValid, type Host, type SshStream } from "./transport.js";
 
 export const PROTOCOL_VERSION = 1;
 /** Protocol-wide maximum frame payload. */
@@ -280,6 +281,19 @@ export interface CopyOutBegin {
 }
 
 export interface AgentLaneClientOptions {
+  /**
+   * The daemon as a URL: "ssh://[USER@]HOST[:PORT]" (the daemon of USER on
+   * HOST, through the user's own ssh, which runs `agent-lanectl system
+   * dial-stdio` there) or "unix:///PATH". Which daemon, as agent-lanectl
+   * decides it: host or socketPath, else context, else $AGENT_LANE_HOST or
+   * $AGENT_LANE_SOCKET, else $AGENT_LANE_CONTEXT, else the current context
+   * (`agent-lanectl context use`), else the local socket.
+   */
+  host?: string;
+  /** A context of agent-lanectl (`agent-lanectl context create NAME --host URL`). */
+  context?: string;
+  /** ssh hosts: the agent-lanectl to run there (default: agent-lanectl on its non-login PATH). */
+  remoteCommand?: string;
   /** Control socket; default $AGENT_LANE_SOCKET or ~/.agent-lane/run/agent-laned.sock. */
   socketPath?: string;
   /** Free text the daemon logs. */
@@ -395,7 +409,11 @@ function errorFrom(body: any): AgentLaneError {
  * consumer slows the daemon down instead of growing memory.
  */
 class Connection {
+  /** What the daemon's frames arrive on, and what ours go to: one socket locally, ssh's stdout and stdin over ssh. */
   private readonly sock: net.Socket;
+  private readonly out: net.Socket;
+  /** Over ssh: the child, for why the connection ended. */
+  private readonly ssh: SshStream | undefined;
   private pending: Buffer[] = [];
   private pendingBytes = 0;
   private readonly queue: Array<{ m: ResponseObj; size: number }> = [];
@@ -420,8 +438,16 @@ class Connection {
     return this.ended || this.failure !== undefined || bodies.some((b) => this.seen.has(b));
   }
 
-  private constructor(sock: net.Socket) {
+  private constructor(sock: net.Socket, out: net.Socket = sock, ssh?: SshStream) {
     this.sock = sock;
+    this.out = out;
+    this.ssh = ssh;
+    if (out !== sock) {
+      out.on("error", (err) => {
+        if (!this.failure) this.failure = new AgentLaneError("UNAVAILABLE", `agent-laned connection failed: ${err.message}`);
+        this.wake();
+      });
+    }
     sock.on("data", (chunk: Buffer) => this.onData(chunk));
     sock.on("end", () => {
       this.ended = true;
@@ -460,6 +486,27 @@ class Connection {
         resolve(new Connection(sock));
       });
     });
+  }
+
+  /** Through the user's ssh to `agent-lanectl system dial-stdio` on the host. */
+  static overSsh(host: Extract<Host, { kind: "ssh" }>, remoteCommand: string): Connection {
+    const ssh = openSsh(host, remoteCommand);
+    return new Connection(ssh.input, ssh.output, ssh);
+  }
+
+  /** True over ssh: the hello must be checked here, not by a local daemon. */
+  get remote(): boolean {
+    return this.ssh !== undefined;
+  }
+
+  /**
+   * The error for a connection that ended before the answer: over ssh,
+   * UNAVAILABLE in ssh's own words (it cannot connect, authenticate, or
+   * died), once ssh has exited.
+   */
+  async lost(what: string): Promise<AgentLaneError> {
+    if (this.ssh) return new AgentLaneError("UNAVAILABLE", `${await this.ssh.explain()} (${what})`);
+    return this.failure instanceof AgentLaneError ? this.failure : new AgentLaneError("UNAVAILABLE", what);
   }
 
   private onData(chunk: Buffer): void {
@@ -542,8 +589,17 @@ class Connection {
 
   /** The next response; a closed connection is an error. */
   async expect(what: string): Promise<ResponseObj> {
-    const m = await this.next();
+    let m: ResponseObj | null;
+    try {
+      m = await this.next();
+    } catch (err) {
+      if (this.ssh && !(err instanceof AgentLaneError && err.code === "CANCELLED")) {
+        throw await this.lost(`waiting for ${what}`);
+      }
+      throw err;
+    }
     if (!m) {
+      if (this.ssh) throw await this.lost(`waiting for ${what}`);
       throw this.failure ?? new AgentLaneError("UNAVAILABLE", `agent-laned closed the connection while waiting for ${what}`);
     }
     return m;
@@ -561,8 +617,8 @@ class Connection {
       );
     }
     // A frame may carry secrets (an exec's environment, a create's
-    // secrets): zeroed once the socket has taken it.
-    const ok = this.sock.write(frame, () => frame.fill(0));
+    // secrets): zeroed once the transport has taken it.
+    const ok = this.out.write(frame, () => frame.fill(0));
     if (!ok) await this.drain();
   }
 
@@ -579,18 +635,18 @@ class Connection {
   async sendStreamed(req: Record<string, unknown>): Promise<boolean> {
     if (this.peerGone) return false;
     const frame = encodeRequest(req);
-    if (this.sock.writableLength > 0) await this.drain();
+    if (this.out.writableLength > 0) await this.drain();
     let off = 0;
     let backoff = 1;
     while (off < frame.length) {
       if (this.failure) throw this.failure;
       // Re-checked before every write: once the socket is destroyed its
       // descriptor number may belong to something else.
-      const fd = this.sock.destroyed ? undefined : (this.sock as unknown as { _handle?: { fd?: number } })._handle?.fd;
+      const fd = this.out.destroyed ? undefined : (this.out as unknown as { _handle?: { fd?: number } })._handle?.fd;
       if (this.ended || this.closed) return false;
       if (typeof fd !== "number" || fd < 0) {
         // No descriptor to write to (not a Unix platform): plain socket write.
-        if (!this.sock.write(frame.subarray(off))) await this.drain();
+        if (!this.out.write(frame.subarray(off))) await this.drain();
         return !this.peerGone;
       }
       try {
@@ -613,8 +669,8 @@ class Connection {
   private drain(): Promise<void> {
     return new Promise((resolve, reject) => {
       const cleanup = () => {
-        this.sock.off("drain", onDrain);
-        this.sock.off("close", onClose);
+        this.out.off("drain", onDrain);
+        this.out.off("close", onClose);
       };
       const onDrain = () => {
         cleanup();
@@ -624,19 +680,21 @@ class Connection {
         cleanup();
         reject(this.failure ?? new AgentLaneError("UNAVAILABLE", "agent-laned closed the connection"));
       };
-      this.sock.on("drain", onDrain);
-      this.sock.on("close", onClose);
+      this.out.on("drain", onDrain);
+      this.out.on("close", onClose);
     });
   }
 
   fail(err: Error): void {
     if (!this.failure) this.failure = err;
-    this.sock.destroy();
+    this.destroy();
     this.wake();
   }
 
   destroy(): void {
     this.sock.destroy();
+    this.out.destroy();
+    this.ssh?.close();
   }
 
   /**
@@ -671,19 +729,31 @@ export interface LaneOwner {
 // client
 
 export class AgentLaneClient {
+  /** The local socket, or for an ssh host its URL. */
   readonly socketPath: string;
+  /** Where the daemon is: "unix:///PATH" or "ssh://...". */
+  readonly host: string;
+  private readonly target: Host;
+  private readonly remoteCommand: string;
   private readonly clientName: string;
   private readonly connectTimeoutMs: number;
 
   constructor(options: AgentLaneClientOptions = {}) {
-    this.socketPath = options.socketPath ?? defaultSocketPath();
+    const { target, remoteCommand } = resolveTarget(options);
+    this.target = target;
+    this.remoteCommand = remoteCommand;
+    this.host = target.url;
+    this.socketPath = target.kind === "unix" ? target.path : target.url;
     this.clientName = options.clientName ?? CLIENT_NAME;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 30_000;
   }
 
   /** Connect and exchange hellos. The caller owns the connection. */
   private async open(): Promise<{ conn: Connection; hello: HelloReply }> {
-    const conn = await Connection.connect(this.socketPath, this.connectTimeoutMs);
+    const conn =
+      this.target.kind === "ssh"
+        ? Connection.overSsh(this.target, this.remoteCommand)
+        : await Connection.connect(this.socketPath, this.connectTimeoutMs);
     try {
       await conn.send({ hello: { protocolVersion: PROTOCOL_VERSION, client: this.clientName } });
       const m = await withTimeout(conn.expect("the hello reply"), this.connectTimeoutMs, () =>
@@ -693,6 +763,14 @@ export class AgentLaneClient {
       if (m.body !== "hello") throw new AgentLaneError("UNAVAILABLE", `agent-laned answered the hello with ${m.body}`);
       const h = m.hello;
       if (h.protocolVersion !== PROTOCOL_VERSION) {
+        // Over ssh the other end is another installation: a precondition
+        // of the setup, named as libagentlane names it.
+        if (conn.remote) {
+          throw new AgentLaneError(
+            "FAILED_PRECONDITION",
+            `${this.host}: agent-laned ${h.daemonVersion} speaks protocol version ${h.protocolVersion}, this client ${PROTOCOL_VERSION}`,
+          );
+        }
         throw new AgentLaneError("VERSION_MISMATCH", `agent-laned speaks protocol ${h.protocolVersion}, this client ${PROTOCOL_VERSION}`);
       }
       const limits: Limits = { ...(h.limits ?? {}) };
@@ -1119,6 +1197,63 @@ export class AgentLaneClient {
   }
 }
 
+/**
+ * Which daemon, as agent-lanectl decides it (agent-lanectl(1), CONTEXTS):
+ * host or socketPath, else context, else $AGENT_LANE_HOST or
+ * $AGENT_LANE_SOCKET, else $AGENT_LANE_CONTEXT, else the current context,
+ * else the local socket.
+ */
+function resolveTarget(o: AgentLaneClientOptions): { target: Host; remoteCommand: string } {
+  const bad = (msg: string) => new AgentLaneError("INVALID_ARGUMENT", msg);
+  let remote = o.remoteCommand;
+  const fromUrl = (url: string, where: string): Host => {
+    try {
+      return parseHost(url);
+    } catch (err) {
+      if (err instanceof HostError) throw bad(`${where}: ${err.message}`);
+      throw err;
+    }
+  };
+  const fromContext = (name: string, where: string): Host | undefined => {
+    if (name === "default") return undefined;
+    let c;
+    try {
+      c = loadContext(name);
+    } catch (err) {
+      if (err instanceof HostError) throw bad(`${where}: ${err.message}`);
+      throw err;
+    }
+    if (!c) throw bad(`${where}: no context "${name}" (see agent-lanectl context ls)`);
+    remote ??= c.remoteCommand || undefined;
+    return fromUrl(c.host, `context ${name}`);
+  };
+  if (o.host !== undefined && o.socketPath !== undefined) throw bad("give host or socketPath, not both");
+  if (o.context !== undefined && (o.host !== undefined || o.socketPath !== undefined)) throw bad("give context or host/socketPath, not both");
+  let target: Host | undefined;
+  if (o.host !== undefined) target = fromUrl(o.host, "host");
+  else if (o.socketPath !== undefined) target = { kind: "unix", path: o.socketPath, url: `unix://${o.socketPath}` };
+  else if (o.context !== undefined) target = fromContext(o.context, "context");
+  else if (process.env.AGENT_LANE_HOST) target = fromUrl(process.env.AGENT_LANE_HOST, "$AGENT_LANE_HOST");
+  else if (process.env.AGENT_LANE_SOCKET) target = undefined;
+  else if (process.env.AGENT_LANE_CONTEXT) target = fromContext(process.env.AGENT_LANE_CONTEXT, "$AGENT_LANE_CONTEXT");
+  else {
+    let cur: string;
+    try {
+      cur = currentContext();
+    } catch (err) {
+      if (err instanceof HostError) throw bad(`the current context: ${err.message}`);
+      throw err;
+    }
+    target = fromContext(cur, "the current context");
+  }
+  target ??= { kind: "unix", path: defaultSocketPath(), url: `unix://${defaultSocketPath()}` };
+  const remoteCommand = remote ?? "agent-lanectl";
+  if (target.kind === "ssh" && !remoteCommandValid(remoteCommand)) {
+    throw bad(`remoteCommand ${JSON.stringify(remoteCommand)}: a path of [A-Za-z0-9._+/-] (or ~/...), not beginning with "-"`);
+  }
+  return { target, remoteCommand };
+}
+
 function toImage(m: any): Image {
   return {
     name: m.name ?? "",
@@ -1204,6 +1339,7 @@ async function runExec(conn: Connection, req: ExecRequest, handlers: ExecHandler
       const m = await conn.next();
       if (!m) {
         await Promise.race([stdinDone, delay(10)]);
+        if (conn.remote) throw await conn.lost("before the command exited");
         throw stdinError instanceof Error
           ? stdinError
           : new AgentLaneError("UNAVAILABLE", "agent-laned closed the connection before the command exited");

@@ -31,6 +31,7 @@ import {
   type ProvisionScript,
   type SecretRequest,
 } from "./client.js";
+import { parseHost, remoteCommandValid } from "./transport.js";
 
 export {
   AgentLaneClient,
@@ -77,6 +78,19 @@ export interface LimaOptions {
   readonly idleTimeoutMinutes?: number;
   /** agent-laned control socket (default $AGENT_LANE_SOCKET, else ~/.agent-lane/run/agent-laned.sock). */
   readonly socketPath?: string;
+  /**
+   * Lanes on another of your machines: "ssh://[USER@]HOST[:PORT]" runs
+   * `agent-lanectl system dial-stdio` there through your own ssh (your
+   * config, agent and known hosts; BatchMode, so an unknown host key fails).
+   * Lanes stay owned by this process over ssh as locally. Without host,
+   * socketPath or context: $AGENT_LANE_HOST, $AGENT_LANE_SOCKET,
+   * $AGENT_LANE_CONTEXT, then agent-lanectl's current context.
+   */
+  readonly host?: string;
+  /** An agent-lanectl context (`agent-lanectl context create NAME --host URL`). */
+  readonly context?: string;
+  /** ssh hosts: the agent-lanectl to run there, e.g. "/opt/homebrew/bin/agent-lanectl". */
+  readonly remoteCommand?: string;
   /** Environment variables for every command in the lane (merged under the env Sandcastle passes to create). */
   readonly env?: Record<string, string>;
   /** Per-command timeout in milliseconds; an exec that passes it rejects with DEADLINE_EXCEEDED (default: none). */
@@ -186,7 +200,12 @@ export async function createLaneHandle(
     }
   }
   const secrets = takeSecrets(options.secrets, env);
-  const client = new AgentLaneClient({ socketPath: options.socketPath });
+  const client = new AgentLaneClient({
+    socketPath: options.socketPath,
+    host: options.host,
+    context: options.context,
+    remoteCommand: options.remoteCommand,
+  });
   const createId = randomBytes(8).toString("hex");
   const labels: Label[] = [
     { key: "sandcastle", value: "1" },
@@ -346,11 +365,19 @@ export async function buildImage(
     from?: string;
     docker?: boolean;
     socketPath?: string;
+    host?: string;
+    context?: string;
+    remoteCommand?: string;
     onOutput?: (stream: "stdout" | "stderr", data: Buffer) => void;
     signal?: AbortSignal;
   },
 ): Promise<import("./client.js").Image> {
-  const client = new AgentLaneClient({ socketPath: options.socketPath });
+  const client = new AgentLaneClient({
+    socketPath: options.socketPath,
+    host: options.host,
+    context: options.context,
+    remoteCommand: options.remoteCommand,
+  });
   return client.buildImage(
     { name: options.name, provision: await readProvision(options.provision), from: options.from, docker: options.docker },
     { onOutput: options.onOutput, signal: options.signal },
@@ -449,6 +476,16 @@ function validateOptions(o: LimaOptions): void {
         throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret ${name} needs at most 16 host names or *.domain patterns`);
       }
     }
+  }
+  if (o.host !== undefined) {
+    try {
+      parseHost(o.host);
+    } catch (err) {
+      throw new AgentLaneError("INVALID_ARGUMENT", `lima(): host: ${(err as Error).message}`);
+    }
+  }
+  if (o.remoteCommand !== undefined && !remoteCommandValid(o.remoteCommand)) {
+    throw new AgentLaneError("INVALID_ARGUMENT", 'lima(): remoteCommand must be a path of [A-Za-z0-9._+/-] (or ~/...), not beginning with "-"');
   }
   const forbidden = ["mounts", "mount", "hostMounts", "volumes"];
   for (const key of forbidden) {
