@@ -107,6 +107,22 @@ static const char docker_script[] =
     " > /etc/profile.d/agent-lane-docker.sh\n"
     "chmod 0644 /etc/profile.d/agent-lane-docker.sh\n";
 
+/*
+ * Run last in every build, after the scripts: Lima copies an image's disk
+ * into each clone as it is, so without this every lane cloned from one
+ * image would share its /etc/machine-id (systemd makes a new one at a boot
+ * that finds the file empty; cloud-init does not). Not part of the content
+ * id: it is the builder's step, like the stop after it, and changes nothing
+ * the image's scripts did.
+ */
+#define FINISH_SCRIPT_NAME "agent-lane-finish"
+static const char finish_script[] =
+    "#!/bin/sh\n"
+    "# agent-lane: each lane cloned from this image makes its own machine id\n"
+    "set -e\n"
+    ": > /etc/machine-id\n"
+    "rm -f /var/lib/dbus/machine-id\n";
+
 enum build_step {
 	BUILD_NONE,
 	BUILD_CREATE,	/* limactl create or clone (vm) */
@@ -627,9 +643,13 @@ build_next_script(struct build *b)
 	spec.cwd = "/";
 	spec.stdin = true;
 	spec.what = "provision script";
-	snprintf(msg, sizeof msg, "%s (%zu of %zu)", s->name, b->cur + 1,
-	    b->nscripts);
-	build_progress(b, "provision", msg);
+	if (b->cur + 1 == b->nscripts)
+		build_progress(b, "finishing", "a fresh machine id for its lanes");
+	else {
+		snprintf(msg, sizeof msg, "%s (%zu of %zu)", s->name,
+		    b->cur + 1, b->nscripts - 1);
+		build_progress(b, "provision", msg);
+	}
 	b->tail_len = 0;
 	b->g = gexec_start(b->d->base, &b->d->procs, b->d->lima, &spec,
 	    &script_ops, b, err, sizeof err);
@@ -828,7 +848,7 @@ build_new(struct laned *d, struct conn *c, const struct image_build_plan *p,
 		return NULL;
 	}
 	b->from_held = b->rec.from[0] != '\0';
-	b->nscripts = req->n_provision + (req->docker ? 1 : 0);
+	b->nscripts = req->n_provision + (req->docker ? 1 : 0) + 1;
 	b->scripts = xcalloc(b->nscripts + 1, sizeof *b->scripts);
 	for (size_t i = 0; i < req->n_provision; i++) {
 		struct script *s = &b->scripts[i];
@@ -846,6 +866,14 @@ build_new(struct laned *d, struct conn *c, const struct image_build_plan *p,
 		s->len = sizeof docker_script - 1;
 		s->data = xmalloc(s->len);
 		memcpy(s->data, docker_script, s->len);
+	}
+	{
+		struct script *s = &b->scripts[b->nscripts - 1];
+
+		str_copy(s->name, FINISH_SCRIPT_NAME, sizeof s->name);
+		s->len = sizeof finish_script - 1;
+		s->data = xmalloc(s->len);
+		memcpy(s->data, finish_script, s->len);
 	}
 	TAILQ_INSERT_TAIL(d->builds, b, entry);
 	return b;

@@ -466,6 +466,15 @@ lima_argv_clone(const struct lima *l, const char *image, const char *to)
 	    "clone", image, to, NULL });
 }
 
+char **
+lima_argv_template_embed(const struct lima *l, const char *path)
+{
+	if (path == NULL || path[0] != '/')
+		return NULL;
+	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
+	    "template", "copy", "--embed-all", path, "-", NULL });
+}
+
 int
 lima_yaml_replace(const struct lima *l, const char *name, const char *yaml,
     size_t len, char *err, size_t errlen)

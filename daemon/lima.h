@@ -127,6 +127,16 @@ char **lima_argv_stop(const struct lima *, const char *name);
 /* `limactl clone IMAGE TO`: only ever from an image (to a lane or image). */
 char **lima_argv_clone(const struct lima *, const char *image,
     const char *to);
+/*
+ * `limactl template copy --embed-all PATH -`: the template at PATH (an
+ * absolute file of ours) with its base: templates merged in, on stdout.
+ * Lima embeds them itself at create; an instance's lima.yaml that still
+ * names a base fails validation when it starts ("field `base` must be
+ * empty"), so a clone's replaced YAML is embedded this way first.
+ */
+char **lima_argv_template_embed(const struct lima *, const char *path);
+/* The most an embedded lane template may be: beyond it, refused. */
+#define LIMA_EMBED_MAX (256 * 1024)
 char **lima_argv_list(const struct lima *);
 char **lima_argv_version(const struct lima *);
 char **lima_argv_info(const struct lima *);

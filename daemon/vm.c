@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ enum vm_op {
 	VM_IDLE,
 	VM_CREATE,
 	VM_CLONE,
+	VM_EMBED,		/* the clone's template, its base embedded */
 	VM_START,
 	VM_STOP,
 	VM_DELETE,
@@ -39,7 +41,8 @@ enum vm_op {
 };
 
 static const char *const op_verbs[] = {
-	"", "create", "clone", "start", "stop", "delete", "delete",
+	"", "create", "clone", "template copy", "start", "stop", "delete",
+	"delete",
 };
 
 struct vm {
@@ -55,6 +58,7 @@ struct vm {
 	vm_line_cb line;
 	char *yaml;		/* create: the template's path; clone: the YAML */
 	size_t yaml_len;
+	char *embed_path;	/* clone: the template's file for VM_EMBED */
 	/* A finished call waiting for its group to go, or for its delete. */
 	struct vm_result res;
 	char tail[PROC_STDERR_TAIL + 1];
@@ -106,6 +110,11 @@ vm_forget_yaml(struct vm *vm)
 {
 	if (vm->op == VM_CREATE && vm->yaml != NULL)
 		(void)unlink(vm->yaml);
+	if (vm->embed_path != NULL) {
+		(void)unlink(vm->embed_path);
+		free(vm->embed_path);
+		vm->embed_path = NULL;
+	}
 	free(vm->yaml);
 	vm->yaml = NULL;
 	vm->yaml_len = 0;
@@ -178,7 +187,9 @@ vm_spawn(struct vm *vm, enum vm_op op, char **argv, uint64_t timeout_ms)
 	ps.argv = argv;
 	ps.envp = lima_envp(vm->d->lima);
 	ps.in = PROC_IN_NULL;
-	ps.out = PROC_OUT_NULL;
+	/* Only the embedding prints data: the YAML that replaces the clone's. */
+	ps.out = op == VM_EMBED ? PROC_OUT_CAPTURE : PROC_OUT_NULL;
+	ps.out_cap = LIMA_EMBED_MAX;
 	ps.timeout_ms = timeout_ms;
 	ps.what = what;
 	ps.err_line = vm->line != NULL ? line_cb : NULL;
@@ -217,6 +228,84 @@ result_fill(struct vm *vm, struct proc *p, int status)
 	    st, msg[0] ? ": " : "", msg);
 }
 
+/* The clone (VM_EMBED) failed: the owner hears why. */
+static void __attribute__((format(printf, 3, 4)))
+embed_failed(struct vm *vm, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	vm->res.ok = false;
+	vm->res.code = code;
+	va_start(ap, fmt);
+	vsnprintf(vm->res.msg, sizeof vm->res.msg, fmt, ap);
+	va_end(ap);
+}
+
+/*
+ * The clone is made: its template, written to a private file of the state
+ * directory, goes through `limactl template copy --embed-all` (VM_EMBED),
+ * whose output then replaces the copy's lima.yaml (call_finish). 0 when
+ * that call runs; -1 when it could not be started (vm->res says why).
+ */
+static int
+clone_embed(struct vm *vm)
+{
+	char path[PATH_MAX], err[256];
+
+	snprintf(path, sizeof path, "%s/lanes/%s.clone.yaml",
+	    vm->d->cfg.state_dir, vm->name);
+	if (file_replace_private(path, vm->yaml, vm->yaml_len, err,
+	    sizeof err) == -1) {
+		embed_failed(vm, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "writing the clone's template: %s", err);
+		return -1;
+	}
+	vm->embed_path = xstrdup(path);
+	vm->op = VM_IDLE;
+	if (vm_spawn(vm, VM_EMBED, lima_argv_template_embed(vm->d->lima,
+	    path), vm->d->cfg.command_timeout_ms) == -1) {
+		vm->op = VM_CLONE;
+		embed_failed(vm, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "cannot run limactl template copy");
+		return -1;
+	}
+	return 0;
+}
+
+/* The embedded template a VM_EMBED call printed becomes the clone's YAML. */
+static void
+embed_output(struct vm *vm, struct proc *p)
+{
+	const char *out;
+	size_t len;
+
+	if (proc_output_overflow(p)) {
+		embed_failed(vm, AGENTLANE__V1__ERROR_CODE__TOO_LARGE,
+		    "the clone's embedded lane template is over %d bytes",
+		    LIMA_EMBED_MAX);
+		return;
+	}
+	if (!vm->res.ok) {
+		char msg[sizeof vm->res.msg];
+
+		str_copy(msg, vm->res.msg, sizeof msg);
+		embed_failed(vm, vm->res.code, "embedding the clone's lane "
+		    "template (limactl template copy): %s", msg);
+		return;
+	}
+	out = proc_stdout(p, &len);
+	if (len == 0 || out == NULL) {
+		embed_failed(vm, AGENTLANE__V1__ERROR_CODE__LIMA_FAILED,
+		    "limactl template copy printed no template");
+		return;
+	}
+	free(vm->yaml);
+	vm->yaml = xmalloc(len + 1);
+	memcpy(vm->yaml, out, len);
+	vm->yaml[len] = '\0';
+	vm->yaml_len = len;
+}
+
 /* The call is over, its group gone: the owner hears of it. */
 static void
 call_finish(struct vm *vm)
@@ -229,14 +318,16 @@ call_finish(struct vm *vm)
 		vm_delete_run(vm);
 		return;
 	}
-	/* The clone's own YAML is never trusted: the template replaces it. */
-	if (op == VM_CLONE && vm->res.ok && lima_yaml_replace(vm->d->lima,
-	    vm->name, vm->yaml, vm->yaml_len, err, sizeof err) == -1) {
-		vm->res.ok = false;
-		vm->res.code = AGENTLANE__V1__ERROR_CODE__INTERNAL;
-		snprintf(vm->res.msg, sizeof vm->res.msg, "writing the clone's "
-		    "lane YAML: %s", err);
-	}
+	if (op == VM_CLONE && vm->res.ok && clone_embed(vm) == 0)
+		return;		/* call_finish again, with VM_EMBED */
+	/*
+	 * The clone's own YAML is never trusted: the template replaces it,
+	 * as Lima would have written it at create (its base embedded).
+	 */
+	if (op == VM_EMBED && vm->res.ok && lima_yaml_replace(vm->d->lima,
+	    vm->name, vm->yaml, vm->yaml_len, err, sizeof err) == -1)
+		embed_failed(vm, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "writing the clone's lane YAML: %s", err);
 	vm_forget_yaml(vm);
 	vm->op = VM_IDLE;
 	vm->done = NULL;
@@ -275,6 +366,8 @@ call_done(struct proc *p, int status, void *arg)
 
 	vm->proc = NULL;
 	result_fill(vm, p, status);
+	if (vm->op == VM_EMBED)
+		embed_output(vm, p);
 	/*
 	 * A killed call is over only when every process of its group is:
 	 * limactl's children (cp of a clone, qemu-img) die with it, but
@@ -372,6 +465,7 @@ vm_interrupt(struct vm *vm)
 	switch (vm->op) {
 	case VM_CREATE:
 	case VM_CLONE:
+	case VM_EMBED:
 		if (!vm->interrupted)
 			log_info("%s: limactl %s is let finish before the VM "
 			    "goes", vm->name, op_verbs[vm->op]);

@@ -12,9 +12,10 @@
 # The simulator's guests have no network, so nothing here reaches the
 # proxy from a guest: the interception itself is the proxy's suites
 # (tests/regress/proxy.sh and friends), and a guest's HTTPS call through it
-# is client/sandcastle/test/secrets-e2e.test.mjs on the real-VM tier. With
-# LIMA_SIM=tests/lima-vm/limactl this suite also runs on real guests, where
-# the daemon checks the lane CA in the guest's bundle before ready.
+# is client/sandcastle/test/secrets-e2e.test.mjs on real Lima. Under
+# make check-lima (tests/lima/run.sh lane-secrets) this suite also runs on
+# real guests, where the daemon checks the lane CA in the guest's bundle
+# before ready.
 . "$(dirname "$0")/lib.sh"
 
 json() {	# json LANE EXPR: a field of show --json, printed by python

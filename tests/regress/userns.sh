@@ -3,7 +3,7 @@
 # off (user.max_user_namespaces=0) unless the lane has Docker, which the
 # daemon learns from the image row it is cloned from (built with --docker,
 # or on an image that was). The script itself is proved in a real kernel by
-# netpolicy.sh and on real guests by tests/lima-vm; here, that each lane
+# netpolicy.sh and on real guests by tests/lima/netpolicy.sh; here, that each lane
 # gets the right one. The simulator cannot install Docker (no Debian
 # mirror), so the image rows are marked as a --docker build marks them,
 # with the daemon stopped.

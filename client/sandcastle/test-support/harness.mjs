@@ -16,8 +16,8 @@ export const daemonBin = process.env.AGENT_LANED || path.join(repoRoot, "build",
 export const limaSim = process.env.LIMA_SIM || path.join(repoRoot, "tests", "lima-sim", "limactl");
 /** The test build of the daemon (a test resolver and trust store: tests/proxy/testhooks.c). */
 export const testDaemonBin = path.join(path.dirname(daemonBin), "tests", "agent-laned-test");
-/** Real guests (tests/lima-vm), which have a network; the simulator's have none. */
-export const realGuests = /\/lima-vm\/limactl$/.test(limaSim);
+/** Real Lima (tests/lima/tier.sh sets AL_REAL_LIMA), whose guests have a network; the simulator's have none. */
+export const realGuests = process.env.AL_REAL_LIMA === "1";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

@@ -9,8 +9,7 @@
 // (build/tests/agent-laned-test) resolves to a loopback upstream with its own
 // test CA (AGENT_LANED_TEST_RESOLVE, AGENT_LANED_TEST_TRUST); the upstream
 // must see the real key. The simulator's guests have no network, so that
-// half runs on the real-VM tier only:
-//   LIMA_SIM=$PWD/tests/lima-vm/limactl node --test test/secrets-e2e.test.mjs
+// half runs on real Lima only (make check-lima: tests/lima/sandcastle.sh).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -160,7 +159,7 @@ test(
   {
     skip: realGuests
       ? false
-      : "the simulator's guests have no network; runs on the real-VM tier (LIMA_SIM=tests/lima-vm/limactl)",
+      : "the simulator's guests have no network; it runs on real Lima (make check-lima: tests/lima/sandcastle.sh)",
   },
   async () => {
     seen.length = 0;
