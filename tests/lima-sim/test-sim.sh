@@ -395,6 +395,44 @@ lc delete -f img1 >/dev/null 2>&1
 run stop a b
 check "argument errors carry cobra's usage line and the command's Short, as Lima's WrapArgsError" \
     has_err 'Usage:  limactl stop INSTANCE [flags]\n\nStop an instance"'
+cat > "$T/gotmpl.yaml" <<'EOF'
+plain: true
+param:
+  FOO: bar
+provision:
+- mode: system
+  script: |
+    echo '{{.Name}} {{.Hostname}} {{.UID}} {{.User}} {{.Home}} {{.Param.FOO}} {{.Nope}}' {{- /* c */ -}} !
+- mode: user
+  script: |
+    echo {{.User
+- mode: system
+  script: echo "$LIMA_CIDATA_USER"
+EOF
+run --tty=false create --name=gotmpl "$T/gotmpl.yaml"
+check "create: a provision script that does not parse as a Go template is kept, with Lima's warning" \
+    rc_err 0 "msg=\"Couldn't process provisioning script \\\"echo {{.User\\\\n\\\" as a template\" error=\"template: :2: unclosed action started at :1\""
+check "create: a script that uses the LIMA_CIDATA variables gets Lima's warning" \
+    has_err 'msg="provisioning scripts should not reference the LIMA_CIDATA variables"'
+run list --json gotmpl
+check "list --json: the config has the scripts expanded ({{.Name}} {{.Hostname}} {{.UID}} {{.User}} {{.Home}} {{.Param.KEY}})" pyjson '
+import json, os, pwd, sys
+p = json.loads(open(sys.argv[1]).read())["config"]["provision"]
+u = "lane" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+uid = 1000 if os.geteuid() == 0 else os.geteuid()
+want = "echo %sgotmpl lima-gotmpl %d %s /home/%s.guest bar <no value>%s!\n" % (chr(39), uid, u, u, chr(39))
+assert p[0]["script"] == want, (p[0]["script"], want)
+assert p[1]["script"] == "echo {{.User\n" and p[2]["mode"] == "system", p
+' "$T/out"
+lc delete -f gotmpl >/dev/null 2>&1
+printf 'plain: true\nprovision:\n- script: "{{if .User}}x{{end}}"\n' > "$T/gotmpl2.yaml"
+run --tty=false create --name=gotmpl2 "$T/gotmpl2.yaml"
+check "create: a template action other than a field reference fails loudly (not guessed at)" \
+    rc_err 1 'implements only field references such as {{.User}} and {{.Param.KEY}} in Go templates, not {{if .User}}'
+printf 'plain: true\nparam:\n  FOO: bar\nprovision:\n- script: "true"\n' > "$T/param.yaml"
+run --tty=false create --name=param1 "$T/param.yaml"
+check "create: a param that no script uses is refused with Lima's message" \
+    rc_err 1 'field `param` key `FOO` is not used in any provision, probe, copyToHost, or portForward'
 
 # ---------------------------------------------------------------- start variants
 run start lazy1
@@ -516,6 +554,7 @@ provision:
     chmod 755 /usr/local/bin/x
     echo why > /etc/y
     id -u > /etc/prov-uid
+    echo '{{.User}}:{{.UID}}:{{.Home}}:{{.Name}}:{{.Hostname}}' > /etc/prov-tmpl
 - mode: user
   script: |
     #!/bin/bash
@@ -528,6 +567,9 @@ LIMA_SIM_BOOT_MS=0 lc start $P >/dev/null 2>&1
 run shell $P -- sh -c 'x && cat /etc/y /etc/prov-uid /var/lib/prov-count ~/prov-user'
 check "system provision scripts run as root before running: /usr/local/bin/x and /etc/y exist" \
     test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "x-ran why 0 1 lane "
+run shell $P -- cat /etc/prov-tmpl
+check "provision scripts run as Go templates: {{.User}}, {{.UID}}, {{.Home}}, {{.Name}}, {{.Hostname}} expanded" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = "lane:1000:/home/lane.guest:$P:lima-$P"
 check "provision output goes to the guest's /var/log/cloud-init-output.log" \
     bash -c "'$LIMACTL' shell $P -- cat /var/log/cloud-init-output.log </dev/null 2>/dev/null | grep -qx provisioned-on-stdout"
 run shell $P -- sh -c 'sudo touch /usr/bin/zz-guest && echo w | sudo tee /usr/share/zz-guest'

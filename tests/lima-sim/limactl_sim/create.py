@@ -56,7 +56,7 @@ def create_instance(o, name, data, cmd, locator=None):
     if os.path.lexists(d):
         raise Fatal('instance %s already exists (%s)' % (gq(name), gq(d)))
     main = 'main file %s' % gq(os.path.join(d, 'lima.yaml'))
-    cfg = limayaml.validate_config(edited, main)
+    cfg = limayaml.validate_config(edited, main, guestfs.template_data(name))
     os.makedirs(home, 0o755, exist_ok=True)
     try:
         os.mkdir(d, 0o700)

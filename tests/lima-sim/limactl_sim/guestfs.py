@@ -8,7 +8,7 @@ import time
 from .errors import Fatal
 from .quoting import gq
 from .logrus import INFO, log
-from . import fileio, names, yamlio, limayaml
+from . import fileio, names, yamlio, limayaml, gotemplate
 
 
 UNSHARE = '/usr/bin/unshare'
@@ -36,7 +36,14 @@ def guest_user():
 
 
 def guest_home():
+    """Lima 2.1+'s default `user.home`, /home/{{.User}}.guest."""
     return '/home/%s.guest' % guest_user()[0]
+
+
+def template_data(name):
+    """What Lima's guest templates ({{.User}} in a provision script) see."""
+    user, uid, _ = guest_user()
+    return gotemplate.guest_data(name, names.hostname_of(name), uid, user, guest_home())
 
 
 MERGED_DIRS = ('bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32')

@@ -48,7 +48,7 @@ class Provisioner(object):
         self.d = d
         hn = names.hostname_of(name)
         self.steps = [('identity', 'system', IDENTITY_SCRIPT % (hn, hn))]
-        for i, (mode, script) in enumerate(limayaml.provision_entries(text)):
+        for i, (mode, script) in enumerate(limayaml.provision_entries(text, guestfs.template_data(name))):
             if mode in ('system', 'user'):
                 self.steps.append(('provision %d' % i, mode, script))
             else:
