@@ -587,6 +587,12 @@ check "sudo can write where only root can" test "$RC" = 0 -a "$(cat "$T/out")" =
 start=$(date +%s)
 lc shell $P -- sh -c 'sudo sleep 30 & sleep 0.5; kill -INT $!; wait $!; echo rc=$?' >"$T/out" 2>/dev/null
 check "SIGINT to sudo reaches the root command" test "$(cat "$T/out")" = rc=130 -a $(($(date +%s) - start)) -lt 10
+run shell $P -- sh -c 'sudo cat /etc/sudoers.d/90-cloud-init-users && sudo stat -c %a /etc/sudoers.d/90-cloud-init-users && test ! -e ~/password'
+check "cloud-init's /etc/sudoers.d/90-cloud-init-users (0440) gives the default user NOPASSWD:ALL; no ~/password" \
+    bash -c "test $RC = 0 && grep -qx 'lane ALL=(ALL) NOPASSWD:ALL' '$T/out' && grep -qx 440 '$T/out'"
+run shell $P -- sh -c 'sudo rm /etc/sudoers.d/90-cloud-init-users && sudo -n true'
+check "sudo honours the guest's rule file: once root removed it, sudo -n asks for a password" \
+    rc_err 1 'sudo: a password is required'
 run clone $P $C
 check "clone of a running instance fails with Lima's message" \
     bash -c "test $RC = 1 && grep -q 'cannot clone a running instance' '$T/err' && test ! -e '$LIMA_HOME/$C'"
@@ -594,6 +600,8 @@ lc stop $P >/dev/null 2>&1
 LIMA_SIM_BOOT_MS=0 lc start $P >/dev/null 2>&1
 run shell $P -- cat /var/lib/prov-count
 check "provision scripts run again at every start" test "$(cat "$T/out")" = 2
+run shell $P -- sudo -n true
+check "cloud-init writes the rule file again at the next boot (Lima gives every boot a new instance-id)" test "$RC" = 0
 lc stop $P >/dev/null 2>&1
 run --tty=false clone $P $C
 check "clone of a stopped instance: exit 0, nothing on stdout, its own directory" \
@@ -620,7 +628,32 @@ check "clone takes edit flags (--cpus, --set)" \
     bash -c "test $RC = 0 && grep -qx 'cpus: 2' '$LIMA_HOME/$C/lima.yaml'"
 LIMA_SIM_BOOT_MS=0 lc start $C >/dev/null 2>&1
 run shell $C -- sudo -n true
-check "user.passwordlessSudo: false removes passwordless sudo" rc_err 1 'a password is required'
+check "user.passwordlessSudo: false: sudo -n fails (a password is required)" rc_err 1 'a password is required'
+run shell $C -- sh -c 'stat -c "%a %U" ~/password && grep -Ex "[0-9a-f]{16}" ~/password && test -f ~/.lima-password-set'
+check "... and Lima's boot left the user a random 16-hex-digit password in ~/password (0600, the user's)" \
+    test "$RC" = 0 -a "$(head -1 "$T/out")" = "600 lane"
+run shell $C -- sh -c 'sudo -S id -u < ~/password'
+check "... which opens sudo -S (sudo is kept, with a password, as in Lima 2.2)" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = 0 -a "$(cat "$T/err")" = "[sudo] password for lane: "
+run shell $C -- sh -c 'printf "x\ny\nz\n" | sudo -S -p "" true'
+check "... a wrong password does not: three tries, sudo's messages" \
+    bash -c "test $RC = 1 && test \"\$(grep -c 'Sorry, try again.' '$T/err')\" = 2 && grep -qx 'sudo: 3 incorrect password attempts' '$T/err'"
+run shell $C -- sh -c '{ cat ~/password; echo payload; } | sudo -S -p "" cat'
+check "sudo -S takes only the password line from stdin; the rest is the command's" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = payload
+run shell $C -- sh -c 'sudo true'
+check "without -S and without a terminal, sudo says it needs one" \
+    rc_err 1 'sudo: a terminal is required to read the password'
+run shell $C -- sh -c 'sudo -S -p "" cat /etc/sudoers.d/90-cloud-init-users < ~/password'
+check "cloud-init's rule for passwordlessSudo: false is lane ALL=(ALL) ALL" grep -qx 'lane ALL=(ALL) ALL' "$T/out"
+run shell $C -- sh -c 'sudo -S -p "" sh -c "echo \"lane ALL=(ALL) NOPASSWD: /bin/true\" > /etc/sudoers.d/zz" < ~/password &&
+    sudo -S -p "" true < ~/password'
+check "a sudoers rule for the user outside the subset the simulator reads fails loudly" \
+    rc_err 1 'the limactl simulator cannot read the sudoers rule `lane ALL=(ALL) NOPASSWD: /bin/true` in /etc/sudoers.d/zz'
+rm -f "$LIMA_HOME/$C/guestfs/etc/sudoers.d/zz"
+run shell $C -- sh -c 'sudo -S -p "" rm /etc/sudoers.d/90-cloud-init-users < ~/password; sudo -S -p "" true < ~/password'
+check "once root removed the rule file, sudo refuses whatever the password (not in the sudoers file)" \
+    bash -c "test $RC = 1 && grep -qx 'lane is not in the sudoers file.' '$T/err'"
 lc delete -f $C $P >/dev/null 2>&1
 else
     echo "# skipped: writable /usr, provision, sudo and clone checks need root (overlayfs)"
