@@ -654,7 +654,17 @@ rm -f "$LIMA_HOME/$C/guestfs/etc/sudoers.d/zz"
 run shell $C -- sh -c 'sudo -S -p "" rm /etc/sudoers.d/90-cloud-init-users < ~/password; sudo -S -p "" true < ~/password'
 check "once root removed the rule file, sudo refuses whatever the password (not in the sudoers file)" \
     bash -c "test $RC = 1 && grep -qx 'lane is not in the sudoers file.' '$T/err'"
+run shell $C -- sh -c 'getent passwd lane | cut -d: -f6; echo ~; test ! -e /home/lane.linux'
+check "the root-mode user lane has Lima 2.2's home, /home/lane.guest (and with plain: true no .linux link)" \
+    test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "/home/lane.guest /home/lane.guest "
 lc delete -f $C $P >/dev/null 2>&1
+printf 'cpus: 1\nmemory: 1GiB\n' > "$T/nonplain.yaml"
+lc -y create --name=nonplain "$T/nonplain.yaml" >/dev/null 2>&1
+LIMA_SIM_BOOT_MS=0 lc start nonplain >/dev/null 2>&1
+run shell nonplain -- sh -c 'readlink /home/lane.linux && cd /home/lane.linux && pwd -P'
+check "without plain: true, Lima's boot links the pre-2.1 home /home/lane.linux to lane.guest" \
+    test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "lane.guest /home/lane.guest "
+lc delete -f nonplain >/dev/null 2>&1
 else
     echo "# skipped: writable /usr, provision, sudo and clone checks need root (overlayfs)"
 fi

@@ -39,6 +39,14 @@ exit 0
 """
 
 
+# Lima's boot.Linux/05-guest-home.sh (not run with `plain: true`): the
+# home before Lima 2.1, /home/USER.linux, becomes a link to USER.guest.
+GUEST_HOME_SCRIPT = r"""#!/bin/sh
+u=%(user)s
+if [ -d "/home/$u.guest" ] && [ ! -e "/home/$u.linux" ]; then
+  ln -s "$u.guest" "/home/$u.linux"
+fi
+"""
 # cloud-init's users-groups module.  Lima gives every boot a new
 # instance-id, so cloud-init runs it at every boot: the user's rule in
 # /etc/sudoers.d/90-cloud-init-users comes back if it was removed, and with
@@ -87,7 +95,8 @@ chown "$u:$u" "$home/.lima-password-set"
 def boot_steps(name, text):
     """[(what, mode, script)] that a boot runs as guest root (or as the
     user for `mode: user`), in Lima's order: cloud-init's identity and
-    users, boot.sh's provision scripts, then boot.sh's password block."""
+    users, boot.sh's boot scripts (unless plain), its provision scripts,
+    then its password block."""
     user = guestfs.guest_user()[0]
     nopasswd = limayaml.passwordless_sudo(text)
     hn = names.hostname_of(name)
@@ -95,6 +104,8 @@ def boot_steps(name, text):
              ('cloud-init users', 'system', CLOUD_INIT_USERS_SCRIPT % {
                  'user': sh_quote(user), 'rule': sh_quote('ALL=(ALL) NOPASSWD:ALL' if nopasswd else 'ALL=(ALL) ALL'),
                  'file': sudoers.CLOUD_INIT_RULES, 'day': guestfs.SHADOW_DAY, 'lock': int(nopasswd)})]
+    if not limayaml.plain(text):
+        steps.append(('guest home', 'system', GUEST_HOME_SCRIPT % {'user': sh_quote(user)}))
     for i, (mode, script) in enumerate(limayaml.provision_entries(text, guestfs.template_data(name))):
         if mode in ('system', 'user'):
             steps.append(('provision %d' % i, mode, script))

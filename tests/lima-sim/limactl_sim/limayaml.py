@@ -402,6 +402,11 @@ def passwordless_sudo(text):
     return not re.search(r'(?m)^user:\s*\n(?:[ \t]+.*\n)*?[ \t]+passwordlessSudo:\s*false\s*$', text)
 
 
+def plain(text):
+    """lima.yaml's `plain` (default false)."""
+    return yamlio.mini_yaml(text).get('plain') is True
+
+
 def user_shell(d):
     """lima.yaml's user.shell in instance directory D, or None; read without
     PyYAML unless the file mentions a shell (shell is on the fast path)."""
