@@ -429,6 +429,90 @@ printf 'plain: true\nprovision:\n- script: "{{if .User}}x{{end}}"\n' > "$T/gotmp
 run --tty=false create --name=gotmpl2 "$T/gotmpl2.yaml"
 check "create: a template action other than a field reference fails loudly (not guessed at)" \
     rc_err 1 'implements only field references such as {{.User}} and {{.Param.KEY}} in Go templates, not {{if .User}}'
+# `limactl template copy --embed-all`: what Lima 2.2 prints for these files (with the
+# simulator's stand-in of _images/ubuntu-lts as a local file), byte for byte.
+mkdir -p "$T/tmpl"
+cat > "$T/tmpl/base.yaml" <<'EOF'
+# a local base
+vmType: qemu
+cpus: 4
+ssh:
+  localPort: 2222
+mounts:
+- location: /b
+provision:
+- mode: system
+  script: echo base
+EOF
+cat > "$T/tmpl/t.yaml" <<'EOF'
+# the template
+minimumLimaVersion: 2.0.0
+base:
+- ./base.yaml
+- template:_images/ubuntu-lts
+cpus: 2
+ssh:
+  forwardAgent: false
+mounts: []
+provision:
+- mode: system
+  script: echo top
+EOF
+cat > "$T/tmpl/want" <<'EOF'
+# the template
+minimumLimaVersion: 2.0.0
+cpus: 2
+ssh:
+  forwardAgent: false
+  localPort: 2222
+mounts:
+- location: /b
+provision:
+- mode: system
+  script: echo base
+- mode: system
+  script: echo top
+
+# a local base
+vmType: qemu
+images:
+- location: "https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-amd64.img"
+  arch: "x86_64"
+- location: "https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-arm64.img"
+  arch: "aarch64"
+EOF
+run template copy --embed-all "$T/tmpl/t.yaml"
+check "template copy --embed-all FILE: the bases (a local file, a template:) merged as Lima merges them, no base: left" \
+    cmp -s "$T/out" "$T/tmpl/want"
+(cd "$T/tmpl" && "$LIMACTL" tmpl copy --embed-all - - < t.yaml > "$T/out" 2>"$T/err")
+check "template copy --embed-all - -: the same from stdin (relative bases from the working directory) to stdout" \
+    cmp -s "$T/out" "$T/tmpl/want"
+run template copy --embed-all "$T/tmpl/t.yaml" "$T/tmpl/copy.yaml"
+check "template copy --embed-all FILE DEST writes DEST (0644), nothing on stdout" \
+    bash -c "test $RC = 0 -a ! -s '$T/out' && cmp -s '$T/tmpl/copy.yaml' '$T/tmpl/want' && test \"\$(stat -c %a '$T/tmpl/copy.yaml')\" = 644"
+run template copy "$T/tmpl/t.yaml"
+check "template copy FILE (no embedding) makes the relative base absolute, as Lima's UseAbsLocators" \
+    bash -c "test $RC = 0 && grep -qx -- '- $T/tmpl/base.yaml' '$T/out' && grep -qx -- '- template:_images/ubuntu-lts' '$T/out'"
+run template copy --embed "$T/tmpl/t.yaml"
+check "template copy --embed embeds the file base and keeps the template: one" \
+    bash -c "test $RC = 0 && grep -qx 'base:' '$T/out' && grep -qx -- '- template:_images/ubuntu-lts' '$T/out' && ! grep -q 'base.yaml' '$T/out' && grep -qx '  localPort: 2222' '$T/out'"
+run template copy --embed --verbatim "$T/tmpl/t.yaml"
+check "template copy: --verbatim with --embed is Lima's error" \
+    rc_err 1 '--verbatim cannot be used with any of --embed, --embed-all, or --fill'
+printf 'base: loop.yaml\n' > "$T/tmpl/loop.yaml"
+run template copy --embed-all "$T/tmpl/loop.yaml"
+check "template copy: a base loop is Lima's error" \
+    rc_err 1 "base template loop detected: template \`$T/tmpl/loop.yaml\` already included"
+run template copy
+check "template copy without arguments: Lima's usage error" \
+    rc_err 1 '`limactl template copy` accepts between 1 and 2 arg(s), received 0.\nSee `limactl template copy --help`.\n\nUsage:  limactl template copy [OPTIONS] TEMPLATE [DEST] [flags]\n\nCopy template'
+run validate "$T/tmpl/t.yaml" "$T/lane.yaml"
+check "validate FILE...: each embedded and validated, \"\`FILE\`: OK\"" \
+    bash -c "test $RC = 0 && grep -qF 'msg=\"\`$T/tmpl/t.yaml\`: OK\"' '$T/err' && grep -qF 'msg=\"\`$T/lane.yaml\`: OK\"' '$T/err'"
+printf 'cpus: 0\n' > "$T/tmpl/cpus0.yaml"
+run validate "$T/tmpl/cpus0.yaml"
+check "validate: a template that fails validation, with Lima's message" \
+    rc_err 1 "failed to validate YAML file \`$T/tmpl/cpus0.yaml\`: field \`cpus\` must be set"
 printf 'plain: true\nparam:\n  FOO: bar\nprovision:\n- script: "true"\n' > "$T/param.yaml"
 run --tty=false create --name=param1 "$T/param.yaml"
 check "create: a param that no script uses is refused with Lima's message" \

@@ -217,6 +217,10 @@ def version_at_least(minimum):
     return have is None or want is None or have >= want
 
 
+class Invalid(Fatal):
+    """lima.yaml loaded but did not pass Lima's Validate."""
+
+
 def validation_errors(cfg):
     """The subset of Lima's limayaml.Validate that the simulator checks, in
     its order, each with Lima's message."""
@@ -345,20 +349,19 @@ def validate_config(text, path, data=None):
         filled_provision(cfg, data)
     errs = validation_errors(cfg)
     if errs:
-        raise Fatal('\n'.join(errs))
+        raise Invalid('\n'.join(errs))
     vt = cfg.get('vmType')
     if vt not in (None, '', runtime.VM_TYPE):
         raise Fatal('failed to create driver instance: unknown or unsupported VM type: %s' % vt)
     return cfg
 
 
-def read_template(arg, name_flag):
-    """Returns (yaml bytes, name derived from the locator or None, the
-    locator that names the template in YAML messages or None)."""
+def read_locator(arg):
+    """Lima's limatmpl.Read of a template locator: (yaml bytes, the name
+    derived from it or None, the locator that names it in YAML messages or
+    None, the absolute locator)."""
     if arg == '-':
-        if not name_flag:
-            raise Fatal('must pass instance name with --name when reading template from stdin')
-        return sys.stdin.buffer.read(), None, arg
+        return sys.stdin.buffer.read(), None, arg, arg
     if arg.startswith('template:'):
         loc = arg[len('template:'):]
         if loc.startswith('//'):
@@ -368,7 +371,7 @@ def read_template(arg, name_flag):
         data = builtin_template(loc)
         if data is None:
             raise Fatal('template %s not found' % gq(loc + '.yaml'))
-        return data, loc.rsplit('/', 1)[-1], None
+        return data, loc.rsplit('/', 1)[-1], None, 'template:' + loc
     if arg.startswith('http://') or arg.startswith('https://'):
         raise Fatal('cannot fetch %s: the limactl simulator has no network access' % gq(arg))
     # Lima makes a file locator absolute before it reads it (UseAbsLocators).
@@ -384,7 +387,16 @@ def read_template(arg, name_flag):
     for suffix in ('.yaml', '.yml'):
         if base.endswith(suffix):
             base = base[:-len(suffix)]
-    return data, base, path
+    return data, base, path, path
+
+
+def read_template(arg, name_flag):
+    """Returns (yaml bytes, name derived from the locator or None, the
+    locator that names the template in YAML messages or None)."""
+    if arg == '-' and not name_flag:
+        raise Fatal('must pass instance name with --name when reading template from stdin')
+    data, name, loc, _ = read_locator(arg)
+    return data, name, loc
 
 
 def passwordless_sudo(text):
