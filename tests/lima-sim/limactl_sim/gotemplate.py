@@ -36,17 +36,23 @@ def _line(text, pos):
     return 1 + text.count('\n', 0, pos)
 
 
+def _after_quoted(text, i, end):
+    """The index after the string or rune that starts at I (a backslash
+    escapes in "…" and '…', not in a raw `…`)."""
+    q = text[i]
+    j = i + 1
+    while j < end and text[j] != q:
+        j += 2 if q != '`' and text[j] == '\\' else 1
+    return j + 1
+
+
 def _action_end(text, i):
     """Index of the `}}` that closes the action whose body starts at I,
     skipping quoted strings and runes; -1 when the text ends first."""
     n = len(text)
     while i < n:
-        c = text[i]
-        if c in '"\'`':
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if c != '`' and text[j] == '\\' else 1
-            i = j + 1
+        if text[i] in '"\'`':
+            i = _after_quoted(text, i, n)
             continue
         if text.startswith('}}', i):
             return i
@@ -71,10 +77,7 @@ def _lex_errors(text, k, end):
     while i < end:
         c = text[i]
         if c in '"\'`':
-            j = i + 1
-            while j < end and text[j] != c:
-                j += 2 if c != '`' and text[j] == '\\' else 1
-            i = j + 1
+            i = _after_quoted(text, i, end)
             continue
         if c not in _TOKEN_START:
             return 'template: :%d: bad character %s' % (_line(text, i), _go_rune(c))
