@@ -509,6 +509,23 @@ check "template copy without arguments: Lima's usage error" \
 run validate "$T/tmpl/t.yaml" "$T/lane.yaml"
 check "validate FILE...: each embedded and validated, \"\`FILE\`: OK\"" \
     bash -c "test $RC = 0 && grep -qF 'msg=\"\`$T/tmpl/t.yaml\`: OK\"' '$T/err' && grep -qF 'msg=\"\`$T/lane.yaml\`: OK\"' '$T/err'"
+run --tty=false create --name=emb1 "$T/tmpl/t.yaml"
+check "create embeds the base templates into lima.yaml, as template copy --embed-all does (no base: left)" \
+    bash -c "test $RC = 0 && cmp -s '$LIMA_HOME/emb1/lima.yaml' '$T/tmpl/want'"
+cp "$T/tmpl/t.yaml" "$LIMA_HOME/emb1/lima.yaml"
+run list --json emb1
+check "an instance's lima.yaml that still has base: does not validate: status \"\", Lima's warning" pyjson '
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["status"] == "" and d["vmType"] == "" and "config" not in d, d
+assert "field `base` must be empty for YAML validation" in open(sys.argv[2]).read()
+' "$T/out" "$T/err"
+run start emb1
+check "... start refuses it: instance \"NAME\" has configuration errors" \
+    rc_err 1 'instance \"emb1\" has configuration errors: field `base` must be empty for YAML validation'
+run shell emb1 true
+check "... and shell: instance \`NAME\` has no configuration" rc_err 1 'msg="instance `emb1` has no configuration"'
+lc delete -f emb1 >/dev/null 2>&1
 printf 'cpus: 0\n' > "$T/tmpl/cpus0.yaml"
 run validate "$T/tmpl/cpus0.yaml"
 check "validate: a template that fails validation, with Lima's message" \

@@ -202,8 +202,8 @@ def list_guest_dir(d, rel):
 def image_location(d):
     """The image Lima would fetch for instance D: the first `images:` entry
     for the host's arch (an entry without arch is for the host's).  With no
-    entry (a lane's images come from its `base:`, which the simulator does
-    not embed) it is the Ubuntu image of Lima's templates."""
+    entry (a test fixture's instance) it is the Ubuntu image of Lima's
+    templates."""
     arch = limayaml.host_arch()
     try:
         with open(os.path.join(d, 'lima.yaml'), 'rb') as f:

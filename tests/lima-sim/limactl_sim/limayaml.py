@@ -225,6 +225,9 @@ def validation_errors(cfg):
     """The subset of Lima's limayaml.Validate that the simulator checks, in
     its order, each with Lima's message."""
     errs = []
+    if cfg.get('base'):
+        # Lima embeds the bases at create: an instance's lima.yaml has none.
+        errs.append('field `base` must be empty for YAML validation')
     mv = cfg.get('minimumLimaVersion')
     if mv is not None:
         why = semver(mv)[1]
@@ -240,9 +243,8 @@ def validation_errors(cfg):
     shell = user.get('shell')
     if isinstance(shell, str) and not shell.startswith('/'):
         errs.append('field `user.shell` must be an absolute path, got %s' % gq(shell))
-    # Not checked: `images` must be set.  The simulator does not embed
-    # `base:` (where a lane's images come from), and test fixtures make
-    # instances without images (README.md, "Checked against Lima 2.2").
+    # Not checked: `images` must be set.  Test fixtures make instances
+    # without images (README.md, "Checked against Lima 2.2").
     if cfg.get('cpus') == 0 and not isinstance(cfg.get('cpus'), bool):
         errs.append('field `cpus` must be set')
     for k in ('memory', 'disk'):
@@ -392,11 +394,20 @@ def read_locator(arg):
 
 def read_template(arg, name_flag):
     """Returns (yaml bytes, name derived from the locator or None, the
-    locator that names the template in YAML messages or None)."""
+    locator that names the template in YAML messages or None, the
+    absolute locator)."""
     if arg == '-' and not name_flag:
         raise Fatal('must pass instance name with --name when reading template from stdin')
-    data, name, loc, _ = read_locator(arg)
-    return data, name, loc
+    return read_locator(arg)
+
+
+def has_base(text):
+    """Whether lima.yaml's text has a top-level `base` key (read without
+    PyYAML: shell and copy are on the fast path)."""
+    for ln in text.splitlines():
+        if ln[:1] not in ('', ' ', '\t', '#', '-') and ln.split(':', 1)[0].strip().strip('"\'') == 'base':
+            return True
+    return False
 
 
 def passwordless_sudo(text):
