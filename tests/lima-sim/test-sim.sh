@@ -395,6 +395,145 @@ lc delete -f img1 >/dev/null 2>&1
 run stop a b
 check "argument errors carry cobra's usage line and the command's Short, as Lima's WrapArgsError" \
     has_err 'Usage:  limactl stop INSTANCE [flags]\n\nStop an instance"'
+cat > "$T/gotmpl.yaml" <<'EOF'
+plain: true
+param:
+  FOO: bar
+provision:
+- mode: system
+  script: |
+    echo '{{.Name}} {{.Hostname}} {{.UID}} {{.User}} {{.Home}} {{.Param.FOO}} {{.Nope}}' {{- /* c */ -}} !
+- mode: user
+  script: |
+    echo {{.User
+- mode: system
+  script: echo "$LIMA_CIDATA_USER"
+EOF
+run --tty=false create --name=gotmpl "$T/gotmpl.yaml"
+check "create: a provision script that does not parse as a Go template is kept, with Lima's warning" \
+    rc_err 0 "msg=\"Couldn't process provisioning script \\\"echo {{.User\\\\n\\\" as a template\" error=\"template: :2: unclosed action started at :1\""
+check "create: a script that uses the LIMA_CIDATA variables gets Lima's warning" \
+    has_err 'msg="provisioning scripts should not reference the LIMA_CIDATA variables"'
+run list --json gotmpl
+check "list --json: the config has the scripts expanded ({{.Name}} {{.Hostname}} {{.UID}} {{.User}} {{.Home}} {{.Param.KEY}})" pyjson '
+import json, os, pwd, sys
+p = json.loads(open(sys.argv[1]).read())["config"]["provision"]
+u = "lane" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+uid = 1000 if os.geteuid() == 0 else os.geteuid()
+want = "echo %sgotmpl lima-gotmpl %d %s /home/%s.guest bar <no value>%s!\n" % (chr(39), uid, u, u, chr(39))
+assert p[0]["script"] == want, (p[0]["script"], want)
+assert p[1]["script"] == "echo {{.User\n" and p[2]["mode"] == "system", p
+' "$T/out"
+lc delete -f gotmpl >/dev/null 2>&1
+printf 'plain: true\nprovision:\n- script: "{{if .User}}x{{end}}"\n' > "$T/gotmpl2.yaml"
+run --tty=false create --name=gotmpl2 "$T/gotmpl2.yaml"
+check "create: a template action other than a field reference fails loudly (not guessed at)" \
+    rc_err 1 'implements only field references such as {{.User}} and {{.Param.KEY}} in Go templates, not {{if .User}}'
+# `limactl template copy --embed-all`: what Lima 2.2 prints for these files (with the
+# simulator's stand-in of _images/ubuntu-lts as a local file), byte for byte.
+mkdir -p "$T/tmpl"
+cat > "$T/tmpl/base.yaml" <<'EOF'
+# a local base
+vmType: qemu
+cpus: 4
+ssh:
+  localPort: 2222
+mounts:
+- location: /b
+provision:
+- mode: system
+  script: echo base
+EOF
+cat > "$T/tmpl/t.yaml" <<'EOF'
+# the template
+minimumLimaVersion: 2.0.0
+base:
+- ./base.yaml
+- template:_images/ubuntu-lts
+cpus: 2
+ssh:
+  forwardAgent: false
+mounts: []
+provision:
+- mode: system
+  script: echo top
+EOF
+cat > "$T/tmpl/want" <<'EOF'
+# the template
+minimumLimaVersion: 2.0.0
+cpus: 2
+ssh:
+  forwardAgent: false
+  localPort: 2222
+mounts:
+- location: /b
+provision:
+- mode: system
+  script: echo base
+- mode: system
+  script: echo top
+
+# a local base
+vmType: qemu
+images:
+- location: "https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-amd64.img"
+  arch: "x86_64"
+- location: "https://cloud-images.ubuntu.com/releases/noble/release/ubuntu-24.04-server-cloudimg-arm64.img"
+  arch: "aarch64"
+EOF
+run template copy --embed-all "$T/tmpl/t.yaml"
+check "template copy --embed-all FILE: the bases (a local file, a template:) merged as Lima merges them, no base: left" \
+    cmp -s "$T/out" "$T/tmpl/want"
+(cd "$T/tmpl" && "$LIMACTL" tmpl copy --embed-all - - < t.yaml > "$T/out" 2>"$T/err")
+check "template copy --embed-all - -: the same from stdin (relative bases from the working directory) to stdout" \
+    cmp -s "$T/out" "$T/tmpl/want"
+run template copy --embed-all "$T/tmpl/t.yaml" "$T/tmpl/copy.yaml"
+check "template copy --embed-all FILE DEST writes DEST (0644), nothing on stdout" \
+    bash -c "test $RC = 0 -a ! -s '$T/out' && cmp -s '$T/tmpl/copy.yaml' '$T/tmpl/want' && test \"\$(stat -c %a '$T/tmpl/copy.yaml')\" = 644"
+run template copy "$T/tmpl/t.yaml"
+check "template copy FILE (no embedding) makes the relative base absolute, as Lima's UseAbsLocators" \
+    bash -c "test $RC = 0 && grep -qx -- '- $T/tmpl/base.yaml' '$T/out' && grep -qx -- '- template:_images/ubuntu-lts' '$T/out'"
+run template copy --embed "$T/tmpl/t.yaml"
+check "template copy --embed embeds the file base and keeps the template: one" \
+    bash -c "test $RC = 0 && grep -qx 'base:' '$T/out' && grep -qx -- '- template:_images/ubuntu-lts' '$T/out' && ! grep -q 'base.yaml' '$T/out' && grep -qx '  localPort: 2222' '$T/out'"
+run template copy --embed --verbatim "$T/tmpl/t.yaml"
+check "template copy: --verbatim with --embed is Lima's error" \
+    rc_err 1 '--verbatim cannot be used with any of --embed, --embed-all, or --fill'
+printf 'base: loop.yaml\n' > "$T/tmpl/loop.yaml"
+run template copy --embed-all "$T/tmpl/loop.yaml"
+check "template copy: a base loop is Lima's error" \
+    rc_err 1 "base template loop detected: template \`$T/tmpl/loop.yaml\` already included"
+run template copy
+check "template copy without arguments: Lima's usage error" \
+    rc_err 1 '`limactl template copy` accepts between 1 and 2 arg(s), received 0.\nSee `limactl template copy --help`.\n\nUsage:  limactl template copy [OPTIONS] TEMPLATE [DEST] [flags]\n\nCopy template'
+run validate "$T/tmpl/t.yaml" "$T/lane.yaml"
+check "validate FILE...: each embedded and validated, \"\`FILE\`: OK\"" \
+    bash -c "test $RC = 0 && grep -qF 'msg=\"\`$T/tmpl/t.yaml\`: OK\"' '$T/err' && grep -qF 'msg=\"\`$T/lane.yaml\`: OK\"' '$T/err'"
+run --tty=false create --name=emb1 "$T/tmpl/t.yaml"
+check "create embeds the base templates into lima.yaml, as template copy --embed-all does (no base: left)" \
+    bash -c "test $RC = 0 && cmp -s '$LIMA_HOME/emb1/lima.yaml' '$T/tmpl/want'"
+cp "$T/tmpl/t.yaml" "$LIMA_HOME/emb1/lima.yaml"
+run list --json emb1
+check "an instance's lima.yaml that still has base: does not validate: status \"\", Lima's warning" pyjson '
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["status"] == "" and d["vmType"] == "" and "config" not in d, d
+assert "field `base` must be empty for YAML validation" in open(sys.argv[2]).read()
+' "$T/out" "$T/err"
+run start emb1
+check "... start refuses it: instance \"NAME\" has configuration errors" \
+    rc_err 1 'instance \"emb1\" has configuration errors: field `base` must be empty for YAML validation'
+run shell emb1 true
+check "... and shell: instance \`NAME\` has no configuration" rc_err 1 'msg="instance `emb1` has no configuration"'
+lc delete -f emb1 >/dev/null 2>&1
+printf 'cpus: 0\n' > "$T/tmpl/cpus0.yaml"
+run validate "$T/tmpl/cpus0.yaml"
+check "validate: a template that fails validation, with Lima's message" \
+    rc_err 1 "failed to validate YAML file \`$T/tmpl/cpus0.yaml\`: field \`cpus\` must be set"
+printf 'plain: true\nparam:\n  FOO: bar\nprovision:\n- script: "true"\n' > "$T/param.yaml"
+run --tty=false create --name=param1 "$T/param.yaml"
+check "create: a param that no script uses is refused with Lima's message" \
+    rc_err 1 'field `param` key `FOO` is not used in any provision, probe, copyToHost, or portForward'
 
 # ---------------------------------------------------------------- start variants
 run start lazy1
@@ -516,6 +655,7 @@ provision:
     chmod 755 /usr/local/bin/x
     echo why > /etc/y
     id -u > /etc/prov-uid
+    echo '{{.User}}:{{.UID}}:{{.Home}}:{{.Name}}:{{.Hostname}}' > /etc/prov-tmpl
 - mode: user
   script: |
     #!/bin/bash
@@ -528,6 +668,9 @@ LIMA_SIM_BOOT_MS=0 lc start $P >/dev/null 2>&1
 run shell $P -- sh -c 'x && cat /etc/y /etc/prov-uid /var/lib/prov-count ~/prov-user'
 check "system provision scripts run as root before running: /usr/local/bin/x and /etc/y exist" \
     test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "x-ran why 0 1 lane "
+run shell $P -- cat /etc/prov-tmpl
+check "provision scripts run as Go templates: {{.User}}, {{.UID}}, {{.Home}}, {{.Name}}, {{.Hostname}} expanded" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = "lane:1000:/home/lane.guest:$P:lima-$P"
 check "provision output goes to the guest's /var/log/cloud-init-output.log" \
     bash -c "'$LIMACTL' shell $P -- cat /var/log/cloud-init-output.log </dev/null 2>/dev/null | grep -qx provisioned-on-stdout"
 run shell $P -- sh -c 'sudo touch /usr/bin/zz-guest && echo w | sudo tee /usr/share/zz-guest'
@@ -545,6 +688,12 @@ check "sudo can write where only root can" test "$RC" = 0 -a "$(cat "$T/out")" =
 start=$(date +%s)
 lc shell $P -- sh -c 'sudo sleep 30 & sleep 0.5; kill -INT $!; wait $!; echo rc=$?' >"$T/out" 2>/dev/null
 check "SIGINT to sudo reaches the root command" test "$(cat "$T/out")" = rc=130 -a $(($(date +%s) - start)) -lt 10
+run shell $P -- sh -c 'sudo cat /etc/sudoers.d/90-cloud-init-users && sudo stat -c %a /etc/sudoers.d/90-cloud-init-users && test ! -e ~/password'
+check "cloud-init's /etc/sudoers.d/90-cloud-init-users (0440) gives the default user NOPASSWD:ALL; no ~/password" \
+    bash -c "test $RC = 0 && grep -qx 'lane ALL=(ALL) NOPASSWD:ALL' '$T/out' && grep -qx 440 '$T/out'"
+run shell $P -- sh -c 'sudo rm /etc/sudoers.d/90-cloud-init-users && sudo -n true'
+check "sudo honours the guest's rule file: once root removed it, sudo -n asks for a password" \
+    rc_err 1 'sudo: a password is required'
 run clone $P $C
 check "clone of a running instance fails with Lima's message" \
     bash -c "test $RC = 1 && grep -q 'cannot clone a running instance' '$T/err' && test ! -e '$LIMA_HOME/$C'"
@@ -552,6 +701,8 @@ lc stop $P >/dev/null 2>&1
 LIMA_SIM_BOOT_MS=0 lc start $P >/dev/null 2>&1
 run shell $P -- cat /var/lib/prov-count
 check "provision scripts run again at every start" test "$(cat "$T/out")" = 2
+run shell $P -- sudo -n true
+check "cloud-init writes the rule file again at the next boot (Lima gives every boot a new instance-id)" test "$RC" = 0
 lc stop $P >/dev/null 2>&1
 run --tty=false clone $P $C
 check "clone of a stopped instance: exit 0, nothing on stdout, its own directory" \
@@ -578,8 +729,43 @@ check "clone takes edit flags (--cpus, --set)" \
     bash -c "test $RC = 0 && grep -qx 'cpus: 2' '$LIMA_HOME/$C/lima.yaml'"
 LIMA_SIM_BOOT_MS=0 lc start $C >/dev/null 2>&1
 run shell $C -- sudo -n true
-check "user.passwordlessSudo: false removes passwordless sudo" rc_err 1 'a password is required'
+check "user.passwordlessSudo: false: sudo -n fails (a password is required)" rc_err 1 'a password is required'
+run shell $C -- sh -c 'stat -c "%a %U" ~/password && grep -Ex "[0-9a-f]{16}" ~/password && test -f ~/.lima-password-set'
+check "... and Lima's boot left the user a random 16-hex-digit password in ~/password (0600, the user's)" \
+    test "$RC" = 0 -a "$(head -1 "$T/out")" = "600 lane"
+run shell $C -- sh -c 'sudo -S id -u < ~/password'
+check "... which opens sudo -S (sudo is kept, with a password, as in Lima 2.2)" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = 0 -a "$(cat "$T/err")" = "[sudo] password for lane: "
+run shell $C -- sh -c 'printf "x\ny\nz\n" | sudo -S -p "" true'
+check "... a wrong password does not: three tries, sudo's messages" \
+    bash -c "test $RC = 1 && test \"\$(grep -c 'Sorry, try again.' '$T/err')\" = 2 && grep -qx 'sudo: 3 incorrect password attempts' '$T/err'"
+run shell $C -- sh -c '{ cat ~/password; echo payload; } | sudo -S -p "" cat'
+check "sudo -S takes only the password line from stdin; the rest is the command's" \
+    test "$RC" = 0 -a "$(cat "$T/out")" = payload
+run shell $C -- sh -c 'sudo true'
+check "without -S and without a terminal, sudo says it needs one" \
+    rc_err 1 'sudo: a terminal is required to read the password'
+run shell $C -- sh -c 'sudo -S -p "" cat /etc/sudoers.d/90-cloud-init-users < ~/password'
+check "cloud-init's rule for passwordlessSudo: false is lane ALL=(ALL) ALL" grep -qx 'lane ALL=(ALL) ALL' "$T/out"
+run shell $C -- sh -c 'sudo -S -p "" sh -c "echo \"lane ALL=(ALL) NOPASSWD: /bin/true\" > /etc/sudoers.d/zz" < ~/password &&
+    sudo -S -p "" true < ~/password'
+check "a sudoers rule for the user outside the subset the simulator reads fails loudly" \
+    rc_err 1 'the limactl simulator cannot read the sudoers rule `lane ALL=(ALL) NOPASSWD: /bin/true` in /etc/sudoers.d/zz'
+rm -f "$LIMA_HOME/$C/guestfs/etc/sudoers.d/zz"
+run shell $C -- sh -c 'sudo -S -p "" rm /etc/sudoers.d/90-cloud-init-users < ~/password; sudo -S -p "" true < ~/password'
+check "once root removed the rule file, sudo refuses whatever the password (not in the sudoers file)" \
+    bash -c "test $RC = 1 && grep -qx 'lane is not in the sudoers file.' '$T/err'"
+run shell $C -- sh -c 'getent passwd lane | cut -d: -f6; echo ~; test ! -e /home/lane.linux'
+check "the root-mode user lane has Lima 2.2's home, /home/lane.guest (and with plain: true no .linux link)" \
+    test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "/home/lane.guest /home/lane.guest "
 lc delete -f $C $P >/dev/null 2>&1
+printf 'cpus: 1\nmemory: 1GiB\n' > "$T/nonplain.yaml"
+lc -y create --name=nonplain "$T/nonplain.yaml" >/dev/null 2>&1
+LIMA_SIM_BOOT_MS=0 lc start nonplain >/dev/null 2>&1
+run shell nonplain -- sh -c 'readlink /home/lane.linux && cd /home/lane.linux && pwd -P'
+check "without plain: true, Lima's boot links the pre-2.1 home /home/lane.linux to lane.guest" \
+    test "$RC" = 0 -a "$(tr '\n' ' ' < "$T/out")" = "lane.guest /home/lane.guest "
+lc delete -f nonplain >/dev/null 2>&1
 else
     echo "# skipped: writable /usr, provision, sudo and clone checks need root (overlayfs)"
 fi

@@ -145,10 +145,25 @@ hostResolver:
 EOF
 L2=$(ctl create --image tools --cpus 2 --memory 4G --disk 30G 2>/dev/null)
 check_eq "a lane from a tampered image is ready" ready "$(lane_state "$L2")"
-check "its lima.yaml is the golden lane template (tests/unit/golden/lane-internet.yaml)" \
-    cmp -s "$REPO_GOLDEN" "$(instance_dir "$L2")/lima.yaml"
-check "... with no mount, forward or agent forwarding from the image" \
-    sh -c "! grep -Eq 'location:|forwardAgent: true|hostPort|loadDotSSHPubKeys: true' '$(instance_dir "$L2")/lima.yaml'"
+# Lima embeds a template's base: into the instance's lima.yaml (and refuses
+# one that still has a base:), so the clone's file is the golden template
+# with its image-only base embedded, as `limactl template copy --embed-all`
+# writes it.
+sim template copy --embed-all "$REPO_GOLDEN" "$T/golden-embedded.yaml" 2>/dev/null
+check "its lima.yaml is the golden lane template (tests/unit/golden/lane-internet.yaml), base embedded" \
+    cmp -s "$T/golden-embedded.yaml" "$(instance_dir "$L2")/lima.yaml"
+check "... with no mount, forward or agent forwarding from the image" python3 -c '
+import json, re, sys
+text = open(sys.argv[1]).read()
+# the text the daemon wrote, before the embedded image-only base (its images: have locations)
+own = text.split("\nimages:\n")[0]
+assert not re.search("location:|forwardAgent: true|hostPort|loadDotSSHPubKeys: true", own), own
+c = json.loads(sys.argv[2])["config"]
+assert not c.get("mounts") and "base" not in c, c
+assert not any("hostPort" in p for p in c.get("portForwards") or []), c["portForwards"]
+assert c["ssh"]["forwardAgent"] is False and c["ssh"]["loadDotSSHPubKeys"] is False, c["ssh"]
+assert c["hostResolver"]["enabled"] is False, c["hostResolver"]
+' "$(instance_dir "$L2")/lima.yaml" "$(sim list --json "$L2" 2>/dev/null)"
 ctl rm "$L2" >/dev/null 2>&1
 
 # ---- image rm is refused while a clone of it runs

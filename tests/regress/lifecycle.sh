@@ -48,8 +48,14 @@ ok = "base" not in c and locs and all(
     (l in want) if want else ("ubuntu" in l) for l in locs)
 sys.exit(0 if ok else 1)' "$CFG" "${AGENT_LANE_LIMA_TEMPLATE:-}"
 else
-	check "lane YAML bases on an image-only template" \
-	    grep -qx -- '- template:_images/ubuntu-lts' "$Y"
+	# The simulator embeds base: at create as Lima does: the lane's YAML
+	# then has no base and ends with what the image-only template adds,
+	# exactly as `template copy --embed-all` writes it.
+	WANT=$(printf 'base: template:_images/ubuntu-lts\n' | sim template copy --embed-all - - 2>/dev/null |
+	    sed -n '/^vmType:/,$p')
+	check "lane YAML embeds an image-only base template (no base:, then its vmType and images)" \
+	    sh -c '! grep -q "^base:" "$1" && [ -n "$2" ] && [ "$(sed -n "/^vmType:/,\$p" "$1")" = "$2" ]' \
+	    _ "$Y" "$WANT"
 fi
 check_eq "VM is running in Lima" Running \
     "$(sim list --format '{{.Status}}' "$L" 2>/dev/null)"

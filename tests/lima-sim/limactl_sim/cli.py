@@ -32,12 +32,18 @@ COMMANDS = {
     'copy': ({'recursive': 'bool', 'verbose': 'bool', 'backend': 'str'},
              {'r': 'recursive', 'v': 'verbose'}, True, 'copy SOURCE ... TARGET', 'shell.cmd_copy'),
     'info': ({'yq': 'list'}, {}, True, 'info', 'listing.cmd_info'),
+    'template': ({'embed': 'bool', 'embed-all': 'bool', 'fill': 'bool', 'verbatim': 'bool'}, {}, True,
+                 'template', 'template.cmd_template'),
+    'validate': ({'fill': 'bool'}, {}, True, 'validate TEMPLATE [TEMPLATE, ...]', 'template.cmd_validate'),
     'clone': (dict(((k, v) for k, v in limayaml.EDIT_FLAGS.items()
                     if k in ('cpus', 'memory', 'disk', 'set', 'mount-none', 'shell')),
                    start='bool', timeout='dur'),
               {}, True, 'clone OLDINST NEWINST', 'clone.cmd_clone'),
 }
-ALIASES = {'rm': 'delete', 'remove': 'delete', 'ls': 'list', 'cp': 'copy'}
+ALIASES = {'rm': 'delete', 'remove': 'delete', 'ls': 'list', 'cp': 'copy', 'tmpl': 'template'}
+# Subcommands of a command (`template copy`): their cobra Use and Short.
+SUB_USE = {'template copy': ('template copy [OPTIONS] TEMPLATE [DEST]', 'Copy template'),
+           'template validate': ('template validate TEMPLATE [TEMPLATE, ...]', 'Validate YAML templates')}
 BOOL_WORDS = {'1': True, 't': True, 'T': True, 'TRUE': True, 'true': True, 'True': True,
               '0': False, 'f': False, 'F': False, 'FALSE': False, 'false': False, 'False': False}
 
@@ -54,17 +60,18 @@ SHORT = {'create': 'Create an instance of Lima', 'start': 'Start an instance of 
          'shell': 'Execute shell in Lima', 'stop': 'Stop an instance',
          'delete': 'Delete an instance of Lima', 'list': 'List instances of Lima',
          'copy': 'Copy files between host and guest', 'info': 'Show diagnostic information',
-         'clone': 'Clone an instance of Lima'}
+         'clone': 'Clone an instance of Lima', 'validate': 'Validate YAML templates',
+         'template': 'Lima template management (EXPERIMENTAL)'}
 
 
 def args_message(e):
     """Lima's WrapArgsError: the error, the help hint, cobra's UseLine (its
     Use plus " [flags]" unless Use names them) and the command's Short."""
-    use = COMMANDS[e.cmd][3]
+    use, short = SUB_USE.get(e.cmd) or (COMMANDS[e.cmd][3], SHORT.get(e.cmd, ''))
     if '[flags]' not in use:
         use += ' [flags]'
     return ('`limactl %s` %s.\nSee `limactl %s --help`.\n\nUsage:  limactl %s\n\n%s'
-            % (e.cmd, e.msg, e.cmd, use, SHORT.get(e.cmd, '')))
+            % (e.cmd, e.msg, e.cmd, use, short))
 
 
 def parse_duration(s):
@@ -232,6 +239,8 @@ Commands:
   copy        Copy files between host and guest (alias: cp)
   info        Show diagnostic information
   clone       Clone an instance of Lima
+  template    Lima template management (EXPERIMENTAL) (alias: tmpl)
+  validate    Validate YAML templates
 
 Flags:
       --debug               debug mode

@@ -5,7 +5,7 @@ import os
 
 from .errors import ArgsError, Fatal, NotExist
 from .quoting import gq
-from . import fileio, runtime, faults, names, limayaml, instances, create, start
+from . import fileio, runtime, faults, names, limayaml, guestfs, instances, create, start
 
 
 def _clone_skip(entry):
@@ -39,7 +39,7 @@ def cmd_clone(o, args):
     with open(os.path.join(src.dir, 'lima.yaml'), 'rb') as f:
         text = f.read().decode('utf-8', 'surrogateescape')
     edited = limayaml.apply_edits(text, o, False)
-    limayaml.validate_config(edited, new)
+    limayaml.validate_config(edited, new, guestfs.template_data(new))
     os.mkdir(d, 0o700)
     ok = False
     try:

@@ -36,9 +36,10 @@ def check_sock_path(name, d):
                     % (gq(name), gq(sock), instances.UNIX_PATH_MAX, len(sock)))
 
 
-def create_instance(o, name, data, cmd, locator=None):
+def create_instance(o, name, data, cmd, locator=None, absloc='template:default'):
     """Lima's loadOrCreateInstance from the template on, then instance.Create,
-    in their order.  LOCATOR names a template read from a file or stdin."""
+    in their order.  LOCATOR names a template read from a file or stdin
+    (ABSLOC is its absolute locator, from which relative bases are found)."""
     names.validate_name(name)
     home = runtime.lima_home()
     d = os.path.join(home, name)
@@ -47,6 +48,12 @@ def create_instance(o, name, data, cmd, locator=None):
         limayaml.strict_warnings(text, yamlio.parse_yaml(text, locator), locator)
     if cmd == 'create' and os.path.isfile(os.path.join(d, 'lima.yaml')):
         raise Fatal('instance %s already exists' % gq(name))
+    if limayaml.has_base(text):
+        # Lima's tmpl.Embed(embedAll): the instance's lima.yaml holds its
+        # bases merged in, and no `base:` (an instance's must have none).
+        from . import embed
+        text = embed.embed(text, absloc, True)
+        data = text.encode('utf-8', 'surrogateescape')
     edited = limayaml.apply_edits(text, o, True)
     if edited != text:
         data = edited.encode('utf-8', 'surrogateescape')
@@ -56,7 +63,7 @@ def create_instance(o, name, data, cmd, locator=None):
     if os.path.lexists(d):
         raise Fatal('instance %s already exists (%s)' % (gq(name), gq(d)))
     main = 'main file %s' % gq(os.path.join(d, 'lima.yaml'))
-    cfg = limayaml.validate_config(edited, main)
+    cfg = limayaml.validate_config(edited, main, guestfs.template_data(name))
     os.makedirs(home, 0o755, exist_ok=True)
     try:
         os.mkdir(d, 0o700)
@@ -126,9 +133,9 @@ def load_or_create(o, args, cmd):
             log(WARN, 'This form is deprecated. Use %s instead'
                 % gq('limactl create --name=%s template:default' % arg))
         return create_instance(o, arg, limayaml.builtin_template('default'), cmd), True
-    data, tname, locator = limayaml.read_template(arg, name_flag)
+    data, tname, locator, absloc = limayaml.read_template(arg, name_flag)
     name = name_flag or tname
-    return create_instance(o, name, data, cmd, locator), True
+    return create_instance(o, name, data, cmd, locator, absloc), True
 
 
 def cmd_create(o, args):

@@ -8,7 +8,7 @@ import time
 from .errors import Fatal
 from .quoting import gq
 from .logrus import INFO, log
-from . import fileio, names, yamlio, limayaml
+from . import fileio, names, yamlio, limayaml, gotemplate
 
 
 UNSHARE = '/usr/bin/unshare'
@@ -36,9 +36,17 @@ def guest_user():
 
 
 def guest_home():
+    """Lima 2.1+'s default `user.home`, /home/{{.User}}.guest."""
     return '/home/%s.guest' % guest_user()[0]
 
 
+def template_data(name):
+    """What Lima's guest templates ({{.User}} in a provision script) see."""
+    user, uid, _ = guest_user()
+    return gotemplate.guest_data(name, names.hostname_of(name), uid, user, guest_home())
+
+
+SHADOW_DAY = 20000                # /etc/shadow's "last change" field (days since 1970)
 MERGED_DIRS = ('bin', 'sbin', 'lib', 'lib32', 'lib64', 'libx32')
 GUEST_PROFILE = """\
 # /etc/profile of a limactl-simulator guest (read by login shells).
@@ -114,6 +122,12 @@ def _build_guestfs(root, name):
         p = os.path.join(etc, fname)
         if not os.path.exists(p):
             fileio.write_file(p, content)
+    p = os.path.join(etc, 'shadow')
+    if not os.path.exists(p):
+        # The user's password is locked ('!') until Lima's boot sets one
+        # (user.passwordlessSudo: false; see guestroot).
+        fileio.write_file(p, 'root:*:%d:0:99999:7:::\n%s:!:%d:0:99999:7:::\n'
+                          % (SHADOW_DAY, user, SHADOW_DAY), 0o600)
     for link, target in (('os-release', '../usr/lib/os-release'),
                          ('mtab', '../proc/self/mounts'),
                          ('localtime', '/usr/share/zoneinfo/Etc/UTC')):
@@ -129,11 +143,67 @@ def _build_guestfs(root, name):
         os.mkdir(alt)
 
 
+def _guest_fd(d, rel, directory):
+    """A descriptor of REL in instance D's guest root filesystem, or None
+    when it is missing.  Every component is opened with O_NOFOLLOW from the
+    root: guest root owns these files and may have made any of them a
+    symlink, which must never lead the host's root elsewhere."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW
+    try:
+        fd = os.open(os.path.join(d, 'guestfs'), flags | os.O_DIRECTORY)
+    except OSError:
+        return None
+    parts = [x for x in rel.split('/') if x]
+    try:
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            nfd = os.open(part, flags | (os.O_DIRECTORY if not last or directory else os.O_NONBLOCK),
+                          dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_guest_file(d, rel, limit=1 << 20):
+    """The bytes of the regular file REL of the guest (at most LIMIT), or
+    None when it is missing, not a regular file, or reached by a symlink."""
+    import stat as S
+    fd = _guest_fd(d, rel, False)
+    if fd is None:
+        return None
+    try:
+        if not S.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        out = b''
+        while len(out) < limit:
+            chunk = os.read(fd, limit - len(out))
+            if not chunk:
+                break
+            out += chunk
+        return out
+    finally:
+        os.close(fd)
+
+
+def list_guest_dir(d, rel):
+    """The entries of the guest's directory REL, or None."""
+    fd = _guest_fd(d, rel, True)
+    if fd is None:
+        return None
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
+
+
 def image_location(d):
     """The image Lima would fetch for instance D: the first `images:` entry
     for the host's arch (an entry without arch is for the host's).  With no
-    entry (a lane's images come from its `base:`, which the simulator does
-    not embed) it is the Ubuntu image of Lima's templates."""
+    entry (a test fixture's instance) it is the Ubuntu image of Lima's
+    templates."""
     arch = limayaml.host_arch()
     try:
         with open(os.path.join(d, 'lima.yaml'), 'rb') as f:

@@ -218,7 +218,7 @@ def hostagent_main(argv):
         fileio.write_file(guest_pidfile, '%d\n' % cpid)
         if prov is not None:
             # after the driver started: the shim's `exec N<&-` takes one digit
-            sudo = guestroot.SudoService(d, limayaml.passwordless_sudo(yaml_text))
+            sudo = guestroot.SudoService(d)
             sudo.gpid = cpid
         log(INFO, 'Waiting for the essential requirement 1 of 1: "ssh"')
 

@@ -135,10 +135,17 @@ def _load_config(inst, use_yaml=True):
         inst.errors.append(str(e))
         return False
     if use_yaml:
+        err = limayaml.param_error(cfg)
+        if err:
+            inst.errors.append(err)
+            return False
+        provision = limayaml.filled_provision(cfg, guestfs.template_data(inst.name))
         errs = limayaml.validation_errors(cfg)
         if errs:
             inst.errors.append('\n'.join(errs))
             return False
+        if 'provision' in cfg:
+            cfg = dict(cfg, provision=provision)
     cpus, mem, disk = limayaml.default_resources()
     user, uid, gid = guestfs.guest_user()
     try:

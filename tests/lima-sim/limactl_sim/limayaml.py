@@ -8,7 +8,7 @@ import sys
 from .errors import Fatal
 from .quoting import ALNUM, go_quote, gq, json_str
 from .logrus import WARN, log
-from . import fileio, runtime, yamlio
+from . import fileio, runtime, yamlio, gotemplate
 
 
 def host_arch():
@@ -217,10 +217,17 @@ def version_at_least(minimum):
     return have is None or want is None or have >= want
 
 
+class Invalid(Fatal):
+    """lima.yaml loaded but did not pass Lima's Validate."""
+
+
 def validation_errors(cfg):
     """The subset of Lima's limayaml.Validate that the simulator checks, in
     its order, each with Lima's message."""
     errs = []
+    if cfg.get('base'):
+        # Lima embeds the bases at create: an instance's lima.yaml has none.
+        errs.append('field `base` must be empty for YAML validation')
     mv = cfg.get('minimumLimaVersion')
     if mv is not None:
         why = semver(mv)[1]
@@ -236,9 +243,8 @@ def validation_errors(cfg):
     shell = user.get('shell')
     if isinstance(shell, str) and not shell.startswith('/'):
         errs.append('field `user.shell` must be an absolute path, got %s' % gq(shell))
-    # Not checked: `images` must be set.  The simulator does not embed
-    # `base:` (where a lane's images come from), and test fixtures make
-    # instances without images (README.md, "Checked against Lima 2.2").
+    # Not checked: `images` must be set.  Test fixtures make instances
+    # without images (README.md, "Checked against Lima 2.2").
     if cfg.get('cpus') == 0 and not isinstance(cfg.get('cpus'), bool):
         errs.append('field `cpus` must be set')
     for k in ('memory', 'disk'):
@@ -247,36 +253,117 @@ def validation_errors(cfg):
                 yamlio.ram_in_bytes(cfg[k])
             except ValueError as e:
                 errs.append('field %s has an invalid value: %s' % (gq(k), e))
+    param = cfg.get('param') if isinstance(cfg.get('param'), dict) else {}
+    for k in sorted(param, key=str):
+        k = str(k)
+        if not (k[:1].isascii() and k[:1].isalpha() and all(c.isascii() and (c.isalnum() or c == '_') for c in k)):
+            errs.append('param %s name does not match regex %s' % (gq(k), gq('^[a-zA-Z][a-zA-Z0-9_]*$')))
     if user.get('passwordlessSudo') is False and cfg.get('plain') is not True:
         errs.append('`user.passwordlessSudo: false` requires `plain: true`')
     return errs
 
 
-def validate_config(text, path):
+def _param_strings(cfg):
+    """The strings of lima.yaml in which Lima looks for a param's use."""
+    out = []
+
+    def add(*vals):
+        out.extend(v for v in vals if isinstance(v, str))
+    for key, fields in (('provision', ('script', 'content', 'expression', 'owner', 'path', 'permissions')),
+                        ('probes', ('script',)), ('copyToHost', ('guest', 'host')),
+                        ('portForwards', ('guestSocket', 'hostSocket')), ('mounts', ('location', 'mountPoint'))):
+        for e in cfg.get(key) or []:
+            if isinstance(e, dict):
+                add(*(e.get(f) for f in fields))
+    return out
+
+
+def param_error(cfg):
+    """Lima's validateParamIsUsed (a load error, before any template is
+    expanded): every `param` key must be used as {{.Param.KEY}} or
+    $PARAM_KEY somewhere Lima expands or exports it."""
+    param = cfg.get('param')
+    if not isinstance(param, dict) or not param:
+        return None
+    import re
+    texts = _param_strings(cfg)
+    for key in param:
+        key = str(key)
+        if key == 'internal_netplanOptional':      # read by Lima's network-config
+            continue
+        try:
+            rx = re.compile(r'{{[^}]*\.Param\.' + key + r'[^}]*}}|\bPARAM_' + key + r'\b')
+        except re.error as e:
+            return 'field to compile regexp for key %s: %s' % (gq(key), e)
+        if not any(rx.search(t) for t in texts):
+            return ('field `param` key %s is not used in any provision, probe, copyToHost, or portForward'
+                    % gq(key))
+    return None
+
+
+def expand_guest_template(text, data, what):
+    """Lima's executeGuestTemplate of one field: the expansion, or, when
+    Go's text/template would not parse or execute it, TEXT as it is with
+    Lima's warning.  An action the simulator does not implement is fatal."""
+    try:
+        return gotemplate.execute(text, data)
+    except (gotemplate.ParseError, gotemplate.ExecError) as e:
+        log(WARN, "Couldn't process %s %s as a template" % (what, gq(text)), {'error': str(e)})
+        return text
+
+
+def filled_provision(cfg, data):
+    """FillDefault's provision entries (mode defaults to system; scripts
+    expanded as guest templates), then Validate's warning about scripts
+    that use the LIMA_CIDATA variables."""
+    data = gotemplate.with_param(data, cfg.get('param'))
+    out = []
+    for p in cfg.get('provision') or []:
+        if not isinstance(p, dict):
+            out.append(p)
+            continue
+        p = dict(p)
+        p['mode'] = p.get('mode') or 'system'
+        if isinstance(p.get('script'), str) and p['script']:
+            p['script'] = expand_guest_template(p['script'], data, 'provisioning script')
+        out.append(p)
+    for p in out:
+        if isinstance(p, dict) and isinstance(p.get('script'), str) and 'LIMA_CIDATA' in p['script']:
+            log(WARN, 'provisioning scripts should not reference the LIMA_CIDATA variables')
+    return out
+
+
+def validate_config(text, path, data=None):
     """Lima's load and Validate of a lima.yaml (PATH names it in messages,
-    as Lima's comment does): unknown keys warn, the rest is fatal."""
+    as Lima's comment does): unknown keys warn, the rest is fatal.  With
+    DATA (gotemplate.guest_data) the guest templates are expanded too, with
+    their warnings."""
     cfg = yamlio.parse_yaml(text, path)
     strict_warnings(text, cfg, path)
     cpus = cfg.get('cpus')
     if cpus is not None and (isinstance(cpus, bool) or not isinstance(cpus, int)):
         raise Fatal('failed to unmarshal YAML (%s): cannot unmarshal %s into Go struct field '
                     'LimaYAML.cpus of type int' % (path, type(cpus).__name__))
+    err = param_error(cfg)
+    if err:
+        raise Fatal(err)
+    if data is not None:
+        filled_provision(cfg, data)
     errs = validation_errors(cfg)
     if errs:
-        raise Fatal('\n'.join(errs))
+        raise Invalid('\n'.join(errs))
     vt = cfg.get('vmType')
     if vt not in (None, '', runtime.VM_TYPE):
         raise Fatal('failed to create driver instance: unknown or unsupported VM type: %s' % vt)
     return cfg
 
 
-def read_template(arg, name_flag):
-    """Returns (yaml bytes, name derived from the locator or None, the
-    locator that names the template in YAML messages or None)."""
+def read_locator(arg):
+    """Lima's limatmpl.Read of a template locator: (yaml bytes, the name
+    derived from it or None, the locator that names it in YAML messages or
+    None, the absolute locator)."""
     if arg == '-':
-        if not name_flag:
-            raise Fatal('must pass instance name with --name when reading template from stdin')
-        return sys.stdin.buffer.read(), None, arg
+        return sys.stdin.buffer.read(), None, arg, arg
     if arg.startswith('template:'):
         loc = arg[len('template:'):]
         if loc.startswith('//'):
@@ -286,7 +373,7 @@ def read_template(arg, name_flag):
         data = builtin_template(loc)
         if data is None:
             raise Fatal('template %s not found' % gq(loc + '.yaml'))
-        return data, loc.rsplit('/', 1)[-1], None
+        return data, loc.rsplit('/', 1)[-1], None, 'template:' + loc
     if arg.startswith('http://') or arg.startswith('https://'):
         raise Fatal('cannot fetch %s: the limactl simulator has no network access' % gq(arg))
     # Lima makes a file locator absolute before it reads it (UseAbsLocators).
@@ -302,7 +389,25 @@ def read_template(arg, name_flag):
     for suffix in ('.yaml', '.yml'):
         if base.endswith(suffix):
             base = base[:-len(suffix)]
-    return data, base, path
+    return data, base, path, path
+
+
+def read_template(arg, name_flag):
+    """Returns (yaml bytes, name derived from the locator or None, the
+    locator that names the template in YAML messages or None, the
+    absolute locator)."""
+    if arg == '-' and not name_flag:
+        raise Fatal('must pass instance name with --name when reading template from stdin')
+    return read_locator(arg)
+
+
+def has_base(text):
+    """Whether lima.yaml's text has a top-level `base` key (read without
+    PyYAML: shell and copy are on the fast path)."""
+    for ln in text.splitlines():
+        if ln[:1] not in ('', ' ', '\t', '#', '-') and ln.split(':', 1)[0].strip().strip('"\'') == 'base':
+            return True
+    return False
 
 
 def passwordless_sudo(text):
@@ -318,6 +423,11 @@ def passwordless_sudo(text):
         return v is not False
     import re
     return not re.search(r'(?m)^user:\s*\n(?:[ \t]+.*\n)*?[ \t]+passwordlessSudo:\s*false\s*$', text)
+
+
+def plain(text):
+    """lima.yaml's `plain` (default false)."""
+    return yamlio.mini_yaml(text).get('plain') is True
 
 
 def user_shell(d):
@@ -339,18 +449,16 @@ def user_shell(d):
     return v if isinstance(v, str) and v else None
 
 
-def provision_entries(text):
-    """[(mode, script)] of lima.yaml's `provision:` list."""
+def provision_entries(text, data):
+    """[(mode, script)] of lima.yaml's `provision:` list, the scripts
+    expanded as guest templates with DATA (whose Param is lima.yaml's)."""
     if yamlio.yaml_mod():
         try:
             cfg = yamlio.parse_yaml(text)
         except Fatal:
             return []
-        out = []
-        for p in (cfg.get('provision') or []) if isinstance(cfg, dict) else []:
-            if isinstance(p, dict) and isinstance(p.get('script'), str):
-                out.append((str(p.get('mode') or 'system'), p['script']))
-        return out
+        return [(str(p['mode']), p['script']) for p in filled_provision(cfg, data)
+                if isinstance(p, dict) and isinstance(p.get('script'), str)]
     # Without PyYAML: `- mode: M` / `script: |` items with literal blocks.
     out = []
     lines = text.splitlines()
@@ -383,7 +491,8 @@ def provision_entries(text):
             cur['script'] = '\n'.join(b[cut:] for b in body).rstrip('\n') + '\n'
             continue
         i += 1
-    return [(c['mode'], c['script']) for c in out if 'script' in c]
+    return [(c['mode'], expand_guest_template(c['script'], data, 'provisioning script'))
+            for c in out if 'script' in c]
 
 
 def list_templates_or_drivers(o):

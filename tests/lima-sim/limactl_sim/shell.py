@@ -6,7 +6,7 @@ import _signal as signal          # the C module: `signal` would pull in enum
 
 from .errors import ArgsError, Fatal, NotExist
 from .quoting import ALNUM, go_quote, gq, sh_quote
-from .logrus import DEBUG, INFO, WARN, log
+from .logrus import DEBUG, ERROR, INFO, WARN, log
 from . import fileio, faults, limayaml, enter, instances
 
 
@@ -222,6 +222,17 @@ def running_inst_for(name, allow_start=False):
     except NotExist:
         raise Fatal('instance %s does not exist, run `limactl create %s` to create a new instance'
                     % (gq(name), name))
+    try:
+        with open(os.path.join(inst.dir, 'lima.yaml'), 'rb') as f:
+            unembedded = limayaml.has_base(f.read().decode('utf-8', 'surrogateescape'))
+    except OSError:
+        unembedded = False
+    if unembedded:
+        # The one configuration error shell and copy check (they read
+        # lima.yaml only for user.shell): Lima finds no configuration.
+        log(ERROR, 'Instance %s has configuration errors' % gq(name),
+            {'error': 'field `base` must be empty for YAML validation'})
+        raise Fatal('instance %s has no configuration' % gq(name))
     if inst.status == 'Stopped':
         if not allow_start:
             raise Fatal('instance %s is stopped, run `limactl start %s` to start the instance'

@@ -176,7 +176,7 @@ def cmd_start(o, args):
                 text = f.read().decode('utf-8', 'surrogateescape')
             new = limayaml.apply_edits(text, o, False)
             if new != text:
-                limayaml.validate_config(new, p)
+                limayaml.validate_config(new, p, guestfs.template_data(inst.name))
                 fileio.write_file(p, new)
     if inst.errors:
         raise Fatal('errors inspecting instance: [%s]' % ' '.join(inst.errors))
