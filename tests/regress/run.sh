@@ -70,13 +70,16 @@ check "the lane of a failed copy-out is destroyed" wait_for 20 state_is "$(newes
 OUT=$(ctl run --out "nothere:$T/nothere" -- sh -c 'exit 3' 2>&1); RC=$?
 check_eq "after a failed command, run keeps the command's status" 3 "$RC"
 
+# The run's command is running in the lane (its exec has started).
+runs_sleep60() { ctl exec "$1" -- ps -eo args 2>/dev/null | grep -q '^sleep 60$'; }
+
 # ---- ^C ----------------------------------------------------------------------
 PREV=$(newest)
 "$LANECTL" --socket "$SOCK" run -- sleep 60 2>"$T/int.err" &
 P=$!
 L=$(wait_new "$PREV")
 wait_for 20 state_is "$L" ready
-sleep 0.5
+wait_for 20 runs_sleep60 "$L"
 kill -INT $P
 wait $P; RC=$?
 check_eq "^C: run dies of SIGINT (130)" 130 "$RC"
@@ -98,7 +101,7 @@ PREV=$(newest)
 P=$!
 L=$(wait_new "$PREV")
 wait_for 20 state_is "$L" ready
-sleep 0.5
+wait_for 20 runs_sleep60 "$L"
 kill -KILL $P
 wait $P 2>/dev/null
 check "SIGKILL of run: the daemon destroys its lane" wait_for 20 state_is "$L" destroyed
@@ -133,7 +136,7 @@ PREV=$(newest)
 P=$!
 L=$(wait_new "$PREV")
 wait_for 20 state_is "$L" ready
-sleep 0.5
+wait_for 20 runs_sleep60 "$L"
 kill9_daemon
 kill -KILL $P 2>/dev/null
 wait $P 2>/dev/null
