@@ -65,6 +65,33 @@ check_match "the lane says its policy is enforced" '"network_policy": *"enforced
     "$(ctl show --json "$L")"
 kill "$HTTP" 2>/dev/null
 
+# info and stats on a real guest: Lima's own version and driver, the
+# policy enforceable; the lane's figures its own kernel's, not the host's.
+jq_() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+I=$(ctl info --json)
+check_eq "info: Lima 2.2.0, the qemu driver" "2.2.0 qemu" \
+    "$(printf '%s' "$I" | jq_ '"%s %s" % (d["limactl"]["version"], d["limactl"]["driver"])')"
+check_eq "info: network policies are enforceable on real Lima" True \
+    "$(printf '%s' "$I" | jq_ 'd["network"]["enforceable"]')"
+check_eq "info counts the lane" "1 1" "$(printf '%s' "$I" | jq_ '"%s %s" % (d["lanes"]["live"], d["lanes"]["ready"])')"
+S=$(ctl stats --no-stream --json "$L")
+srow() { printf '%s' "$S" | jq_ "d['lanes'][0]['$1']"; }
+check_eq "stats: the lane's memory limit is its 1 GiB" $((1 << 30)) "$(srow memory_limit_bytes)"
+MT=$(srow memory_total_bytes)
+check "the guest kernel's own memory total: under 1 GiB, not the host's ($MT)" \
+    test "$MT" -gt $((512 << 20)) -a "$MT" -le $((1 << 30))
+check_eq "disk against the lane's 4 GiB" $((4 << 30)) "$(srow disk_limit_bytes)"
+DT=$(srow disk_total_bytes)
+check "the guest's root filesystem fits its 4 GiB disk ($DT bytes)" test "$DT" -gt 0 -a "$DT" -le $((4 << 30))
+check "disk used is the guest's root filesystem ($(srow disk_used_bytes) bytes)" \
+    test "$(srow disk_used_bytes)" -gt 0
+check_match "CPU measured between two samples" '^[0-9.]+$' "$(srow cpu_percent)"
+AGE=$(( $(date +%s%3N) - $(ctl show --json "$L" | jq_ 'd["created_at_ms"]') ))
+UP=$(srow uptime_ms)
+check "uptime is the guest's boot: positive, no longer than the lane has lived ($UP <= $AGE ms)" \
+    test "$UP" -gt 0 -a "$UP" -le "$AGE"
+check "processes are the guest's ($(srow processes))" test "$(srow processes)" -ge 10
+
 check "rm" ctl rm "$L"
 check "the VM is gone" test ! -e "$(instance_dir "$L")"
 check_eq "and Lima no longer lists it" "" "$(sim list -q 2>/dev/null)"
