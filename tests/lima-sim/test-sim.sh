@@ -274,27 +274,29 @@ run shell $A ps -eo args
 check "a background process survives the shell that started it" grep -qx 'sleep 100' "$T/out"
 
 # killing the host-side `limactl shell` must look like a dropped ssh connection
-lc shell $A rm -f /tmp/eof-seen /tmp/x </dev/null
+# The kills wait until the guest command has begun (it says so in a file),
+# never for a guessed time.
+lc shell $A rm -f /tmp/eof-seen /tmp/x /tmp/cat-started </dev/null
 mkfifo "$T/fifo"
-"$LIMACTL" shell $A sh -c 'cat > /tmp/x; echo done > /tmp/eof-seen' <"$T/fifo" >/dev/null 2>&1 &
+"$LIMACTL" shell $A sh -c 'touch /tmp/cat-started; cat > /tmp/x; echo done > /tmp/eof-seen' <"$T/fifo" >/dev/null 2>&1 &
 SP=$!
 BG_PIDS+=("$SP")
 exec 8>"$T/fifo"                      # keep the writer open: the guest would block forever
 echo partial >&8
-sleep 0.2
+wait_for 20 lc shell $A test -f /tmp/cat-started </dev/null
 { kill -9 $SP; wait $SP; } 2>/dev/null
 check "SIGKILL of the host limactl shell: the guest side sees EOF on stdin" \
-    wait_for 3 lc shell $A test -f /tmp/eof-seen
+    wait_for 20 lc shell $A test -f /tmp/eof-seen
 exec 8>&-
-lc shell $A rm -f /tmp/epipe
-"$LIMACTL" shell $A sh -c 'trap "" PIPE; while :; do echo y || { echo epipe > /tmp/epipe; exit 3; }; done' \
+lc shell $A rm -f /tmp/epipe /tmp/y-started </dev/null
+"$LIMACTL" shell $A sh -c 'trap "" PIPE; touch /tmp/y-started; while :; do echo y || { echo epipe > /tmp/epipe; exit 3; }; done' \
     >/dev/null 2>&1 </dev/null &
 SP=$!
 BG_PIDS+=("$SP")
-sleep 0.2
+wait_for 20 lc shell $A test -f /tmp/y-started </dev/null
 { kill -9 $SP; wait $SP; } 2>/dev/null
 check "SIGKILL of the host limactl shell: the guest side gets EPIPE on stdout" \
-    wait_for 3 lc shell $A test -f /tmp/epipe
+    wait_for 20 lc shell $A test -f /tmp/epipe
 echo 'hello copy' > "$T/cp-src"
 lc copy "$T/cp-src" "$A:/tmp/cp-dst" 2>/dev/null && lc cp "$A:/tmp/cp-dst" "$T/cp-back" 2>/dev/null
 check "copy host -> guest -> host" cmp -s "$T/cp-src" "$T/cp-back"
