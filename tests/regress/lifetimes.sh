@@ -5,6 +5,10 @@
 
 MAXLIFE=$(life 60)
 start_daemon --max-lifetime "$MAXLIFE" --default-lifetime "$(life 30)" || exit 1
+calibrate_boot || exit 1
+MAXLIFE=$(life 60)
+stop_daemon
+start_daemon --max-lifetime "$MAXLIFE" --default-lifetime "$(life 30)" || exit 1
 
 gone() { [ "$(lane_state "$1")" = destroyed ] && [ ! -e "$(instance_dir "$1")" ]; }
 
