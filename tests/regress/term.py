@@ -42,9 +42,10 @@ class Term:
         self.pid, self.fd = spawn(args, **kw)
         self.out = b""
 
-    def read_until(self, want, t=20):
+    def read_until(self, want, t=20, since=0):
+        """Reads until WANT is in the output from offset SINCE on."""
         end = time.time() + t
-        while want not in self.out and time.time() < end:
+        while want not in self.out[since:] and time.time() < end:
             r, _, _ = select.select([self.fd], [], [], 0.1)
             if r:
                 try:
@@ -54,7 +55,7 @@ class Term:
                 if not d:
                     break
                 self.out += d
-        return want in self.out
+        return want in self.out[since:]
 
     def send(self, b):
         os.write(self.fd, b)
@@ -114,14 +115,29 @@ elif CASE == "ctrl-z":
     t = Term(["shell", LANE])
     t.send(b"PS1='$ '; echo sh-ready\r")
     ok = t.read_until(b"sh-ready\r\n")
-    t.send(b"sleep 100\r")
-    time.sleep(0.5)
-    t.send(b"\x1a")
-    stopped = t.read_until(b"Stopped")
+    # The marker is printed just before sleep starts ($((...)) keeps the
+    # echoed command line from matching). A ^Z that lands before sleep is
+    # the terminal's foreground job goes to the shell, which ignores it, so
+    # it is sent again until the shell reports the job stopped; likewise
+    # ^C after fg, until the line typed behind it is answered.
+    t.send(b"echo sl-$((1 + 1))go; sleep 100\r")
+    t.read_until(b"sl-2go")
+    stopped = False
+    for _ in range(40):
+        t.send(b"\x1a")
+        if t.read_until(b"Stopped", 0.5):
+            stopped = True
+            break
+    # fg names the job as it resumes it; a ^C before that would reach the
+    # shell and flush the line typed after it, hence the retries with both.
+    pos = len(t.out)
     t.send(b"fg\r")
-    time.sleep(0.5)
-    t.send(b"\x03")
-    time.sleep(0.3)
+    t.read_until(b"sleep 100", 20, pos)
+    for _ in range(40):
+        t.send(b"\x03")
+        t.send(b"echo after-$((2 + 2))\r")
+        if t.read_until(b"after-4", 0.5):
+            break
     t.send(b"exit 4\r")
     rc = t.wait()
     show(ok, stopped, b"no job control" not in t.out, rc, t.restored())
