@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 start_daemon || exit 1
-L=$(ctl create --timeout 10m)
+L=$(ctl create --timeout "$(life 600)")
 
 # The limactl shell processes of this daemon (found by its LIMA_HOME).
 shell_pids() {
