@@ -121,6 +121,10 @@ ctl stats --json "$IL" >"$T/idle.stats" 2>&1 &
 SPID=$!
 timeout 60 "$LANECTL" --socket "$SOCK" events -f "$IL" >"$T/idle.events" 2>&1
 check_match "a lane watched by stats still ends when idle" 'idle' "$(grep -i destroy "$T/idle.events")"
+# The stream samples once a second: its sample after the end may be a
+# second behind the events.
+said_ended() { tail -n 1 "$T/idle.stats" | grep -Eq '"code": ?"(NOT_FOUND|FAILED_PRECONDITION)"'; }
+wait_for 20 said_ended
 kill "$SPID" 2>/dev/null
 wait "$SPID" 2>/dev/null
 check_match "and stats said so" '"code": ?"(NOT_FOUND|FAILED_PRECONDITION)"' "$(tail -1 "$T/idle.stats")"
