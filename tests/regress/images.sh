@@ -12,6 +12,8 @@ export LIMA_SIM_LOG=$SIMLOG
 start_daemon || exit 1
 
 images() { ls -d "$STATE"/lima/ali-* 2>/dev/null | wc -l; }
+# images_are N: for wait_for, which must count again each time.
+images_are() { [ "$(images)" = "$1" ]; }
 sim_calls() { grep -c -- " $1 " "$SIMLOG" 2>/dev/null || echo 0; }
 
 cat > "$T/tools.sh" <<'EOF'
@@ -118,31 +120,33 @@ check_nomatch "... and image ls does not list it" 'broken' "$(ctl image ls)"
 # ---- Ctrl-C during a build cleans up
 "$LANECTL" --socket "$SOCK" image build slow --provision "$T/slow.sh" >/dev/null 2>"$T/slow.err" &
 BP=$!
-wait_for 20 grep -q slow-started "$T/slow.err"
+wait_for $((BOOT_S + 20)) grep -q slow-started "$T/slow.err"
 check "the slow build started its script" grep -q slow-started "$T/slow.err"
 kill -INT "$BP"
 wait "$BP"
 RC=$?
 check "the interrupted build exits non-zero" test "$RC" -ne 0
-wait_for 20 test "$(images)" = 1
+wait_for "$(tw 20)" images_are 1
 check_eq "the cancelled build's VM is deleted" 1 "$(images)"
 check_match "... and it has no image" 'NOT_FOUND' "$(ctl image show slow 2>&1)"
 check_match "the daemon logged the cancellation" 'slow: build failed: the client went away' "$(cat "$LOG")"
 
 # ---- the clone's YAML comes from the lane template, whatever the image says
-cat >> "$STATE/lima/$IMG/lima.yaml" <<'EOF'
-mounts:
-- location: "~"
-  writable: true
-portForwards:
-- guestPort: 8080
-  hostPort: 8080
-ssh:
-  forwardAgent: true
-  loadDotSSHPubKeys: true
-hostResolver:
-  enabled: true
-EOF
+# The keys are set, not appended: a lima.yaml with a key twice does not
+# parse, and Lima 2.2's clone then panics (clone.go:81) before anything
+# of the daemon's is at stake.
+python3 - "$STATE/lima/$IMG/lima.yaml" <<'PY'
+import sys, yaml
+path = sys.argv[1]
+with open(path) as f:
+    y = yaml.safe_load(f)
+y["mounts"] = [{"location": "~", "writable": True}]
+y["portForwards"] = [{"guestPort": 8080, "hostPort": 8080}]
+y["ssh"] = dict(y.get("ssh") or {}, forwardAgent=True, loadDotSSHPubKeys=True)
+y["hostResolver"] = {"enabled": True}
+with open(path, "w") as f:
+    yaml.safe_dump(y, f, sort_keys=False)
+PY
 L2=$(ctl create --image tools --cpus 2 --memory 4G --disk 30G 2>/dev/null)
 check_eq "a lane from a tampered image is ready" ready "$(lane_state "$L2")"
 # Lima embeds a template's base: into the instance's lima.yaml (and refuses
@@ -227,14 +231,19 @@ ctl image rm fake >/dev/null 2>&1
 # ---- a build interrupted by a daemon crash is undone at the next start
 "$LANECTL" --socket "$SOCK" image build crash --provision "$T/slow.sh" >/dev/null 2>"$T/crash.err" &
 BP=$!
-wait_for 20 grep -q slow-started "$T/crash.err"
+wait_for $((BOOT_S + 20)) grep -q slow-started "$T/crash.err"
 kill9_daemon
 wait "$BP" 2>/dev/null
 kill_stray_limactl
-printf 'plain: true\n' > "$T/plain.yaml"
+# An instance of nobody's: real Lima creates only from a YAML with images.
+if [ "$REAL_LIMA" = 1 ]; then
+	{ cat "$AGENT_LANE_LIMA_TEMPLATE"; printf 'plain: true\n'; } > "$T/plain.yaml"
+else
+	printf 'plain: true\n' > "$T/plain.yaml"
+fi
 sim create --name=ali-00000000000000ff "$T/plain.yaml" >/dev/null 2>&1
 start_daemon || exit 1
-wait_for 20 test "$(images)" = 3
+wait_for "$(tw 20)" images_are 3
 check_eq "start-up deletes the VM of an unfinished build" 3 "$(images)"
 check_match "... and its row" 'NOT_FOUND' "$(ctl image show crash 2>&1)"
 check_match "start-up reports an image-shaped instance without a row" \
