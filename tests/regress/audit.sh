@@ -36,7 +36,8 @@ check_match "lifecycle events kept" ' registered ' "$OUT"
 # events -f: new events as they come, then the lane's end.
 "$LANECTL" --socket "$SOCK" events -f "$L" > "$T/follow" 2>&1 &
 F=$!
-sleep 1
+# It follows once it has printed the trail so far (the newest is exit=16).
+wait_for 20 grep -q 'exit=16$' "$T/follow"
 ctl exec "$L" -- sh -c 'exit 42'
 followed() { grep -q 'exit=42$' "$T/follow"; }
 check "events -f prints an exec that ran after it started" wait_for 10 followed

@@ -36,6 +36,26 @@ exec_helpers() {
 	echo "$n"
 }
 daemon_nfds() { ls /proc/"$DAEMON_PID"/fd | wc -l; }
+# The daemon has paused reading the client $CLI: through a look of 0.2 s
+# the client, asleep (poll(2) is its one wait once the call runs), read
+# nothing of the input waiting in its stdin pipe.
+backed_up() {
+	python3 - "$CLI" 2>/dev/null <<'PY'
+import fcntl, os, struct, sys, termios, time
+pid = sys.argv[1]
+fd = os.open("/proc/%s/fd/0" % pid, os.O_RDONLY | os.O_NONBLOCK)
+def look():
+    n = fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0")
+    with open("/proc/%s/stat" % pid) as f:
+        state = f.read().rsplit(")", 1)[1].split()[0]
+    with open("/proc/%s/io" % pid) as f:
+        read = f.readline()
+    return struct.unpack("i", n)[0] > 0 and state == "S", read
+first = look()
+time.sleep(0.2)
+sys.exit(0 if first[0] and look() == first else 1)
+PY
+}
 
 check_eq "a first exec takes the one slot and gives it back" ok \
     "$(ctl exec -n "$L" -- echo ok)"
@@ -48,8 +68,7 @@ head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$N
     >/dev/null 2>&1 &
 CLI=$!
 check "the guest command runs" wait_for 5 guest_sleep
-sleep 1	# long enough for stdin to back up to the client
-check "the daemon paused reading (the client is still blocked)" kill -0 "$CLI"
+check "the daemon paused reading (stdin backed up to the client)" wait_for 20 backed_up
 kill -INT "$CLI"
 wait "$CLI" 2>/dev/null
 no_guest() { ! guest_sleep; }
@@ -71,7 +90,7 @@ head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$N
     >/dev/null 2>&1 &
 CLI=$!
 check "a second stuck exec runs" wait_for 5 guest_sleep
-sleep 1
+check "the daemon paused reading it too" wait_for 20 backed_up
 kill -KILL "$CLI"
 wait "$CLI" 2>/dev/null
 check "killed with SIGKILL, its guest command goes too" wait_for 2 no_guest
@@ -89,7 +108,7 @@ head -c 100000000 /dev/zero | "$LANECTL" --socket "$SOCK" exec "$L" -- sleep "$N
     >/dev/null 2>&1 &
 CLI=$!
 check "on select: the stuck exec runs" wait_for 5 guest_sleep
-sleep 1
+check "on select: the daemon paused reading" wait_for 20 backed_up
 kill -INT "$CLI"
 wait "$CLI" 2>/dev/null
 check "on select: the guest command is killed at once" wait_for 2 no_guest

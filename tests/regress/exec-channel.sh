@@ -74,13 +74,29 @@ mkfifo "$T/fifo"
 "$LANECTL" --socket "$SOCK" exec -n "$L" -- yes channel-stall > "$T/fifo" &
 STALL=$!
 exec 7<"$T/fifo"	# opened, never read
-sleep 2
+# The stall has settled: its output has reached the fifo, and none of it
+# moves any more (the daemon used no CPU for a look of 0.2 s).
+in_fifo() {
+	python3 -c 'import fcntl, struct, termios
+exit(struct.unpack("i", fcntl.ioctl(7, termios.FIONREAD, b"\0\0\0\0"))[0] == 0)'
+}
+daemon_cpu() { awk '{ print $14 + $15 }' "/proc/$DAEMON_PID/stat"; }
+stalled() {
+	local cpu
+	in_fifo || return 1
+	cpu=$(daemon_cpu)
+	sleep 0.2
+	[ "$(daemon_cpu)" = "$cpu" ]
+}
+check "the exec waits (its output stops moving)" wait_for 20 stalled
 RSS0=$(awk '/^VmRSS/ { print $2 }' "/proc/$DAEMON_PID/status")
 t0=$(date +%s%N)
 OUT=$(ctl exec -n "$L" -- echo still)
 t1=$(date +%s%N)
 check_eq "an exec runs while another's client does not read" still "$OUT"
 check "and promptly ($(( (t1 - t0) / 1000000 )) ms)" test $(( (t1 - t0) / 1000000 )) -lt 3000
+# A window for the negative check: a daemon that kept reading the stalled
+# exec's output would grow meanwhile.
 sleep 1
 RSS1=$(awk '/^VmRSS/ { print $2 }' "/proc/$DAEMON_PID/status")
 check "the daemon's memory stays bounded (${RSS0} -> ${RSS1} KiB)" \

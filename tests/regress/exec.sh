@@ -66,12 +66,16 @@ check_eq "4 MiB of binary stdout is byte-exact" "$GSUM" "$HSUM"
 
 # The environment travels over a pipe: never on a host command line (the
 # CLI takes the value from its own environment with --env NAME), in the
-# registry or in the log.
+# registry or in the log. The command says when it has begun and runs
+# until its stdin ends: the host is looked at while the exec is in flight.
 SECRET=sekrit-$RANDOM$RANDOM-value
+mkfifo "$T/env.in"
 AL_TEST_SECRET=$SECRET "$LANECTL" --socket "$SOCK" exec --env AL_TEST_SECRET "$L" -- \
-    sh -c 'sleep 1.5; echo "$AL_TEST_SECRET"' > "$T/env.out" &
+    sh -c 'echo begun >&2; cat >/dev/null; echo "$AL_TEST_SECRET"' \
+    <"$T/env.in" >"$T/env.out" 2>"$T/env.err" &
 EXEC=$!
-sleep 0.7
+exec 8>"$T/env.in"
+wait_for 20 grep -q begun "$T/env.err"
 LEAK=""
 for f in /proc/[0-9]*/cmdline; do
 	if grep -qa -- "$SECRET" "$f" 2>/dev/null; then
@@ -87,6 +91,7 @@ for f in /proc/[0-9]*/cmdline; do
 	fi
 done
 check_eq "nor in the environment of any host limactl process" "" "$LEAK"
+exec 8>&-
 wait "$EXEC"
 check_eq "the command saw the env value" "$SECRET" "$(cat "$T/env.out")"
 check "env value is not in the registry" sh -c "! grep -rqa -- '$SECRET' '$STATE'"

@@ -4,10 +4,14 @@
 
 start_daemon --max-frame-bytes 65536 || exit 1
 L=$(ctl create --timeout 10m)
-# A long exec holds a second connection open throughout.
-ctl exec "$L" -- sh -c 'sleep 2; echo survived' > "$T/long.out" &
+# A long exec holds a second connection open throughout: it says when it
+# has begun and runs until its stdin ends.
+mkfifo "$T/long.in"
+ctl exec "$L" -- sh -c 'echo begun >&2; cat >/dev/null; echo survived' \
+    <"$T/long.in" >"$T/long.out" 2>"$T/long.err" &
 LONG=$!
-sleep 0.3
+exec 8>"$T/long.in"
+wait_for 20 grep -q begun "$T/long.err"
 
 OUT=$(python3 "$(dirname "$0")/frames.py" "$SOCK")
 # Codes: 1 INVALID_ARGUMENT, 5 TOO_LARGE, 10 VERSION_MISMATCH.
@@ -21,6 +25,7 @@ check_match "a request without a body gets INVALID_ARGUMENT" 'empty_request erro
 check_match "input without a call gets INVALID_ARGUMENT" 'input_without_call error1' "$OUT"
 
 check "the daemon still serves others" ctl version
+exec 8>&-
 wait "$LONG"
 check_eq "the exec running meanwhile was not disturbed" survived "$(cat "$T/long.out")"
 check_match "oversized frames are logged" 'above the cap' "$(cat "$LOG")"

@@ -179,10 +179,12 @@ check_match "a build past image_build_timeout fails with DEADLINE_EXCEEDED" \
     'DEADLINE_EXCEEDED: image build did not finish within 3 s' "$R"
 check_eq "... and leaves no VM" "$N0" "$(images)"
 check_match "... and no image" 'NOT_FOUND' "$(ctl image show late 2>&1)"
+# Its clone has begun once the log has one more (earlier lanes' are there).
+NCLONE=$(sim_calls clone)
+new_clone() { [ "$(sim_calls clone)" -gt "$NCLONE" ]; }
 ctl create --image tools >/dev/null 2>"$T/hung.err" &
 CP=$!
-wait_for 10 grep -q ' clone ' "$SIMLOG"
-sleep 0.3
+wait_for 20 new_clone
 R=$(ctl image rm tools 2>&1)
 check_match "image rm is refused while a clone runs" 'FAILED_PRECONDITION.*in use' "$R"
 check_match "image show counts the clone" 'in use: +1' "$(ctl image show tools)"

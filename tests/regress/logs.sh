@@ -57,7 +57,8 @@ check_match "a live lane's logs come from its VM: the running event" \
     '"running":true' "$OUT"
 "$LANECTL" --socket "$SOCK" logs -f "$L2" >"$T/follow-lane" 2>&1 &
 FP=$!
-sleep 0.5
+# Following: it has shown what the VM's logs hold so far.
+wait_for 20 grep -q '"running":true' "$T/follow-lane"
 ctl rm "$L2" >/dev/null
 check "logs -f LANE ends by itself when the lane is gone" wait_for "$(tw 10)" \
     bash -c "! kill -0 $FP 2>/dev/null"
@@ -71,7 +72,8 @@ check_match "said plainly" 'has no logs: they went with its VM' "$OUT"
 # ---- -f follows the daemon's log ----------------------------------------------------
 "$LANECTL" --socket "$SOCK" logs -f >"$T/follow" 2>&1 &
 FP=$!
-sleep 0.5
+# It follows once it has shown the log so far: only then is L3 created.
+wait_for 20 test -s "$T/follow"
 L3=$(ctl create)
 check "logs -f shows lines written after it started" wait_for 10 \
     grep -q "lane $L3: registered" "$T/follow"

@@ -46,10 +46,13 @@ ctl rm "$I" >/dev/null
 check "the pool refills with the image" wait_for 30 one_pooled
 P2=$(pooled)
 
-# Across a restart the lane keeps its image (the row does not hold it).
+# Across a restart the lane keeps its image (the row does not hold it):
+# looked at once the new daemon has reconciled its lanes with limactl.
 stop_daemon
+NREC=$(grep -c 'reconcile: done' "$LOG")
+reconciled() { [ "$(grep -c 'reconcile: done' "$LOG")" -gt "$NREC" ]; }
 start_daemon --pool-shape "1 image=tools" --pool-max-boots 1 || exit 1
-sleep 1
+wait_for 20 reconciled
 check_eq "a restart keeps the image pool lane" "$P2" "$(pooled)"
 L=$(ctl create --timeout 10m)
 check_nomatch "still not for a plain create" "^$P2\$" "$L"

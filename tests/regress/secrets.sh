@@ -32,7 +32,11 @@ check_eq "a failing command too" 3 $?
 # A refused exec (relative workdir): the request carried the value all the same.
 OUT=$(ctl exec --env "TOKEN=$S" --workdir rel -n "$L" -- true 2>&1)
 OUT=$(ctl exec --env "TOKEN=$S" --env "BAD NAME=x" -n "$L" -- true 2>&1)
-sleep 0.5
+# Looked at once the daemon has closed their connections: only its
+# listening socket is left at its address. Not asked by a call, which
+# could write over a copy left in its memory.
+conns_closed() { [ "$(awk -v p="$SOCK" '$8 == p' /proc/net/unix | wc -l)" = 1 ]; }
+wait_for 20 conns_closed
 check_eq "no copy of the value is left in the daemon" 0 "$(scan "$DAEMON_PID" "$S")"
 
 ctl rm "$L" >/dev/null
