@@ -116,7 +116,8 @@ lima_tier_enter() {
 	}
 	eval "$env"
 	# Exactly the environment the suite needs: the user's own HOME and
-	# PATH, no root variables.
+	# PATH, no root variables (bench/lima.sh's BENCH_LIMA_* knobs pass, as
+	# plain words).
 	exec runuser -u "$AL_LIMA_USER" -- env -i \
 	    HOME="$(getent passwd "$AL_LIMA_USER" | cut -d: -f6)" \
 	    USER="$AL_LIMA_USER" LOGNAME="$AL_LIMA_USER" SHELL=/bin/bash \
@@ -127,6 +128,7 @@ lima_tier_enter() {
 	    ${QEMU_SYSTEM_X86_64:+QEMU_SYSTEM_X86_64="$QEMU_SYSTEM_X86_64"} \
 	    LIMA_SIM="$repo/tests/lima/limactl" AL_REAL_LIMA=1 AL_LIMA_ENTERED=1 \
 	    AL_BOOT_S="$AL_BOOT_S" AL_LIMA_USER="$AL_LIMA_USER" \
+	    $(env | grep -E '^BENCH_LIMA_[A-Z_]+=[A-Za-z0-9_.]*$') \
 	    ${AGENT_LANED:+AGENT_LANED="$AGENT_LANED"} \
 	    ${AGENT_LANECTL:+AGENT_LANECTL="$AGENT_LANECTL"} \
 	    bash "$repo/$rel" "$@"
