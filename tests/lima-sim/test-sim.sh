@@ -713,6 +713,12 @@ run clone $P $C
 check "clone onto an existing name fails" rc_err 1 "instance \`$C\` already exists"
 run clone al-00000000000000ff al-00000000000000fe
 check "clone of a missing instance fails" rc_err 1 'not found'
+cp "$LIMA_HOME/$P/lima.yaml" "$T/p.yaml"
+printf 'plain: true\nplain: true\n' >> "$LIMA_HOME/$P/lima.yaml"
+run clone $P dupkey
+check "clone of an instance whose lima.yaml gives a key twice panics, as Lima 2.2's does (exit 2)" \
+    bash -c "test $RC = 2 && grep -q 'nil pointer dereference' '$T/err' && test ! -e '$LIMA_HOME/dupkey'"
+cp "$T/p.yaml" "$LIMA_HOME/$P/lima.yaml"
 LIMA_SIM_BOOT_MS=0 lc start $C >/dev/null 2>&1
 run shell $C -- sh -c 'x && cat /etc/y && hostname && cat /etc/hostname'
 check "the clone has the source's disk (x, /etc/y) and its own identity (hostname)" \

@@ -5,7 +5,7 @@ import os
 
 from .errors import ArgsError, Fatal, NotExist
 from .quoting import gq
-from . import fileio, runtime, faults, names, limayaml, guestfs, instances, create, start
+from . import fileio, runtime, faults, names, limayaml, guestfs, instances, create, start, yamlio
 
 
 def _clone_skip(entry):
@@ -14,6 +14,42 @@ def _clone_skip(entry):
     return (entry in ('protected', 'swtpm', 'simrun', 'lima.yaml', 'cloud-config.yaml')
             or entry.endswith(('.pid', '.sock', '.tmp'))
             or entry.startswith(('ha.', 'serial')))
+
+
+def _parses(text):
+    """Whether TEXT loads as Lima's strict YAML does: a mapping key given
+    twice is an error there, where PyYAML would keep the last."""
+    y = yamlio.yaml_mod()
+
+    class Strict(y.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = set()
+        for k, _ in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if key in seen:
+                raise y.YAMLError('mapping key %r already defined' % (key,))
+            seen.add(key)
+        return y.SafeLoader.construct_mapping(loader, node, deep)
+    Strict.add_constructor(y.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        y.load(text, Loader=Strict)
+    except y.YAMLError:
+        return False
+    return True
+
+
+# Lima 2.2's clone of an instance whose lima.yaml does not load: its
+# Config is nil, and clone.go:81 dereferences it.
+CLONE_PANIC = (
+    'panic: runtime error: invalid memory address or nil pointer dereference\n'
+    '[signal SIGSEGV: segmentation violation code=0x1 addr=0x208 pc=0x1201cb0]\n\n'
+    'goroutine 1 [running]:\n'
+    'main.cloneOrRenameAction(...)\n'
+    '\tgithub.com/lima-vm/lima/v2/cmd/limactl/clone.go:81 +0x2d0\n'
+    'main.main()\n'
+    '\tgithub.com/lima-vm/lima/v2/cmd/limactl/main.go:51 +0xca\n')
 
 
 def cmd_clone(o, args):
@@ -38,6 +74,10 @@ def cmd_clone(o, args):
     create.check_sock_path(new, d)
     with open(os.path.join(src.dir, 'lima.yaml'), 'rb') as f:
         text = f.read().decode('utf-8', 'surrogateescape')
+    if not _parses(text):
+        import sys
+        sys.stderr.write(CLONE_PANIC)
+        return 2
     edited = limayaml.apply_edits(text, o, False)
     limayaml.validate_config(edited, new, guestfs.template_data(new))
     os.mkdir(d, 0o700)
