@@ -21,6 +21,16 @@ shell_pids() {
 	done
 }
 nshells() { shell_pids | wc -l; }
+# in_guest CMD...: CMD where the lane's processes are visible. The
+# simulator's guests are host processes; a real guest's are inside its VM,
+# reached by a limactl shell of its own (not the lane's channel).
+in_guest() {
+	if [ "$VM" = 1 ]; then
+		sim shell --workdir=/ "$L" -- "$@" </dev/null
+	else
+		"$@"
+	fi
+}
 
 check_eq "a first exec runs" ok "$(ctl exec -n "$L" -- echo ok)"
 check_eq "it opened one limactl shell for the lane" 1 "$(nshells)"
@@ -103,16 +113,16 @@ check "the daemon's memory stays bounded (${RSS0} -> ${RSS1} KiB)" \
     test "$RSS1" -lt $((RSS0 + 16384))
 kill "$STALL"; wait "$STALL" 2>/dev/null
 exec 7<&-
-stall_gone() { ! pgrep -f '^yes channel-stall$' >/dev/null; }
-check "its guest command is killed with its client" wait_for 3 stall_gone
+stall_gone() { ! in_guest pgrep -f '^yes channel-stall$' >/dev/null; }
+check "its guest command is killed with its client" wait_for "$(tw 3)" stall_gone
 
 # The channel dies under an exec in flight: a typed error at once, and the
 # guest command is gone.
 NAP=$((300000 + RANDOM))
-guest_sleep() { pgrep -fx "sleep $NAP" >/dev/null; }
+guest_sleep() { in_guest pgrep -fx "sleep $NAP" >/dev/null; }
 "$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep "$NAP" >/dev/null 2>"$T/dead.err" &
 CLI=$!
-check "an exec runs" wait_for 5 guest_sleep
+check "an exec runs" wait_for "$(tw 5)" guest_sleep
 kill -KILL $(shell_pids)
 cli_done() { ! kill -0 "$CLI" 2>/dev/null; }
 check "when its channel dies the exec ends at once" wait_for 5 cli_done
@@ -121,7 +131,7 @@ check_eq "with exit 125" 125 "$RC"
 check_match "and UNAVAILABLE" 'UNAVAILABLE' "$(cat "$T/dead.err")"
 check_match "saying the channel ended" 'exec channel' "$(cat "$T/dead.err")"
 no_guest() { ! guest_sleep; }
-check "its guest command is killed" wait_for 3 no_guest
+check "its guest command is killed" wait_for "$(tw 3)" no_guest
 check_eq "the next exec opens a new channel" ok "$(ctl exec -n "$L" -- echo ok)"
 check_nomatch "a new limactl shell" "^$CH\$" "$(shell_pids)"
 check_eq "one again" 1 "$(nshells)"
@@ -129,14 +139,18 @@ check_eq "one again" 1 "$(nshells)"
 # The same when the channel's helper in the guest dies.
 "$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep "$NAP" >/dev/null 2>"$T/dead2.err" &
 CLI=$!
-check "another exec runs" wait_for 5 guest_sleep
-MUX=$(pstree -p "$(shell_pids)" | grep -o 'perl([0-9]*)' | head -1 | tr -dc 0-9)
-kill -KILL "$MUX"
+check "another exec runs" wait_for "$(tw 5)" guest_sleep
+if [ "$VM" = 1 ]; then
+	sim shell --workdir=/ "$L" -- pkill -KILL -x perl </dev/null
+else
+	MUX=$(pstree -p "$(shell_pids)" | grep -o 'perl([0-9]*)' | head -1 | tr -dc 0-9)
+	kill -KILL "$MUX"
+fi
 check "when the guest helper dies the exec ends at once" wait_for 5 cli_done
 wait "$CLI"; RC=$?
 check_eq "with exit 125" 125 "$RC"
 check_match "and UNAVAILABLE" 'UNAVAILABLE' "$(cat "$T/dead2.err")"
-check "its guest command is killed" wait_for 3 no_guest
+check "its guest command is killed" wait_for "$(tw 3)" no_guest
 check_eq "the lane still runs execs" ok "$(ctl exec -n "$L" -- echo ok)"
 check_eq "the lane is ready" ready "$(lane_state "$L")"
 
