@@ -16,30 +16,6 @@ def _clone_skip(entry):
             or entry.startswith(('ha.', 'serial')))
 
 
-def _parses(text):
-    """Whether TEXT loads as Lima's strict YAML does: a mapping key given
-    twice is an error there, where PyYAML would keep the last."""
-    y = yamlio.yaml_mod()
-
-    class Strict(y.SafeLoader):
-        pass
-
-    def mapping(loader, node, deep=False):
-        seen = set()
-        for k, _ in node.value:
-            key = loader.construct_object(k, deep=deep)
-            if key in seen:
-                raise y.YAMLError('mapping key %r already defined' % (key,))
-            seen.add(key)
-        return y.SafeLoader.construct_mapping(loader, node, deep)
-    Strict.add_constructor(y.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
-    try:
-        y.load(text, Loader=Strict)
-    except y.YAMLError:
-        return False
-    return True
-
-
 # Lima 2.2's clone of an instance whose lima.yaml does not load: its
 # Config is nil, and clone.go:81 dereferences it.
 CLONE_PANIC = (
@@ -74,7 +50,7 @@ def cmd_clone(o, args):
     create.check_sock_path(new, d)
     with open(os.path.join(src.dir, 'lima.yaml'), 'rb') as f:
         text = f.read().decode('utf-8', 'surrogateescape')
-    if not _parses(text):
+    if not yamlio.loads_strictly(text):
         import sys
         sys.stderr.write(CLONE_PANIC)
         return 2

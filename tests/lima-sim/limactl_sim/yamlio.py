@@ -27,6 +27,33 @@ def yaml_mod():
     return _YAML
 
 
+def loads_strictly(text):
+    """Whether TEXT loads as Lima's strict YAML does: a mapping key given
+    twice is an error there, where PyYAML keeps the last. Without PyYAML
+    the simulator cannot tell, and says it loads."""
+    y = yaml_mod()
+    if not y:
+        return True
+
+    class Strict(y.SafeLoader):
+        pass
+
+    def mapping(loader, node, deep=False):
+        seen = set()
+        for k, _ in node.value:
+            key = loader.construct_object(k, deep=deep)
+            if key in seen:
+                raise y.YAMLError('mapping key %r already defined' % (key,))
+            seen.add(key)
+        return y.SafeLoader.construct_mapping(loader, node, deep)
+    Strict.add_constructor(y.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    try:
+        y.load(text, Loader=Strict)
+    except y.YAMLError:
+        return False
+    return True
+
+
 def _scalar(v):
     if v in ('true', 'True', 'TRUE'):
         return True
