@@ -173,6 +173,7 @@ my $pid = 0;
 my $ibuf = "";
 sub reap_group {
     if ($pid > 0) { kill("KILL", -$pid); kill("KILL", $pid); }
+    keeper_done();
 }
 sub put {
     my ($t, $d) = @_;
@@ -201,6 +202,38 @@ sub fill {
     return 1 if !defined($r) && ($! == $EINTR || $! == $EAGAIN);
     return defined($r) && $r > 0;
 }
+# The keeper: a child that outlives this helper only to kill the command's
+# process group when the helper dies before the command, SIGKILL included
+# (the OOM killer, or the agent's own pkill), where no handler of ours runs.
+# It blocks reading a pipe whose write end only this helper holds (and the
+# command's child until its exec, to pass its pid): the helper's death is
+# its end of file. "d" first means the helper ended on its own: the command
+# was reaped (what it left in the background stays, as always), or its
+# group was already killed. It keeps nothing else open, and is named so
+# that a kill of the helpers by name spares it.
+pipe(my $kr, my $kw) or exit(3);
+my $hpid = $$;
+my $kp = fork();
+exit(3) if !defined($kp);
+if ($kp == 0) {
+    close($kw);
+    $0 = "agent-lane-keeper";
+    $SIG{PIPE} = "DEFAULT";
+    open(STDIN, "<", "/dev/null") or exit(3);
+    open(STDOUT, ">", "/dev/null") or exit(3);
+    open(STDERR, ">", "/dev/null") or exit(3);
+    my $m = "";
+    while (length($m) < 256) {
+        my $r = sysread($kr, $m, 64, length($m));
+        last if defined($r) && $r == 0;
+        last if !defined($r) && $! != $EINTR;
+    }
+    if ($m =~ /^(\d+)\n(?!d)/ && $1 > 1) { kill("KILL", -$1); kill("KILL", $1); }
+    exit(0);
+}
+close($kr);
+sub keeper_done { syswrite($kw, "d") if $$ == $hpid; }
+END { keeper_done() if defined($kw); }
 syswrite(STDOUT, "\0ALGX01\n") == 8 or exit(3);
 my ($cwd, @env, @argv, $direct, $tty) = ("");
 SETUP: while (1) {
@@ -255,6 +288,9 @@ $SIG{CHLD} = sub { syswrite($sig_w, "x"); };
 $pid = fork();
 exit(3) if !defined($pid);
 if ($pid == 0) {
+    # Before anything can fail: the keeper must know whom to kill. The pid
+    # is the group's too (setsid or setpgrp below); exec closes $kw here.
+    syswrite($kw, "$$\n");
     close($st_r);
     if ($tty) {
         # setsid and a first open without O_NOCTTY: the slave becomes

@@ -142,12 +142,11 @@ check_eq "one again" 1 "$(nshells)"
 "$LANECTL" --socket "$SOCK" exec -n "$L" -- sleep "$NAP" >/dev/null 2>"$T/dead2.err" &
 CLI=$!
 check "another exec runs" wait_for "$(tw 5)" guest_sleep
-if [ "$VM" = 1 ]; then
-	sim shell --workdir=/ "$L" -- pkill -KILL -x perl </dev/null
-else
-	MUX=$(pstree -p "$(shell_pids)" | grep -o 'perl([0-9]*)' | head -1 | tr -dc 0-9)
-	kill -KILL "$MUX"
-fi
+# Every helper process at once (the channel's and the exec's), as the OOM
+# killer or the agent itself might: inside the guest on both tiers, so no
+# surviving helper can clean up after the others.
+check "the guest's helpers are killed" sim shell --workdir=/ "$L" -- \
+    pkill -KILL -x perl </dev/null
 check "when the guest helper dies the exec ends at once" wait_for 5 cli_done
 # A client that did not end is ended here, so the checks below fail
 # instead of the suite hanging (it is a zombie if it did end).
@@ -156,6 +155,16 @@ check_eq "with exit 125" 125 "$RC"
 check_match "and UNAVAILABLE" 'UNAVAILABLE' "$(cat "$T/dead2.err")"
 check "its guest command is killed" wait_for "$(tw 3)" no_guest
 check_eq "the lane still runs execs" ok "$(ctl exec -n "$L" -- echo ok)"
+
+# The keeper that did that ends with its exec when the helper ends on its
+# own, and spares what a command leaves running in the background.
+BG=$((400000 + RANDOM))
+check "an exec that leaves a background job ends" \
+    ctl exec -n "$L" -- sh -c "sleep $BG </dev/null >/dev/null 2>&1 &"
+no_keeper() { ! sim shell --workdir=/ "$L" -- pgrep -x agent-lane-keep </dev/null >/dev/null; }
+check "no keeper outlives its exec" wait_for "$(tw 3)" no_keeper
+check "its background job goes on" in_guest pgrep -fx "sleep $BG"
+in_guest pkill -fx "sleep $BG"
 check_eq "the lane is ready" ready "$(lane_state "$L")"
 
 # rm closes the channel with the lane.
