@@ -76,26 +76,9 @@ row "real Lima cold create -> ready ($BOOTS run(s) each)" "$((b / 1000)) s limac
 
 # --- exec against limactl shell -------------------------------------------
 say "exec: $RUNS pairs against limactl shell in $L"
-LIMA_HOME=$STATE/lima python3 - "$SIM" "$L" "$LANECTL" "$SOCK" "$RUNS" <<'PY'
-import statistics, subprocess, sys, time
-sim, lane, ctl, sock, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
-direct = [sim, "--tty=false", "shell", "--workdir=/", lane, "--", "true"]
-ours = [ctl, "--socket", sock, "exec", "-n", lane, "--", "true"]
-def once(argv):
-    t0 = time.perf_counter()
-    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=True)
-    return (time.perf_counter() - t0) * 1000
-for argv in (direct, ours):
-    once(argv)
-d, o = [], []
-for _ in range(runs):
-    d.append(once(direct))
-    o.append(once(ours))
-md, mo = statistics.median(d), statistics.median(o)
-print("real Lima exec -- true, median of %d pairs\t%.0f ms limactl shell\t%.0f ms\t%.2fx\twithin +10%%"
-      % (runs, md, mo, mo / md))
-PY
+set -- $(LIMA_HOME=$STATE/lima python3 "$HERE/execpairs.py" "$SIM" "$L" "$LANECTL" "$SOCK" "$RUNS")
+row "real Lima exec -- true, median of $RUNS pairs" "$(printf %.0f "$1") ms limactl shell" \
+    "$(printf %.0f "$2") ms" "$(awk -v a="$2" -v b="$1" 'BEGIN { printf "%.2fx", a / b }')" "within +10%"
 
 # --- copy in and out against a raw tar pipe through limactl shell ---------
 src=$T/src
