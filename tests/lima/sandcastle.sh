@@ -6,7 +6,12 @@
 # and createSandbox + run with the real claudeCode() agent definition
 # against a fake `claude` the provision script installs, whose commit must
 # reach the host branch) and e2e.test.mjs (a fake agent's commit and
-# uncommitted work come back; close() destroys the lane).
+# uncommitted work come back; close() destroys the lane), and
+# secrets-e2e.test.mjs (the key reaches the upstream, never the guest).
+# Sandcastle abandons a create() after a fixed 120 s, shorter than a cold
+# boot under TCG here: on real Lima the tests make each lane first through
+# the provider's own createLaneHandle() and create() hands it over
+# (sandboxFor in test-support/harness.mjs); the rest is Sandcastle's run.
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/tier.sh"
 lima_tier_enter "Sandcastle on real Lima" "$0" "$@"

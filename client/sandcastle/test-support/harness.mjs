@@ -8,7 +8,9 @@ import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before } from "node:test";
+import { createIsolatedSandboxProvider } from "@ai-hero/sandcastle";
 import { AgentLaneClient } from "../dist/client.js";
+import { lima, createLaneHandle } from "../dist/index.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 export const repoRoot = path.resolve(here, "..", "..", "..");
@@ -18,6 +20,39 @@ export const limaSim = process.env.LIMA_SIM || path.join(repoRoot, "tests", "lim
 export const testDaemonBin = path.join(path.dirname(daemonBin), "tests", "agent-laned-test");
 /** Real Lima (tests/lima/tier.sh sets AL_REAL_LIMA), whose guests have a network; the simulator's have none. */
 export const realGuests = process.env.AL_REAL_LIMA === "1";
+/** How long one boot may take: minutes for a real guest under TCG (the tier's AL_BOOT_S), moments for the simulator's. */
+export const bootMs = realGuests ? Number(process.env.AL_TEST_BOOT_S || 300) * 1000 : 30_000;
+/** Options for a provider create that boots a lane, and may build its image first: room for both on real guests. */
+export const bootRoom = realGuests ? { createTimeoutMs: 3 * bootMs } : {};
+
+/**
+ * The provider a test gives createSandbox(): lima(options) itself on the
+ * simulator, whose create() boots the lane. Sandcastle abandons a create()
+ * after a fixed 120 s, and a real guest under TCG here boots in longer
+ * (tests/lima/README.md), so on real Lima the lane is made first by the
+ * provider's own createLaneHandle(options), with room for its boot and its
+ * image build, and create() hands that lane over. This is the pre-warming a
+ * user on a slow host does with the warm pool, which lanes with secrets do
+ * not use; everything after create() is Sandcastle's run on the real lane.
+ */
+export async function sandboxFor(options) {
+  const provider = lima(options);
+  if (!realGuests) return provider;
+  const handle = await createLaneHandle({ ...options, ...bootRoom });
+  let taken = false;
+  return createIsolatedSandboxProvider({
+    name: provider.name,
+    env: options.env,
+    create: async (createOptions) => {
+      if (taken) throw new Error("sandboxFor: its lane was handed over already");
+      for (const [k, v] of Object.entries(createOptions?.env ?? {})) {
+        if (options.env?.[k] !== v) throw new Error(`sandboxFor: create() was given ${k}, which the lane made ahead lacks`);
+      }
+      taken = true;
+      return handle;
+    },
+  });
+}
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 

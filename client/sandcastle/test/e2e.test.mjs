@@ -6,8 +6,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { createSandbox } from "@ai-hero/sandcastle";
-import { lima } from "../dist/index.js";
-import { useDaemon, tempDirs } from "../test-support/harness.mjs";
+import { useDaemon, tempDirs, sandboxFor } from "../test-support/harness.mjs";
 
 const daemon = useDaemon();
 const tmpdir = tempDirs();
@@ -51,7 +50,7 @@ test("createSandbox + run with a fake agent: the commit and the uncommitted work
   const sandbox = await createSandbox({
     branch: "agent/test",
     cwd: hostRepo,
-    sandbox: lima({
+    sandbox: await sandboxFor({
       cpus: 2,
       memoryGiB: 2,
       diskGiB: 10,

@@ -9,7 +9,7 @@ import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { createSandbox, claudeCode } from "@ai-hero/sandcastle";
 import { lima, createLaneHandle, buildImage } from "../dist/index.js";
-import { useDaemon, tempDirs } from "../test-support/harness.mjs";
+import { useDaemon, tempDirs, sandboxFor, bootRoom } from "../test-support/harness.mjs";
 
 const daemon = useDaemon();
 const tmpdir = tempDirs();
@@ -40,7 +40,7 @@ test("lima({ image }): the lane is cloned from a built image and has its tools",
   assert.match(out.join(""), /installing-tool/);
   assert.equal(img.id.length, 64);
 
-  const handle = await createLaneHandle({ image: "tools", socketPath: daemon.socketPath, timeoutMinutes: 10 });
+  const handle = await createLaneHandle({ image: "tools", socketPath: daemon.socketPath, timeoutMinutes: 10, ...bootRoom });
   daemon.cleanup(() => (handle.closed ? undefined : handle.close()));
   const r = await handle.exec("lane-tool");
   assert.equal(r.exitCode, 0);
@@ -63,7 +63,7 @@ test("lima({ provision }): the first create builds the image, the next one reuse
   fs.writeFileSync(file, toolScript.replace("tool-from-image", "tool-from-provision"));
   const before = (await daemon.client.listImages()).length;
 
-  const h1 = await createLaneHandle({ provision: file, socketPath: daemon.socketPath, timeoutMinutes: 10 });
+  const h1 = await createLaneHandle({ provision: file, socketPath: daemon.socketPath, timeoutMinutes: 10, ...bootRoom });
   daemon.cleanup(() => (h1.closed ? undefined : h1.close()));
   assert.equal((await h1.exec("lane-tool")).stdout, "tool-from-provision\n");
   const images = await daemon.client.listImages();
@@ -78,7 +78,7 @@ test("lima({ provision }): the first create builds the image, the next one reuse
   assert.equal(again.cached, true, "identical scripts are not built again");
   assert.ok(Date.now() - t0 < 5000);
 
-  const h2 = await createLaneHandle({ provision: [file], socketPath: daemon.socketPath, timeoutMinutes: 10 });
+  const h2 = await createLaneHandle({ provision: [file], socketPath: daemon.socketPath, timeoutMinutes: 10, ...bootRoom });
   daemon.cleanup(() => (h2.closed ? undefined : h2.close()));
   assert.equal((await h2.exec("lane-tool")).stdout, "tool-from-provision\n");
   assert.equal((await daemon.client.listImages()).length, before + 1, "no second image");
@@ -123,7 +123,7 @@ test("createSandbox + claudeCode() in a lane provisioned with a fake claude: the
   const sandbox = await createSandbox({
     branch: "agent/claude",
     cwd: hostRepo,
-    sandbox: lima({
+    sandbox: await sandboxFor({
       provision: provisionFile,
       timeoutMinutes: 10,
       socketPath: daemon.socketPath,

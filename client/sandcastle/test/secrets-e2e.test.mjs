@@ -18,8 +18,7 @@ import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { createSandbox } from "@ai-hero/sandcastle";
-import { lima } from "../dist/index.js";
-import { useDaemon, tempDirs, testDaemonBin, daemonBin, realGuests } from "../test-support/harness.mjs";
+import { useDaemon, tempDirs, testDaemonBin, daemonBin, realGuests, sandboxFor } from "../test-support/harness.mjs";
 
 const tmpdir = tempDirs();
 const certs = tmpdir("/tmp/alc-");
@@ -113,7 +112,7 @@ async function runWithSecret(callApi) {
   const sandbox = await createSandbox({
     branch: "agent/secret",
     cwd: hostRepo,
-    sandbox: lima({
+    sandbox: await sandboxFor({
       timeoutMinutes: 20,
       socketPath: daemon.socketPath,
       labels: { test: "secrets-e2e" },
