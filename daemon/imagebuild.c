@@ -111,9 +111,9 @@ static const char docker_script[] =
  * Run last in every build, after the scripts: Lima copies an image's disk
  * into each clone as it is, so without this every lane cloned from one
  * image would share its /etc/machine-id (systemd makes a new one at a boot
- * that finds the file empty; cloud-init does not). Not part of the content
- * id: it is the builder's step, like the stop after it, and changes nothing
- * the image's scripts did.
+ * that finds the file empty; cloud-init does not). Part of the content id:
+ * an image built before this step existed has one machine id for all its
+ * lanes, and must not be taken for one built with it.
  */
 #define FINISH_SCRIPT_NAME "agent-lane-finish"
 static const char finish_script[] =
@@ -200,6 +200,7 @@ image_content_id(const struct image_inputs *in, char out[IMAGE_ID_SIZE])
 	hash_field(&h, provision_wrapper, sizeof provision_wrapper - 1);
 	for (size_t i = 0; i < in->nscripts; i++)
 		hash_field(&h, in->scripts[i].data, in->scripts[i].len);
+	hash_field(&h, finish_script, sizeof finish_script - 1);
 	sha256_final(&h, dg);
 	sha256_hex(dg, out);
 }
