@@ -153,7 +153,11 @@ check_eq "a lane from a tampered image is ready" ready "$(lane_state "$L2")"
 # one that still has a base:), so the clone's file is the golden template
 # with its image-only base embedded, as `limactl template copy --embed-all`
 # writes it.
-sim template copy --embed-all "$REPO_GOLDEN" "$T/golden-embedded.yaml" 2>/dev/null
+# The golden file names the default base; the daemon writes the one it is
+# configured with (on real Lima the tier's test template: tests/lima).
+sed "/^base:\$/{n;s|^- .*|- ${AGENT_LANE_LIMA_TEMPLATE:-template:_images/ubuntu-lts}|;}" \
+    "$REPO_GOLDEN" > "$T/golden.yaml"
+sim template copy --embed-all "$T/golden.yaml" "$T/golden-embedded.yaml" 2>/dev/null
 check "its lima.yaml is the golden lane template (tests/unit/golden/lane-internet.yaml), base embedded" \
     cmp -s "$T/golden-embedded.yaml" "$(instance_dir "$L2")/lima.yaml"
 check "... with no mount, forward or agent forwarding from the image" python3 -c '
