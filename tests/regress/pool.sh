@@ -27,13 +27,17 @@ count_booting() { pool_lanes | grep -c ' booting$'; }
 pool_full() { [ "$(count_booted)" = "$1" ] && [ "$(count_booting)" = 0 ]; }
 shells_of() { grep -c "shell.* $1 " "$LIMA_SIM_LOG"; }
 
+# bw N K: a wait of N seconds plus K boots (BOOT_S is 0 on the simulator,
+# whose boots take LIMA_SIM_BOOT_MS; a real guest's take up to AL_BOOT_S).
+bw() { echo $(( $1 + $2 * BOOT_S )); }
+
 start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
 
 # Sample while the pool fills: never two boots at once, never more lanes
 # than its size. The refill that follows the last boot runs in the same
 # turn of the daemon's loop that records it: once full, it stays so.
 maxb=0 maxn=0
-end=$(( $(date +%s) + 30 ))
+end=$(( $(date +%s) + $(bw 30 2) ))
 while [ "$(date +%s)" -lt "$end" ]; do
 	p=$(pool_lanes)
 	b=$(printf '%s\n' "$p" | grep -c ' booting$')
@@ -41,6 +45,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	[ "$b" -gt "$maxb" ] && maxb=$b
 	[ "$n" -gt "$maxn" ] && maxn=$n
 	pool_full 2 && break
+	# A real guest's boot takes minutes: sample it without taking a core.
+	[ "$VM" = 1 ] && sleep 1
 done
 check "the pool fills to its size" pool_full 2
 check_eq "never more pool boots at once than pool_max_boots" 1 "$maxb"
@@ -79,13 +85,13 @@ C=$(ctl create --cpus 1 --timeout 10m)
 check_nomatch "a create of another shape boots cold" "^($(echo $POOLED | tr ' ' '|'))\$" "$C"
 check_nomatch "and takes nothing from the pool" 'taken-from-pool' "$(ctl events "$C")"
 
-wait_for 20 pool_full 2
+wait_for "$(bw 20 2)" pool_full 2
 check "the pool refills after a take" pool_full 2
 
 # rm never returns a lane to the pool.
 ctl rm "$L" >/dev/null
 check_eq "a removed lane ends destroyed" destroyed "$(lane_state "$L")"
-wait_for 20 pool_full 2
+wait_for "$(bw 20 1)" pool_full 2
 check_nomatch "a removed lane is not pooled again" "$L" "$(pool_lanes)"
 check "the pool stays at its size" pool_full 2
 check "no VM of the removed lane remains" test ! -d "$(instance_dir "$L")"
@@ -106,7 +112,7 @@ recycled() {
 	done
 	[ "$k" = 2 ]
 }
-wait_for 20 recycled
+wait_for "$(bw 20 1)" recycled
 check "pool lanes past their max age are recycled" recycled
 check_match "the recycling is in their audit trail" 'pool max age reached' \
     "$(ctl events "$(echo "$OLD" | head -1)")"
@@ -116,22 +122,22 @@ since_restart() {
 	sqlite3 "$STATE/registry.db" "SELECT name FROM lanes WHERE pooled = 1 AND created_at_ms >= $RESTART_MS ORDER BY created_at_ms LIMIT 1"
 }
 have_since_restart() { [ -n "$(since_restart)" ]; }
-wait_for 20 have_since_restart
+wait_for "$(bw 20 1)" have_since_restart
 NEW=$(since_restart)
-check "and so are the pool lanes started since" wait_for 20 state_is "$NEW" destroyed
+check "and so are the pool lanes started since" wait_for "$(bw 20 1)" state_is "$NEW" destroyed
 check_match "at their max age" 'pool max age reached' "$(ctl events "$NEW")"
 check_nomatch "a recycled lane ran nothing" 'exec|copy' "$(ctl events "$NEW")"
 stop_daemon
 
 # SIGKILL while one pool lane is booted and another boots.
 start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
-wait_for 20 pool_count_is 2
-wait_for 20 sh -c "[ \"\$(sqlite3 '$STATE/registry.db' \"SELECT count(*) FROM lanes WHERE pooled = 1 AND state = 'creating'\")\" = 1 ]"
+wait_for "$(bw 20 1)" pool_count_is 2
+wait_for "$(bw 20 2)" sh -c "[ \"\$(sqlite3 '$STATE/registry.db' \"SELECT count(*) FROM lanes WHERE pooled = 1 AND state = 'creating'\")\" = 1 ]"
 BEFORE=$(sqlite3 "$STATE/registry.db" "SELECT name FROM lanes WHERE pooled = 1 AND state IN ('creating','ready')")
 kill9_daemon
 kill_stray_limactl
 start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
-wait_for 30 pool_full 2
+wait_for "$(bw 30 3)" pool_full 2
 check "after SIGKILL the pool is back at its size" pool_full 2
 leaked=0
 for n in $BEFORE; do
@@ -139,7 +145,7 @@ for n in $BEFORE; do
 	case $s in
 	pooled) ;;
 	destroyed|failed) [ -d "$(instance_dir "$n")" ] && leaked=$((leaked + 1)) ;;
-	*) wait_for 20 state_in "$n" "destroyed failed pooled" || leaked=$((leaked + 1)) ;;
+	*) wait_for "$(bw 20 1)" state_in "$n" "destroyed failed pooled" || leaked=$((leaked + 1)) ;;
 	esac
 done
 check_eq "every pool lane of the killed daemon is recovered or destroyed" 0 "$leaked"
@@ -153,5 +159,5 @@ check_eq "the pool holds no more than its size" 2 "$(pool_lanes | wc -l)"
 # Off by default: a daemon without pool_size destroys the pool it finds.
 stop_daemon
 start_daemon || exit 1
-wait_for 20 no_pool
+wait_for "$(bw 20 1)" no_pool
 check_eq "without pool_size, no pool lane is kept or booted" "" "$(pool_lanes)"
