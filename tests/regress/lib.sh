@@ -57,6 +57,11 @@ tw() {
 	if [ "$VM" = 1 ]; then echo $(( $1 * 6 )); else echo "$1"; fi
 }
 
+# bw N K: a wait of N seconds plus K boots. BOOT_S is 0 on the simulator,
+# whose boots are LIMA_SIM_BOOT_MS (unless calibrate_boot measured more);
+# a real guest's boot may take AL_BOOT_S. For waits that span boots.
+bw() { echo $(( $1 + $2 * BOOT_S )); }
+
 # sleep_until_ms T: sleeps until the wall clock (ms) passes T.
 sleep_until_ms() {
 	local now

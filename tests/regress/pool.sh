@@ -27,10 +27,6 @@ count_booting() { pool_lanes | grep -c ' booting$'; }
 pool_full() { [ "$(count_booted)" = "$1" ] && [ "$(count_booting)" = 0 ]; }
 shells_of() { grep -c "shell.* $1 " "$LIMA_SIM_LOG"; }
 
-# bw N K: a wait of N seconds plus K boots (BOOT_S is 0 on the simulator,
-# whose boots take LIMA_SIM_BOOT_MS; a real guest's take up to AL_BOOT_S).
-bw() { echo $(( $1 + $2 * BOOT_S )); }
-
 start_daemon --pool-size 2 --pool-max-boots 1 || exit 1
 
 # Sample while the pool fills: never two boots at once, never more lanes

@@ -11,7 +11,7 @@ start_daemon || exit 1
 # next one.
 newest() { grep -Eo 'lane al-[0-9a-f]{16}: registered' "$LOG" | tail -n 1 | cut -d' ' -f2 | tr -d :; }
 newer_than() { [ "$(newest)" != "$1" ]; }
-wait_new() { wait_for 20 newer_than "$1"; newest; }
+wait_new() { wait_for "$(bw 20 1)" newer_than "$1"; newest; }
 state_is() { [ "$(lane_state "$1")" = "$2" ]; }
 no_live() { [ -z "$(ctl ls -q 2>/dev/null)" ]; }
 
@@ -63,10 +63,10 @@ check_eq "a failing copy-in fails run with 125" 125 "$RC"
 check_nomatch "the command did not run" should-not-run "$OUT"
 check_match "the error names the copy" "--cp $T/one.txt:/usr/forbidden/x" "$OUT"
 L=$(newest)
-check "the lane of a failed copy-in is destroyed" wait_for 20 state_is "$L" destroyed
+check "the lane of a failed copy-in is destroyed" wait_for "$(bw 20 1)" state_is "$L" destroyed
 OUT=$(ctl run --out "nothere:$T/nothere" -- true 2>&1); RC=$?
 check_eq "a failing copy-out after a command that succeeded exits 125" 125 "$RC"
-check "the lane of a failed copy-out is destroyed" wait_for 20 state_is "$(newest)" destroyed
+check "the lane of a failed copy-out is destroyed" wait_for "$(bw 20 1)" state_is "$(newest)" destroyed
 OUT=$(ctl run --out "nothere:$T/nothere" -- sh -c 'exit 3' 2>&1); RC=$?
 check_eq "after a failed command, run keeps the command's status" 3 "$RC"
 
@@ -78,13 +78,13 @@ PREV=$(newest)
 "$LANECTL" --socket "$SOCK" run -- sleep 60 2>"$T/int.err" &
 P=$!
 L=$(wait_new "$PREV")
-wait_for 20 state_is "$L" ready
-wait_for 20 runs_sleep60 "$L"
+wait_for "$(bw 20 1)" state_is "$L" ready
+wait_for "$(bw 20 1)" runs_sleep60 "$L"
 kill -INT $P
 wait $P; RC=$?
 check_eq "^C: run dies of SIGINT (130)" 130 "$RC"
 check_match "and says the lane is being destroyed" "lane $L is being destroyed" "$(cat "$T/int.err")"
-check "^C destroys the lane" wait_for 20 state_is "$L" destroyed
+check "^C destroys the lane" wait_for "$(bw 20 1)" state_is "$L" destroyed
 
 # ^C while the lane is still being created.
 PREV=$(newest)
@@ -93,18 +93,18 @@ P=$!
 L=$(wait_new "$PREV")
 kill -INT $P
 wait $P
-check "^C during the create destroys the lane too" wait_for 20 state_is "$L" destroyed
+check "^C during the create destroys the lane too" wait_for "$(bw 20 1)" state_is "$L" destroyed
 
 # ---- The client dies: the daemon destroys the lane ---------------------------
 PREV=$(newest)
 "$LANECTL" --socket "$SOCK" run -- sleep 60 &
 P=$!
 L=$(wait_new "$PREV")
-wait_for 20 state_is "$L" ready
-wait_for 20 runs_sleep60 "$L"
+wait_for "$(bw 20 1)" state_is "$L" ready
+wait_for "$(bw 20 1)" runs_sleep60 "$L"
 kill -KILL $P
 wait $P 2>/dev/null
-check "SIGKILL of run: the daemon destroys its lane" wait_for 20 state_is "$L" destroyed
+check "SIGKILL of run: the daemon destroys its lane" wait_for "$(bw 20 1)" state_is "$L" destroyed
 check_match "the audit trail says why" "owning client disconnected" "$(ctl events "$L")"
 
 # ---- --keep ------------------------------------------------------------------
@@ -119,13 +119,13 @@ PREV=$(newest)
 P=$!
 L2=$(wait_new "$PREV")
 runs_60() { ctl exec "$L2" -- ps -eo args >"$T/ps" 2>/dev/null && grep -q '^sleep 60$' "$T/ps"; }
-check "--keep: the command runs" wait_for 20 runs_60
+check "--keep: the command runs" wait_for "$(bw 20 1)" runs_60
 kill -KILL $P
 wait $P 2>/dev/null
 # The daemon has taken in the client's death once the exec it ran has
 # ended in the lane's events; an owned lane would be destroying by then.
 exec_ended() { ctl events "$L2" | grep -Eq 'exec +sleep.*the client disconnected'; }
-check "--keep: the daemon saw the client go (its exec ended)" wait_for 20 exec_ended
+check "--keep: the daemon saw the client go (its exec ended)" wait_for "$(bw 20 1)" exec_ended
 check_eq "--keep: the client's death keeps the lane" ready "$(lane_state "$L2")"
 check_nomatch "and nothing asked for its destruction" 'destroy' "$(ctl events "$L2")"
 ctl rm "$L" "$L2" >/dev/null
@@ -135,13 +135,13 @@ PREV=$(newest)
 "$LANECTL" --socket "$SOCK" run -- sleep 60 2>/dev/null &
 P=$!
 L=$(wait_new "$PREV")
-wait_for 20 state_is "$L" ready
-wait_for 20 runs_sleep60 "$L"
+wait_for "$(bw 20 1)" state_is "$L" ready
+wait_for "$(bw 20 1)" runs_sleep60 "$L"
 kill9_daemon
 kill -KILL $P 2>/dev/null
 wait $P 2>/dev/null
 start_daemon || exit 1
-check "an owned lane whose owner is gone is destroyed at start-up" wait_for 20 state_is "$L" destroyed
+check "an owned lane whose owner is gone is destroyed at start-up" wait_for "$(bw 20 1)" state_is "$L" destroyed
 check_match "the audit trail says why" "owner" "$(ctl events "$L" | grep -i destroy)"
 
 # ---- A lane from the warm pool is owned just the same ------------------------
@@ -149,13 +149,13 @@ stop_daemon
 start_daemon --pool-size 1 --pool-max-boots 1 || exit 1
 pooled() { ctl ls -q --all --filter state=pooled 2>/dev/null; }
 booted() { [ -n "$(pooled)" ] && [ -n "$(ctl show --json "$(pooled)" | python3 -c 'import json,sys; print(json.load(sys.stdin)["workspace"])')" ]; }
-wait_for 20 booted
+wait_for "$(bw 20 1)" booted
 P0=$(pooled)
 "$LANECTL" --socket "$SOCK" run --name pooled-run -- sleep 60 2>/dev/null &
 P=$!
-check "run takes the booted pool lane" wait_for 20 state_is "$P0" ready
+check "run takes the booted pool lane" wait_for "$(bw 20 1)" state_is "$P0" ready
 check_eq "with its alias" "$P0" "$(ctl show --json pooled-run 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["name"])')"
 kill -KILL $P
 wait $P 2>/dev/null
-check "SIGKILL of run: the pool lane it took is destroyed" wait_for 20 state_is "$P0" destroyed
+check "SIGKILL of run: the pool lane it took is destroyed" wait_for "$(bw 20 1)" state_is "$P0" destroyed
 finish
