@@ -230,7 +230,7 @@ stop_daemon
 
 # ---- The warm pool never serves a lane with secrets ----
 start_daemon --pool-size 1 || exit 1
-wait_for "$(tw 20)" sh -c "\"$LANECTL\" --socket \"$SOCK\" ls --all --json | grep -q '\"state\":\"pooled\",.*\"workspace\":\"/'"
+wait_for "$(bw 20 1)" sh -c "\"$LANECTL\" --socket \"$SOCK\" ls --all --json | grep -q '\"state\":\"pooled\",.*\"workspace\":\"/'"
 POOLED=$(ctl ls --all --json | python3 -c 'import json,sys; print(" ".join(l["name"] for l in json.load(sys.stdin) if l["state"] == "pooled"))')
 check "a pool lane is booted" test -n "$POOLED"
 PS=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.anthropic.com)
