@@ -23,15 +23,21 @@ export LIMA_SIM_BOOT_MS=${LIMA_SIM_BOOT_MS:-20}
 BOOT_S=${AL_BOOT_S:-0}
 # Real VMs: the suites that are not specific to the simulator run against
 # Lima's own limactl too (make check-lima: tests/lima/tier.sh sets
-# AL_REAL_LIMA=1 and LIMA_SIM to it), with longer waits (tw) and lifetimes
-# (life) where a boot is involved. REAL_LIMA=1 there.
+# AL_REAL_LIMA=1 and LIMA_SIM to it), with longer waits (tw, and bw for
+# waits that span boots) and lifetimes (life) where a boot is involved.
+# REAL_LIMA=1 there.
 REAL_LIMA=${AL_REAL_LIMA:-0}
 VM=$REAL_LIMA
+
+# bw N K: a wait of N seconds plus K boots. BOOT_S is 0 on the simulator,
+# whose boots are LIMA_SIM_BOOT_MS (unless calibrate_boot measured more);
+# a real guest's boot may take AL_BOOT_S. For waits that span boots.
+bw() { echo $(( $1 + $2 * BOOT_S )); }
 
 # life N: a lane lifetime of N seconds once its VM is up (lifetimes count
 # from the create request, boot included).
 life() {
-	echo "$(( $1 + BOOT_S ))s"
+	echo "$(bw "$1" 1)s"
 }
 
 # calibrate_boot: times one create and rm on the running daemon and adds
@@ -56,11 +62,6 @@ calibrate_boot() {
 tw() {
 	if [ "$VM" = 1 ]; then echo $(( $1 * 6 )); else echo "$1"; fi
 }
-
-# bw N K: a wait of N seconds plus K boots. BOOT_S is 0 on the simulator,
-# whose boots are LIMA_SIM_BOOT_MS (unless calibrate_boot measured more);
-# a real guest's boot may take AL_BOOT_S. For waits that span boots.
-bw() { echo $(( $1 + $2 * BOOT_S )); }
 
 # sleep_until_ms T: sleeps until the wall clock (ms) passes T.
 sleep_until_ms() {
