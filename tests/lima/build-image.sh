@@ -196,9 +196,16 @@ chroot "$R" systemctl mask -q systemd-networkd-wait-online.service \
 # finds the same seed in its own search and does all the work. The local
 # stage cost a Python start, a third of the guest's boot under TCG (24 s
 # of 67). Without it cloud-init.service still waits for the root file
-# system and for udev to have seen the cidata drive.
+# system and for udev to have seen the cidata drive, and it must drop the
+# instance cache first, as the local stage did: the network stage trusts
+# a cache it finds, so a clone (limactl clone) would boot as its source,
+# with the source's hostname and host keys. With the cache gone it looks
+# for the seed and compares instance ids, and a clone is a new instance.
 mkdir -p "$R/etc/systemd/system/cloud-init.service.d"
-printf '[Unit]\nAfter=systemd-remount-fs.service systemd-udev-trigger.service\n' \
+printf '%s\n' '[Unit]' \
+    'After=systemd-remount-fs.service systemd-udev-trigger.service' '' \
+    '[Service]' \
+    'ExecStartPre=/bin/rm -f /var/lib/cloud/instance/boot-finished /var/lib/cloud/instance' \
     > "$R/etc/systemd/system/cloud-init.service.d/agent-lane.conf"
 rm -rf "$R"/var/lib/apt/lists/* "$R"/var/cache/apt/*.bin \
     "$R"/var/cache/apt/archives/*.deb "$R"/var/lib/cloud
