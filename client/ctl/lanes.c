@@ -47,7 +47,8 @@ ctl_create_failed(struct ctl *ctl, const struct ctl_create_state *cs,
 		ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, NULL, msg, NULL);
 		return status;
 	}
-	if (cs->name[0] == '\0')
+	/* A cancelled creation (rm, shutdown) keeps no logs to point at. */
+	if (cs->name[0] == '\0' || err->code == AL_CANCELLED)
 		return ctl_fail(ctl, err, status);
 	/* A lane that failed keeps its Lima logs until rm: say where. */
 	snprintf(hint, sizeof hint, "lane %s failed; `agent-lanectl logs %s` "

@@ -94,6 +94,35 @@ OUT=$(ctl logs nosuchlane 2>&1); RC=$?
 check_eq "logs of an unknown lane fails" 1 "$RC"
 stop_daemon
 
+# ---- A boot that outlives its lifetime is a failed start too ---------------------------
+# Its deadline passes during a 6 s boot: the creator is told to look at the
+# logs, so they are kept. A creation cancelled by rm keeps nothing, and
+# says nothing about logs.
+LIMA_SIM_BOOT_MS=6000 start_daemon || exit 1
+OUT=$(ctl create --timeout 2s 2>&1); RC=$?
+L=$(printf '%s\n' "$OUT" | grep -Eo 'lane al-[0-9a-f]{16} failed' | cut -d' ' -f2)
+check_eq "create past its deadline fails" 1 "$RC"
+check_match "with DEADLINE_EXCEEDED, naming the lane" \
+    "DEADLINE_EXCEEDED.*deadline reached" "$OUT"
+check "its VM is deleted" wait_for 10 test ! -e "$(instance_dir "${L:-none}")"
+OUT=$(ctl logs "${L:-none}" 2>&1); RC=$?
+check_eq "its logs are kept, as the hint says" 0 "$RC"
+check_match "the hostagent's, up to the deadline" 'hostagent socket created' "$OUT"
+"$LANECTL" --socket "$SOCK" create > "$T/cancelled" 2>&1 &
+CP=$!
+creating() { [ -n "$(ctl ls -q --filter state=creating)" ]; }
+wait_for 10 creating
+L2=$(ctl ls -q --filter state=creating | head -1)
+check_match "a second creation is under way" '^al-' "$L2"
+ctl rm "$L2" >/dev/null
+wait "$CP"
+OUT=$(cat "$T/cancelled")
+check_match "rm cancels it" 'CANCELLED' "$OUT"
+check_nomatch "without pointing at logs it did not keep" 'agent-lanectl logs' "$OUT"
+OUT=$(ctl logs "$L2" 2>&1); RC=$?
+check_eq "and it kept none" 1 "$RC"
+stop_daemon
+
 # ---- Retention: kept logs leave with the row -------------------------------------------
 export LIMA_SIM_FAIL=start:1
 start_daemon --retention 1s --max-log-bytes 64KiB --debug || exit 1
