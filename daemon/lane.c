@@ -9,6 +9,7 @@
 #include "conn.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanelog.h"
 #include "lima.h"
 #include "log.h"
 #include "netpolicy.h"
@@ -597,6 +598,21 @@ lane_pool_booted(const struct lane *l)
 {
 	/* The workspace comes with the committed ready change, and only then. */
 	return l->state == LANE_POOLED && l->workspace[0] != '\0';
+}
+
+/*
+ * The evidence of a failed creation: the lane's Lima logs (and the failing
+ * limactl call's stderr), kept once before its VM and logs are deleted. A
+ * cancelled creation keeps nothing; nor does a pool lane, which has no
+ * creator to tell.
+ */
+void
+lane_keep_logs(struct lane *l, const char *limactl_stderr)
+{
+	if (l->destroy_pending || l->state != LANE_CREATING || l->logs_kept)
+		return;
+	lanelog_keep(l->d, l->name, limactl_stderr);
+	l->logs_kept = true;
 }
 
 void

@@ -259,6 +259,9 @@ void lane_event(struct lane *, const char *event, const char *detail);
 /* The lane's expiries changed: re-arm the reaper through its hook. */
 void lane_changed(struct laned *);
 
+/* A failed creation keeps its Lima logs until rm (not when cancelled). */
+void lane_keep_logs(struct lane *, const char *limactl_stderr);
+
 /*
  * Creation went wrong (or was cancelled): remember why, then delete the VM.
  * Creators hear the reason once the delete has been tried.

@@ -12,7 +12,6 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
-#include "lanelog.h"
 #include "lanenet.h"
 #include "lanesecret.h"
 #include "secret.h"
@@ -60,20 +59,6 @@ struct lane_setup {
 static void lane_step_create(struct lane *);
 static void lane_step_setup(struct lane *);
 
-/*
- * The evidence of a failed creation: the lane's Lima logs (and the failing
- * limactl call's stderr), kept once before its VM and logs are deleted. A
- * cancelled creation keeps nothing; nor does a pool lane.
- */
-static void
-keep_logs(struct lane *l, const char *limactl_stderr)
-{
-	if (l->destroy_pending || l->state != LANE_CREATING || l->logs_kept)
-		return;
-	lanelog_keep(l->d, l->name, limactl_stderr);
-	l->logs_kept = true;
-}
-
 /* The pipeline failed: keep the evidence, then fail the creation. */
 static void
 create_fail(struct lane *l, int code, const char *fmt, ...)
@@ -88,7 +73,7 @@ create_fail(struct lane *l, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	keep_logs(l, NULL);
+	lane_keep_logs(l, NULL);
 	lane_fail_creation(l, code, "%s", msg);
 }
 
@@ -896,7 +881,7 @@ create_step_ok(struct lane *l, const struct vm_result *r, const char *verb)
 	}
 	if (!r->ok) {
 		/* Its stderr too: this is the evidence of what failed. */
-		keep_logs(l, r->stderr_tail);
+		lane_keep_logs(l, r->stderr_tail);
 		create_fail(l, r->code, "limactl %s failed: %s", verb, r->msg);
 		return false;
 	}

@@ -98,21 +98,6 @@ reaper_rearm(struct laned *d)
 		fatalx("evtimer_add");
 }
 
-/*
- * A boot that outlived its lane's lifetime is a failed start: its console
- * and hostagent logs say why it was slow, and the creator is told they are
- * kept until rm. Kept before lane_destroy, which deletes the VM. A pool lane
- * has no creator to tell, and a lane already being destroyed was cancelled.
- */
-static void
-keep_boot_logs(struct lane *l)
-{
-	if (l->state != LANE_CREATING || l->destroy_pending || l->logs_kept)
-		return;
-	lanelog_keep(l->d, l->name, NULL);
-	l->logs_kept = true;
-}
-
 /* Destroys every lane whose deadline or idle expiry has passed. */
 static void
 reaper_check(struct laned *d)
@@ -128,7 +113,12 @@ reaper_check(struct laned *d)
 		if (l->step == LANE_STEP_COMMIT_WAIT)
 			continue;	/* lane_resync retries it */
 		if (l->deadline_ms <= now) {
-			keep_boot_logs(l);
+			/*
+			 * A boot that outlived its lifetime is a failed start:
+			 * its console says why it was slow. Kept before
+			 * lane_destroy deletes the VM.
+			 */
+			lane_keep_logs(l, NULL);
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 			    l->state == LANE_POOLED ? "pool max age reached" :
 			    "deadline reached");
@@ -533,10 +523,7 @@ reaper_start(struct laned *d)
 	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
 		next = TAILQ_NEXT(l, entry);
 		/* The evidence of a creation the restart interrupted. */
-		if (l->state == LANE_CREATING && !l->logs_kept) {
-			lanelog_keep(d, l->name, NULL);
-			l->logs_kept = true;
-		}
+		lane_keep_logs(l, NULL);
 		if (lanenet_recover(l))
 			lane_recover(l);
 	}

@@ -47,7 +47,7 @@ ctl_create_failed(struct ctl *ctl, const struct ctl_create_state *cs,
 		ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, NULL, msg, NULL);
 		return status;
 	}
-	/* A cancelled creation (rm, shutdown) keeps no logs to point at. */
+	/* A cancelled creation (rm by another client) keeps no logs. */
 	if (cs->name[0] == '\0' || err->code == AL_CANCELLED)
 		return ctl_fail(ctl, err, status);
 	/* A lane that failed keeps its Lima logs until rm: say where. */

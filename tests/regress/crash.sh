@@ -44,6 +44,8 @@ kill9_daemon; kill_stray_limactl
 start_daemon || exit 1
 check "after restart the half-started VM is deleted" wait_for "$(tw 5)" no_vm "$L"
 check "and the lane ended failed" wait_for "$(tw 5)" state_is "$L" failed
+check_match "keeping the logs of the start the crash cut short" \
+    '^==> ha.stderr.log <==' "$(ctl logs "$L" 2>&1)"
 check_eq "the live lane was not lost" ready "$(lane_state "$KEEP")"
 check "registry integrity" integrity
 stop_daemon
