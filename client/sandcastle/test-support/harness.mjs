@@ -54,6 +54,28 @@ export async function sandboxFor(options) {
   });
 }
 
+/**
+ * Prints the tails of the Lima logs the daemon kept for lanes whose start
+ * failed (daemon/lanelog.c), before teardown removes them with the lanes:
+ * on real Lima a boot that never comes up is otherwise lost with the
+ * state directory, and a boot that fails once in a hundred is the only
+ * evidence there is.
+ */
+function showKeptLogs(dir) {
+  for (const lane of safeReaddir(dir)) {
+    for (const file of safeReaddir(path.join(dir, lane))) {
+      let text;
+      try {
+        text = fs.readFileSync(path.join(dir, lane, file), "utf8");
+      } catch {
+        continue;
+      }
+      const tail = text.split("\n").slice(-40).join("\n");
+      console.error(`--- kept log ${lane}/${file} (last 40 lines)\n${tail}`);
+    }
+  }
+}
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Wait until `fn()` is truthy (polling), or throw after `timeoutMs`. */
@@ -121,6 +143,7 @@ export function useDaemon({ extraArgs = [], env: extraEnv = {}, bin = daemonBin 
   }
 
   after(async () => {
+    if (realGuests && ctx.tmp) showKeptLogs(path.join(ctx.tmp, "st", "log", "lanes"));
     for (const fn of cleanups.reverse()) {
       try {
         await fn();
