@@ -56,22 +56,26 @@ export async function sandboxFor(options) {
 
 /**
  * Prints the tails of the Lima logs the daemon kept for lanes whose start
- * failed (daemon/lanelog.c), before teardown removes them with the lanes:
- * on real Lima a boot that never comes up is otherwise lost with the
- * state directory, and a boot that fails once in a hundred is the only
- * evidence there is.
+ * failed (daemon/lanelog.c, which caps their size), before teardown removes
+ * them with the lanes: on real Lima a boot that never comes up is otherwise
+ * lost with the state directory. The same files and shape as the regress
+ * suites' show_kept_logs (tests/regress/lib.sh), each line a TAP comment so
+ * that no guest line can read as a test result to tests/check.sh.
  */
 function showKeptLogs(dir) {
   for (const lane of safeReaddir(dir)) {
-    for (const file of safeReaddir(path.join(dir, lane))) {
+    for (const file of ["serial.log", "ha.stderr.log", "limactl.log"]) {
       let text;
       try {
         text = fs.readFileSync(path.join(dir, lane, file), "utf8");
       } catch {
         continue;
       }
-      const tail = text.split("\n").slice(-40).join("\n");
-      console.error(`--- kept log ${lane}/${file} (last 40 lines)\n${tail}`);
+      const lines = text.split("\n");
+      if (lines.at(-1) === "") lines.pop();
+      if (lines.length === 0) continue;
+      console.error(`# kept ${lane}/${file}:`);
+      for (const line of lines.slice(-25)) console.error(`#   ${line.slice(0, 300)}`);
     }
   }
 }
