@@ -172,6 +172,30 @@ assert not any("hostPort" in p for p in c.get("portForwards") or []), c["portFor
 assert c["ssh"]["forwardAgent"] is False and c["ssh"]["loadDotSSHPubKeys"] is False, c["ssh"]
 assert c["hostResolver"]["enabled"] is False, c["hostResolver"]
 ' "$(instance_dir "$L2")/lima.yaml" "$(sim list --json "$L2" 2>/dev/null)"
+# Two lanes cloned from one image are two machines: Lima copies the image's
+# disk into each clone as it is, so what tells them apart must be made at
+# each lane's first boot.
+check_eq "each lane from an image has its own hostname, lima-NAME" \
+    "lima-$L lima-$L2" \
+    "$(ctl exec -n "$L" -- hostname 2>&1) $(ctl exec -n "$L2" -- hostname 2>&1)"
+if [ "$REAL_LIMA" = 1 ]; then
+	# The simulator's guests have no systemd and no sshd: only a real
+	# guest makes a machine id and host keys.
+	ident() {
+		ctl exec -n "$1" -- sh -c 'cat /etc/machine-id &&
+		    cut -d" " -f1,2 /etc/ssh/ssh_host_*_key.pub' 2>&1
+	}
+	check "... and its own machine id and ssh host keys (image builds clear the id; cloud-init makes keys for a new instance)" \
+	    python3 -c '
+import re, sys
+a, b = (t.split("\n") for t in sys.argv[1:])
+for t in (a, b):
+    assert re.fullmatch("[0-9a-f]{32}", t[0]), t
+    assert t[1:] and all(re.fullmatch("ssh-[a-z0-9-]+ [A-Za-z0-9+/=]+", k) for k in t[1:]), t
+assert a[0] != b[0], ("one machine id", a[0])
+assert not set(a[1:]) & set(b[1:]), ("a shared host key", a[1:], b[1:])
+' "$(ident "$L")" "$(ident "$L2")"
+fi
 ctl rm "$L2" >/dev/null 2>&1
 
 # ---- image rm is refused while a clone of it runs
