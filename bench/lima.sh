@@ -60,7 +60,7 @@ start_daemon || exit 1
 ours=() theirs=()
 for i in $(seq 1 "$BOOTS"); do
 	say "cold create $i/$BOOTS: agent-lanectl create"
-	t=$(ms); L=$(ctl create -q --timeout 2h $SHAPE) || exit 1; ours+=($(( $(ms) - t )))
+	t=$(ms); L=$(ctl create -q --timeout 2h $SHAPE) || exit 1; one=$(( $(ms) - t ))
 	# The YAML is taken before the lane goes: rm deletes its instance.
 	cp "$(instance_dir "$L")/lima.yaml" "$T/by-hand.yaml" || exit 1
 	# The last lane stays, for the exec and copy rows.
@@ -72,10 +72,13 @@ for i in $(seq 1 "$BOOTS"); do
 	if ! lc create --name=byhand "$T/by-hand.yaml" >/dev/null 2>&1 ||
 	    ! lc start --timeout 20m byhand >/dev/null 2>&1; then
 		say "limactl by hand failed"
+		lc delete --force byhand >/dev/null 2>&1
 		exit 1
 	fi
-	theirs+=($(( $(ms) - t )))
-	say "cold create $i/$BOOTS: ${ours[-1]} ms agent-lanectl, ${theirs[-1]} ms limactl"
+	other=$(( $(ms) - t ))
+	ours+=("$one") theirs+=("$other")
+	# By name, not ${a[-1]}: macOS bash 3.2 (make bench on a Mac) has none.
+	say "cold create $i/$BOOTS: $one ms agent-lanectl, $other ms limactl"
 	lc delete --force byhand >/dev/null 2>&1
 done
 c=$(med "${ours[@]}") b=$(med "${theirs[@]}")
