@@ -3,9 +3,11 @@
  * proxy can put a value into a header as it is and find a placeholder with
  * no ambiguity about which secret it names.
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "proxyreq.h"
 #include "secret.h"
@@ -145,6 +147,93 @@ secret_set_add(struct secret_set *set, const char *name,
 		set->placeholder_max = phlen;
 	set->n++;
 	return 0;
+}
+
+const char *const secret_default_headers[] = {
+	"authorization", "x-api-key", "api-key", "x-goog-api-key",
+	"private-token", "x-auth-token", NULL,
+};
+
+/* Never a credential header: the proxy frames, routes or drops these. */
+static const char *const forbidden_headers[] = {
+	"host", "connection", "proxy-connection", "keep-alive", "te",
+	"trailer", "transfer-encoding", "content-length", "upgrade", "expect",
+	"proxy-authorization", "proxy-authenticate", "cookie", "set-cookie",
+	NULL,
+};
+
+static bool
+header_token_valid(const char *s, size_t n)
+{
+	if (n == 0 || n > SECRET_HEADER_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || (c != 0 &&
+		    strchr("!#$%&'*+-.^_`|~", c) != NULL)))
+			return false;
+	}
+	return true;
+}
+
+static bool
+name_in(const char *const *list, const char *name, size_t n)
+{
+	for (size_t i = 0; list[i] != NULL; i++)
+		if (strlen(list[i]) == n && strncasecmp(list[i], name, n) == 0)
+			return true;
+	return false;
+}
+
+int
+secret_set_headers(struct secret_set *set, size_t i,
+    const char *const *headers, size_t n, char *err, size_t errlen)
+{
+	struct secret *s;
+
+	if (i >= set->n) {
+		snprintf(err, errlen, "no such secret");
+		return -1;
+	}
+	s = &set->v[i];
+	if (n > SECRET_HEADERS_MAX) {
+		snprintf(err, errlen, "secret %s: at most %d headers", s->name,
+		    SECRET_HEADERS_MAX);
+		return -1;
+	}
+	for (size_t k = 0; k < n; k++) {
+		size_t hl = strlen(headers[k]);
+		if (!header_token_valid(headers[k], hl) ||
+		    name_in(forbidden_headers, headers[k], hl)) {
+			snprintf(err, errlen, "secret %s: \"%.80s\" cannot carry "
+			    "a credential", s->name, headers[k]);
+			str_sanitize(err);
+			return -1;
+		}
+	}
+	s->nheaders = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t hl = strlen(headers[k]);
+		for (size_t j = 0; j <= hl; j++)
+			s->headers[k][j] = (char)tolower(
+			    (unsigned char)headers[k][j]);
+		s->nheaders++;
+	}
+	return 0;
+}
+
+bool
+secret_header_is_credential(const struct secret *s, const char *name,
+    size_t n)
+{
+	if (name_in(secret_default_headers, name, n))
+		return true;
+	for (size_t i = 0; i < s->nheaders; i++)
+		if (strlen(s->headers[i]) == n &&
+		    strncasecmp(s->headers[i], name, n) == 0)
+			return true;
+	return false;
 }
 
 bool

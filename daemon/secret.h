@@ -32,6 +32,8 @@
 #define SECRET_PLACEHOLDER_MAX	128
 #define SECRET_VALUE_MAX	16384	/* bytes of one value */
 #define SECRET_HOSTS_MAX	16	/* host patterns per secret */
+#define SECRET_HEADERS_MAX	8	/* credential headers a secret adds */
+#define SECRET_HEADER_NAME_MAX	64	/* bytes of one header name */
 
 struct secret {
 	char name[SECRET_NAME_MAX + 1];
@@ -42,6 +44,12 @@ struct secret {
 	/* Normalised patterns (proxyreq_pattern_valid): "h.example", "*.x.y". */
 	char *hosts[SECRET_HOSTS_MAX];
 	size_t nhosts;
+	/*
+	 * Header names, lower case, where this value may go besides the
+	 * default credential headers (secret_header_is_credential).
+	 */
+	char headers[SECRET_HEADERS_MAX][SECRET_HEADER_NAME_MAX + 1];
+	size_t nheaders;
 };
 
 struct secret_set {
@@ -73,6 +81,26 @@ struct secret_set *secret_set_new(size_t cap);
 int secret_set_add(struct secret_set *, const char *name,
     const char *placeholder, const void *value, size_t value_len,
     const char *const *hosts, size_t nhosts, char *err, size_t errlen);
+
+/*
+ * Names extra credential headers for the secret last added (index i):
+ * each an HTTP token of at most SECRET_HEADER_NAME_MAX bytes, stored in
+ * lower case; hop-by-hop and framing names (Host, Connection,
+ * Content-Length, Transfer-Encoding, ...) and Cookie are refused, as are
+ * more than SECRET_HEADERS_MAX. Returns 0 or -1 with err set.
+ */
+int secret_set_headers(struct secret_set *, size_t i,
+    const char *const *headers, size_t n, char *err, size_t errlen);
+
+/*
+ * Whether the header named name[0..n) (any case) is one a value of s may
+ * be put in: Authorization, x-api-key, api-key, x-goog-api-key,
+ * private-token, x-auth-token, or one of s->headers.
+ */
+bool secret_header_is_credential(const struct secret *s, const char *name,
+    size_t n);
+/* The default credential headers, NULL-terminated (lower case). */
+extern const char *const secret_default_headers[];
 
 /* Whether host (normalised, as proxyreq.h gives it) is one of s's hosts. */
 bool secret_host_match(const struct secret *s, const char *host);
