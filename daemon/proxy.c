@@ -829,6 +829,12 @@ proxy_nconns(const struct proxy *px)
 	return px->nconns;
 }
 
+uint64_t
+proxy_requests(const struct proxy *px)
+{
+	return px->requests;
+}
+
 void
 proxy_set_test_resolver(struct proxy *px, proxy_resolve_fn *fn, void *arg)
 {

@@ -89,6 +89,8 @@ struct proxy *proxy_new(struct event_base *, struct evdns_base *dns,
     uint16_t port, proxy_record_fn *, void *arg, char *err, size_t errlen);
 uint16_t proxy_port(const struct proxy *);
 size_t proxy_nconns(const struct proxy *);
+/* Request heads sent upstream so far (plain and intercepted). */
+uint64_t proxy_requests(const struct proxy *);
 void proxy_set_test_resolver(struct proxy *, proxy_resolve_fn *, void *arg);
 
 /*

@@ -84,6 +84,7 @@ struct proxy {
 	size_t nconns;
 	size_t nheads;		/* connections still in PS_HEAD */
 	uint64_t bytes;
+	uint64_t requests;	/* heads sent upstream */
 	/* Record rate: a window of one minute and what it dropped. */
 	int64_t window_start;
 	uint32_t window_count;

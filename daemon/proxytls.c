@@ -346,6 +346,7 @@ phttp_start_plain(struct pconn *c)
 	}
 	c->bytes += c->fwdlen;
 	c->px->bytes += c->fwdlen;
+	c->px->requests++;
 	c->rreq = c->req;
 	proxyreq_body_init(&c->body, &c->rreq);
 	memset(&c->scan, 0, sizeof(c->scan));
@@ -448,6 +449,7 @@ http_head(struct pconn *c, const char *buf, size_t hl)
 		pconn_free(c);
 		return false;
 	}
+	px->requests++;
 	proxyreq_body_init(&c->body, &c->rreq);
 	c->rq = RQ_BODY;
 	if (proxyreq_body_done(&c->body))

@@ -16,6 +16,7 @@
  *   --ca-out FILE          writes the lane CA's certificate (PEM) there
  *   --max-leaves N         the lane CA's leaf cache (default 64)
  *   --upstream-ca FILE     upstream trust store instead of the system's
+ * A line on stdin prints "requests N" (request heads sent upstream so far).
  * With no --map/--trust the proxy uses libevent's evdns, as the daemon does.
  * This is a test program: it is built under build/tests and never installed.
  */
@@ -126,13 +127,24 @@ add_secret(struct secret_set *set, char *arg)
 	}
 }
 
+static struct proxy *the_proxy;
+
+/*
+ * Any line on stdin ("requests") prints "requests N": the request heads
+ * the proxy has sent upstream so far, for the differential suite. EOF
+ * ends the harness.
+ */
 static void
 stdin_cb(evutil_socket_t fd, short what, void *arg)
 {
 	char buf[256];
 
-	if (read(fd, buf, sizeof(buf)) <= 0)
+	if (read(fd, buf, sizeof(buf)) <= 0) {
 		event_base_loopbreak(arg);
+		return;
+	}
+	printf("requests %llu\n", (unsigned long long)proxy_requests(the_proxy));
+	fflush(stdout);
 }
 
 static unsigned long long
@@ -276,6 +288,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "cannot load %s\n", upstream_ca);
 		return 1;
 	}
+	the_proxy = px;
 	struct event *in = event_new(base, 0, EV_READ | EV_PERSIST, stdin_cb, base);
 	if (in == NULL || event_add(in, NULL) != 0)
 		return 1;
