@@ -117,7 +117,7 @@ skip_group() {
 	case $1 in
 	regress) n=$(ls tests/regress/*.sh | grep -vc '/lib\.sh$') ;;
 	lima-full) n=$(tests/lima/suites.sh | wc -w) ;;
-	lima) n=2 ;;
+	lima) n=3 ;;
 	esac
 	SKIPPED=$((SKIPPED + n))
 	printf '%-40s %4d skipped (%s)\n' "$1" "$n" "$2"
@@ -170,12 +170,14 @@ if want node; then
 fi
 
 # Real Lima (tests/lima): every lane YAML through Lima 2.2's own `limactl
-# validate`, and one lane through create, exec, copy, the default policy
-# and rm on a real QEMU guest. Each reports itself skipped, with the
+# validate`, one lane through create, exec, copy, the default policy and
+# rm on a real QEMU guest, and the credential broker against a guest that
+# tries to smuggle a request past it (broker.sh). Each reports itself skipped, with the
 # reason, where Lima or QEMU cannot be had; never passed without running.
 if want lima; then
 	run_suite "lima/validate" tests/lima/validate.sh
 	run_suite "lima/smoke" tests/lima/smoke.sh
+	run_suite "lima/broker" tests/lima/broker.sh
 fi
 # The real-Lima tier (`make check-lima`): one suite at a time, so that at
 # most two VMs boot at once on two cores.
