@@ -302,6 +302,16 @@ struct al_lane_stats {
 	uint64_t disk_used_bytes, disk_total_bytes, disk_limit_bytes;
 	uint32_t processes;
 	uint64_t uptime_ms;
+	/*
+	 * false: the guest reported a figure past what its lane physically
+	 * has (more CPUs than it has, memory or disk past its limits, more
+	 * processes than Linux can have), which the daemon refused; those
+	 * figures are then 0. cpu_known is false when cpus_known is.
+	 */
+	bool cpus_known;
+	bool memory_known;		/* memory_used_bytes, memory_total_bytes */
+	bool disk_known;		/* disk_used_bytes, disk_total_bytes */
+	bool processes_known;
 };
 
 #define AL_STATS_LANES_MAX 256
