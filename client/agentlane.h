@@ -219,7 +219,11 @@ struct al_secret {
  *                             ssh -o BatchMode=yes -T [-p PORT] [-l USER]
  *                               -- HOST REMOTE system dial-stdio
  * with the user's ssh configuration, agent and known hosts (an unknown
- * host key fails; nothing is ever accepted for the user). Every call then
+ * host key fails; nothing is ever accepted for the user). ssh inherits
+ * only the variables of the caller's environment that it needs (user,
+ * home, PATH, SHELL, its agent and helpers, the locale; never a secret's,
+ * which a SendEnv rule would forward), and those AGENT_LANE_SSH_ENV
+ * names, separated by spaces or commas. Every call then
  * runs one ssh, as it opens one connection; an OpenSSH ControlMaster in
  * the ssh configuration makes that cheap. ssh that cannot connect, fails
  * to authenticate or dies during a call: AL_UNAVAILABLE, with what ssh
