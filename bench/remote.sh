@@ -21,6 +21,9 @@ trap '"$REPO/tests/remote/fixture" stop "$FX"; rm -rf "$FX"' EXIT
 . "$FX/env"
 export PATH=$AL_SSH_BIN:$PATH HOME=$AL_CLIENT_HOME
 unset AGENT_LANE_SOCKET AGENT_LANE_HOST AGENT_LANE_CONTEXT SSH_AUTH_SOCK
+# The fixture's ssh wrapper picks its configuration by AL_SSH_CONFIG, which
+# ssh inherits only when named here.
+export AGENT_LANE_SSH_ENV=AL_SSH_CONFIG
 SOCK=$FX/rootd/run/laned.sock
 L=$("$LANECTL" --socket "$SOCK" create -q --timeout 2h) || exit 1
 echo "bench: lane $L, $(nproc) cpus" >&2

@@ -219,7 +219,11 @@ struct al_secret {
  *                             ssh -o BatchMode=yes -T [-p PORT] [-l USER]
  *                               -- HOST REMOTE system dial-stdio
  * with the user's ssh configuration, agent and known hosts (an unknown
- * host key fails; nothing is ever accepted for the user). Every call then
+ * host key fails; nothing is ever accepted for the user). ssh inherits
+ * only the variables of the caller's environment that it needs (user,
+ * home, PATH, SHELL, its agent and helpers, the locale; never a secret's,
+ * which a SendEnv rule would forward), and those AGENT_LANE_SSH_ENV
+ * names, separated by spaces or commas. Every call then
  * runs one ssh, as it opens one connection; an OpenSSH ControlMaster in
  * the ssh configuration makes that cheap. ssh that cannot connect, fails
  * to authenticate or dies during a call: AL_UNAVAILABLE, with what ssh
@@ -302,6 +306,16 @@ struct al_lane_stats {
 	uint64_t disk_used_bytes, disk_total_bytes, disk_limit_bytes;
 	uint32_t processes;
 	uint64_t uptime_ms;
+	/*
+	 * false: the guest reported a figure past what its lane physically
+	 * has (more CPUs than it has, memory or disk past its limits, more
+	 * processes than Linux can have), which the daemon refused; those
+	 * figures are then 0. cpu_known is false when cpus_known is.
+	 */
+	bool cpus_known;
+	bool memory_known;		/* memory_used_bytes, memory_total_bytes */
+	bool disk_known;		/* disk_used_bytes, disk_total_bytes */
+	bool processes_known;
 };
 
 #define AL_STATS_LANES_MAX 256

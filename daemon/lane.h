@@ -97,6 +97,8 @@ struct lane {
 	int64_t last_activity_ms;
 	int64_t persisted_activity_ms;	/* what the registry holds */
 	char workspace[LANE_WORKSPACE_MAX];	/* default cwd of execs */
+	/* stats refused a figure of its guest and said so, once (stats.c). */
+	bool stats_refusal_logged;
 	/* create --image: the image (held until the clone returns). */
 	char image[IMAGE_NAME_SIZE];
 	char image_instance[IMAGE_INSTANCE_SIZE];

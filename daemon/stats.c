@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -22,6 +23,7 @@
 #include "gexec.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanenet.h"
 #include "log.h"
 #include "registry.h"
 #include "stats.h"
@@ -48,6 +50,7 @@ struct stats_lane {
 	bool in_round;			/* asked (or reported) this round */
 	bool have_prev;
 	struct stats_sample prev, cur;
+	struct stats_limits limits;	/* the lane's, when it was asked */
 	/* This round's answer. */
 	bool ok;
 	int code;
@@ -192,6 +195,38 @@ static const struct gexec_ops stats_gexec_ops = {
 	.done = stats_done,
 };
 
+/*
+ * What the lane physically has, which its guest's figures must be within.
+ * A driver whose guests have no network is the test simulator (lanenet.h),
+ * whose guests are sandboxes on this host's kernel: /proc there shows the
+ * host's CPUs and memory, and df the host file system the workspace is
+ * on. Their limits are then the host's CPUs and memory, and no disk size
+ * is known (a disk figure must still fit 64 bits in bytes).
+ */
+static void
+stats_limits_of(struct laned *d, const struct lane *l,
+    struct stats_limits *lim)
+{
+	long cpus, pages, pagesize;
+	char note[8];
+
+	/* 32-bit shapes shifted in 64 bits: no overflow. */
+	lim->cpus = l->cpus;
+	lim->memory_bytes = (uint64_t)l->memory_mib << 20;
+	lim->disk_bytes = (uint64_t)l->disk_gib << 30;
+	if (!lanenet_guest_unenforceable(d, note, sizeof note))
+		return;
+	cpus = sysconf(_SC_NPROCESSORS_CONF);
+	pages = sysconf(_SC_PHYS_PAGES);
+	pagesize = sysconf(_SC_PAGESIZE);
+	if (cpus > 0 && (uint64_t)cpus <= UINT32_MAX)
+		lim->cpus = (uint32_t)cpus;
+	if (pages > 0 && pagesize > 0 && !stats_mul_u64((uint64_t)pages,
+	    (uint64_t)pagesize, &lim->memory_bytes))
+		lim->memory_bytes = UINT64_MAX;
+	lim->disk_bytes = UINT64_MAX;
+}
+
 /* Starts the lane's script, or says why it cannot run. */
 static void
 stats_ask(struct stats_call *sc, struct stats_lane *sl)
@@ -226,6 +261,7 @@ stats_ask(struct stats_call *sc, struct stats_lane *sl)
 		    wire_lane_state_name((int)l->state));
 		return;
 	}
+	stats_limits_of(d, l, &sl->limits);
 	spec.lane = l->name;
 	spec.cwd = l->workspace;
 	sl->g = gexec_start_chan(d->base, &d->procs, d->lima, &l->chan, &spec,
@@ -245,7 +281,9 @@ stats_fill(struct stats_call *sc, const struct stats_lane *sl,
     Agentlane__V1__LaneStats *ls)
 {
 	struct lane *l = lane_find(sc->d, sl->name);
-	double pct;
+	struct stats_figures f;
+	unsigned refused;
+	char why[256];
 
 	ls->name = (char *)sl->name;
 	ls->alias = (char *)sl->alias;
@@ -260,18 +298,30 @@ stats_fill(struct stats_call *sc, const struct stats_lane *sl,
 		ls->error = (char *)sl->error;
 		return;
 	}
-	ls->cpus = sl->cur.ncpu;
-	if (sl->have_prev && stats_cpu_percent(&sl->prev, &sl->cur, &pct)) {
-		ls->cpu_known = true;
-		ls->cpu_percent = pct;
+	refused = stats_figures(sl->have_prev ? &sl->prev : NULL, &sl->cur,
+	    &sl->limits, &f, why, sizeof why);
+	/*
+	 * Once per lane, whatever the calls and rounds: a guest that lies
+	 * every second does not flood the log. why holds only numbers.
+	 */
+	if (refused != 0 && l != NULL && !l->stats_refusal_logged) {
+		log_warnx("lane %s: stats refused what its guest reported, "
+		    "shown unknown: %s", sl->name, why);
+		l->stats_refusal_logged = true;
 	}
-	ls->memory_used_bytes = (sl->cur.mem_total_kib - sl->cur.mem_avail_kib)
-	    << 10;
-	ls->memory_total_bytes = sl->cur.mem_total_kib << 10;
-	ls->disk_used_bytes = sl->cur.disk_used_kib << 10;
-	ls->disk_total_bytes = sl->cur.disk_size_kib << 10;
-	ls->processes = sl->cur.procs;
-	ls->uptime_ms = stats_init_uptime_ms(&sl->cur);
+	ls->cpus = f.cpus;
+	ls->cpus_unknown = !f.cpus_known;
+	ls->cpu_known = f.cpu_known;
+	ls->cpu_percent = f.cpu_percent;
+	ls->memory_used_bytes = f.memory_used_bytes;
+	ls->memory_total_bytes = f.memory_total_bytes;
+	ls->memory_unknown = !f.memory_known;
+	ls->disk_used_bytes = f.disk_used_bytes;
+	ls->disk_total_bytes = f.disk_total_bytes;
+	ls->disk_unknown = !f.disk_known;
+	ls->processes = f.procs;
+	ls->processes_unknown = !f.procs_known;
+	ls->uptime_ms = f.uptime_ms;
 }
 
 static size_t

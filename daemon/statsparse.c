@@ -1,3 +1,4 @@
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -27,17 +28,22 @@ enum stats_key {
 	K_CPU, K_NCPU, K_MEM, K_DISK, K_PROCS, K_UPTIME, K_INIT, K_COUNT
 };
 
+/*
+ * max, when set, bounds each value, checked before a value is narrowed
+ * to 32 bits (a guest's 2^32 + 2 CPUs must not read as 2).
+ */
 static const struct {
 	const char *name;
 	size_t nnums;
+	uint64_t max;
 } keys[K_COUNT] = {
-	[K_CPU] = { "cpu", 8 },
-	[K_NCPU] = { "ncpu", 1 },
-	[K_MEM] = { "mem", 2 },
-	[K_DISK] = { "disk", 2 },
-	[K_PROCS] = { "procs", 1 },
-	[K_UPTIME] = { "uptime", 1 },
-	[K_INIT] = { "init", 2 },
+	[K_CPU] = { "cpu", 8, 0 },
+	[K_NCPU] = { "ncpu", 1, 65536 },
+	[K_MEM] = { "mem", 2, 0 },
+	[K_DISK] = { "disk", 2, 0 },
+	[K_PROCS] = { "procs", 1, 1u << 24 },
+	[K_UPTIME] = { "uptime", 1, 0 },
+	[K_INIT] = { "init", 2, 0 },
 };
 
 /*
@@ -162,7 +168,7 @@ parse_line(const char *line, size_t len, struct stats_sample *s, bool *seen,
 		}
 		ok = k == K_UPTIME ? parse_seconds(line + start, end - start,
 		    &v[n]) : parse_num(line + start, end - start, &v[n]);
-		if (!ok) {
+		if (!ok || (keys[k].max != 0 && v[n] > keys[k].max)) {
 			snprintf(err, errlen, "\"%s\": value %zu is not a "
 			    "plain number in range", keys[k].name, n + 1);
 			return -1;
@@ -267,4 +273,128 @@ stats_init_uptime_ms(const struct stats_sample *s)
 	started = secs * 1000 + s->init_start_ticks % s->clk_tck * 1000 /
 	    s->clk_tck;
 	return s->uptime_ms > started ? s->uptime_ms - started : 0;
+}
+
+bool
+stats_mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+	if (a != 0 && b > UINT64_MAX / a)
+		return false;
+	*out = a * b;
+	return true;
+}
+
+bool
+stats_kib_bytes(uint64_t kib, uint64_t *bytes)
+{
+	return stats_mul_u64(kib, 1024, bytes);
+}
+
+static void
+why_add(char *why, size_t whylen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Appends one reason to why, "; " between them; cut at whylen. */
+static void
+why_add(char *why, size_t whylen, const char *fmt, ...)
+{
+	size_t at = strnlen(why, whylen);
+	va_list ap;
+
+	if (whylen == 0 || at + 1 >= whylen)
+		return;
+	if (at > 0) {
+		snprintf(why + at, whylen - at, "; ");
+		at = strnlen(why, whylen);
+	}
+	va_start(ap, fmt);
+	vsnprintf(why + at, whylen - at, fmt, ap);
+	va_end(ap);
+}
+
+/* used of total KiB in bytes, if total fits within limit bytes. */
+static bool
+kib_within(uint64_t total_kib, uint64_t used_kib, uint64_t limit,
+    uint64_t *total, uint64_t *used)
+{
+	return stats_kib_bytes(total_kib, total) && *total <= limit &&
+	    used_kib <= total_kib && stats_kib_bytes(used_kib, used);
+}
+
+/* CPUs and CPU percent: see stats_figures. */
+static unsigned
+figures_cpu(const struct stats_sample *prev, const struct stats_sample *cur,
+    const struct stats_limits *lim, struct stats_figures *f, char *why,
+    size_t whylen)
+{
+	double pct;
+
+	if (cur->ncpu > lim->cpus) {
+		why_add(why, whylen, "%u CPUs, the lane has %u", cur->ncpu,
+		    lim->cpus);
+		return STATS_REFUSED_CPUS;
+	}
+	f->cpus_known = true;
+	f->cpus = cur->ncpu;
+	if (prev == NULL || !stats_cpu_percent(prev, cur, &pct))
+		return 0;
+	/*
+	 * No tolerance for sampling: the percent is the guest's busy ticks
+	 * over all its ticks between two samples (at most 1, or not known)
+	 * times its CPUs, so it passes 100 per lane CPU only if the CPU
+	 * count does. Checked all the same, in case that ever changes.
+	 */
+	if (!(pct >= 0 && pct <= 100.0 * lim->cpus)) {
+		why_add(why, whylen, "%.0f%% CPU, the lane has %u CPUs", pct,
+		    lim->cpus);
+		return STATS_REFUSED_CPU;
+	}
+	f->cpu_known = true;
+	f->cpu_percent = pct;
+	return 0;
+}
+
+unsigned
+stats_figures(const struct stats_sample *prev, const struct stats_sample *cur,
+    const struct stats_limits *lim, struct stats_figures *f, char *why,
+    size_t whylen)
+{
+	uint64_t mem_used_kib;
+	unsigned refused;
+
+	memset(f, 0, sizeof *f);
+	if (whylen > 0)
+		why[0] = '\0';
+	refused = figures_cpu(prev, cur, lim, f, why, whylen);
+	/* Available above the total (never from stats_parse): refused. */
+	mem_used_kib = cur->mem_avail_kib <= cur->mem_total_kib ?
+	    cur->mem_total_kib - cur->mem_avail_kib : UINT64_MAX;
+	f->memory_known = kib_within(cur->mem_total_kib, mem_used_kib,
+	    lim->memory_bytes, &f->memory_total_bytes, &f->memory_used_bytes);
+	if (!f->memory_known) {
+		f->memory_total_bytes = f->memory_used_bytes = 0;
+		refused |= STATS_REFUSED_MEMORY;
+		why_add(why, whylen, "%llu KiB of memory, the lane has %llu "
+		    "bytes", (unsigned long long)cur->mem_total_kib,
+		    (unsigned long long)lim->memory_bytes);
+	}
+	f->disk_known = kib_within(cur->disk_size_kib, cur->disk_used_kib,
+	    lim->disk_bytes, &f->disk_total_bytes, &f->disk_used_bytes);
+	if (!f->disk_known) {
+		f->disk_total_bytes = f->disk_used_bytes = 0;
+		refused |= STATS_REFUSED_DISK;
+		why_add(why, whylen, "a disk of %llu KiB, the lane has %llu "
+		    "bytes", (unsigned long long)cur->disk_size_kib,
+		    (unsigned long long)lim->disk_bytes);
+	}
+	if (cur->procs <= STATS_PROCS_MAX) {
+		f->procs_known = true;
+		f->procs = cur->procs;
+	} else {
+		refused |= STATS_REFUSED_PROCS;
+		why_add(why, whylen, "%u processes, Linux has at most %u",
+		    cur->procs, STATS_PROCS_MAX);
+	}
+	f->uptime_ms = stats_init_uptime_ms(cur);
+	return refused;
 }

@@ -7,6 +7,11 @@
  * that names the line. The arithmetic (CPU between two samples, uptime of
  * the guest's init) never overflows or divides by zero, whatever the guest
  * claims.
+ *
+ * A sample that parses may still lie about one figure: stats_figures
+ * holds each against what the lane physically has (its CPUs, memory and
+ * disk), and a figure past them, or whose bytes do not fit 64 bits, is
+ * refused and shown unknown.
  */
 #ifndef LANED_STATSPARSE_H
 #define LANED_STATSPARSE_H
@@ -45,5 +50,61 @@ bool stats_cpu_percent(const struct stats_sample *prev,
     const struct stats_sample *cur, double *percent);
 /* How long the guest's init has run, in ms (0 if it claims the future). */
 uint64_t stats_init_uptime_ms(const struct stats_sample *);
+
+/* a * b, or false when it does not fit 64 bits. */
+bool stats_mul_u64(uint64_t a, uint64_t b, uint64_t *out);
+/* KiB in bytes, or false when they do not fit 64 bits. */
+bool stats_kib_bytes(uint64_t kib, uint64_t *bytes);
+
+/*
+ * Most processes a Linux guest can have: the kernel's PID_MAX_LIMIT
+ * (2^22 on 64-bit), which no pid_max setting exceeds.
+ */
+#define STATS_PROCS_MAX (1u << 22)
+
+/*
+ * What is physically possible for a lane: its CPUs, memory and disk (the
+ * caller's, from the lane; lanes have no swap, and MemTotal counts none).
+ * A figure past them is a guest's lie and is refused.
+ */
+struct stats_limits {
+	uint32_t cpus;
+	uint64_t memory_bytes;
+	uint64_t disk_bytes;
+};
+
+/* The figures stats_figures refused, a bit each. */
+#define STATS_REFUSED_CPUS	0x01u	/* so CPU percent is unknown too */
+#define STATS_REFUSED_CPU	0x02u	/* percent above 100 per lane CPU */
+#define STATS_REFUSED_MEMORY	0x04u
+#define STATS_REFUSED_DISK	0x08u
+#define STATS_REFUSED_PROCS	0x10u
+
+/*
+ * The figures of a lane, each known only when it is within the lane's
+ * limits and its arithmetic fits: what a stats answer shows.
+ */
+struct stats_figures {
+	bool cpus_known;
+	uint32_t cpus;
+	bool cpu_known;			/* also false without prev */
+	double cpu_percent;
+	bool memory_known;
+	uint64_t memory_used_bytes, memory_total_bytes;
+	bool disk_known;
+	uint64_t disk_used_bytes, disk_total_bytes;
+	bool procs_known;
+	uint32_t procs;
+	uint64_t uptime_ms;
+};
+
+/*
+ * The figures of cur (a parsed sample; prev, the one before, or NULL)
+ * within limits. Returns the STATS_REFUSED_* bits of what was refused,
+ * with why (the guest's figures, as numbers) in why.
+ */
+unsigned stats_figures(const struct stats_sample *prev,
+    const struct stats_sample *cur, const struct stats_limits *,
+    struct stats_figures *, char *why, size_t whylen);
 
 #endif

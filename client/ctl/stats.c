@@ -17,21 +17,24 @@ struct stats_out {
 	bool failed;		/* standard output failed */
 };
 
-/* "used / of", or "--" when the guest did not say. */
+/* "used / of", or "-- / of" when the used figure is not known. */
 static void
-pair(char *buf, size_t len, uint64_t used, uint64_t of)
+pair(char *buf, size_t len, bool known, uint64_t used, uint64_t of)
 {
 	char a[32], b[32];
 
-	ctl_bytes(used, a, sizeof a);
+	if (known)
+		ctl_bytes(used, a, sizeof a);
+	else
+		snprintf(a, sizeof a, "--");
 	ctl_bytes(of, b, sizeof b);
 	snprintf(buf, len, "%s / %s", a, b);
 }
 
 static void
-pct(char *buf, size_t len, uint64_t part, uint64_t whole)
+pct(char *buf, size_t len, bool known, uint64_t part, uint64_t whole)
 {
-	if (whole == 0)
+	if (!known || whole == 0)
 		snprintf(buf, len, "--");
 	else
 		snprintf(buf, len, "%.1f%%", (double)part * 100.0 / (double)whole);
@@ -74,10 +77,20 @@ table(const struct al_lane_stats *const *v, size_t n, bool tty)
 			snprintf(cpu, sizeof cpu, "%.2f%%", s->cpu_percent);
 		else
 			snprintf(cpu, sizeof cpu, "--");
-		pair(mem, sizeof mem, s->memory_used_bytes, s->memory_limit_bytes);
-		pct(memp, sizeof memp, s->memory_used_bytes, s->memory_limit_bytes);
-		pair(disk, sizeof disk, s->disk_used_bytes, s->disk_total_bytes);
-		snprintf(pids, sizeof pids, "%u", s->processes);
+		/* A figure the daemon refused (the guest lied): "--". */
+		pair(mem, sizeof mem, s->memory_known, s->memory_used_bytes,
+		    s->memory_limit_bytes);
+		pct(memp, sizeof memp, s->memory_known, s->memory_used_bytes,
+		    s->memory_limit_bytes);
+		if (s->disk_known)
+			pair(disk, sizeof disk, true, s->disk_used_bytes,
+			    s->disk_total_bytes);
+		else
+			snprintf(disk, sizeof disk, "--");
+		if (s->processes_known)
+			snprintf(pids, sizeof pids, "%u", s->processes);
+		else
+			snprintf(pids, sizeof pids, "--");
 		/* Whole seconds: a table refreshed each second. */
 		units_format_human(s->uptime_ms / 1000 * 1000, up, sizeof up);
 		printf("%-8s %-22s %-7s %-22s %-6s %s\n", cpu, mem, memp, disk,
@@ -94,6 +107,16 @@ table(const struct al_lane_stats *const *v, size_t n, bool tty)
 	}
 	if (!tty)
 		putchar('\n');
+}
+
+/* ,"key":n or ,"key":null */
+static void
+json_u64(const char *key, bool known, uint64_t n)
+{
+	if (known)
+		printf(",\"%s\":%llu", key, (unsigned long long)n);
+	else
+		printf(",\"%s\":null", key);
 }
 
 static void
@@ -116,22 +139,23 @@ lane_json(const struct al_lane_stats *s)
 		printf("}}");
 		return;
 	}
-	printf(",\"error\":null,\"cpus\":%u,\"cpu_percent\":", s->cpus);
+	/* A figure not known (refused by the daemon, or no CPU yet): null. */
+	printf(",\"error\":null");
+	json_u64("cpus", s->cpus_known, s->cpus);
+	printf(",\"cpu_percent\":");
 	if (s->cpu_known)
 		printf("%.2f", s->cpu_percent);
 	else
 		fputs("null", stdout);
-	printf(",\"memory_used_bytes\":%llu,\"memory_total_bytes\":%llu,"
-	    "\"memory_limit_bytes\":%llu,\"disk_used_bytes\":%llu,"
-	    "\"disk_total_bytes\":%llu,\"disk_limit_bytes\":%llu,"
-	    "\"processes\":%u,\"uptime_ms\":%llu}",
-	    (unsigned long long)s->memory_used_bytes,
-	    (unsigned long long)s->memory_total_bytes,
-	    (unsigned long long)s->memory_limit_bytes,
-	    (unsigned long long)s->disk_used_bytes,
-	    (unsigned long long)s->disk_total_bytes,
-	    (unsigned long long)s->disk_limit_bytes, s->processes,
-	    (unsigned long long)s->uptime_ms);
+	json_u64("memory_used_bytes", s->memory_known, s->memory_used_bytes);
+	json_u64("memory_total_bytes", s->memory_known, s->memory_total_bytes);
+	json_u64("memory_limit_bytes", true, s->memory_limit_bytes);
+	json_u64("disk_used_bytes", s->disk_known, s->disk_used_bytes);
+	json_u64("disk_total_bytes", s->disk_known, s->disk_total_bytes);
+	json_u64("disk_limit_bytes", true, s->disk_limit_bytes);
+	json_u64("processes", s->processes_known, s->processes);
+	json_u64("uptime_ms", true, s->uptime_ms);
+	putchar('}');
 }
 
 static bool

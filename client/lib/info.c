@@ -136,6 +136,12 @@ lane_stats_from_proto(struct al_lane_stats *s, const Agentlane__V1__LaneStats *p
 	s->disk_limit_bytes = p->disk_limit_bytes;
 	s->processes = p->processes;
 	s->uptime_ms = p->uptime_ms;
+	/* A figure the daemon refused: unknown, and so is CPU for cpus. */
+	s->cpus_known = !p->cpus_unknown;
+	s->cpu_known = p->cpu_known && s->cpus_known;
+	s->memory_known = !p->memory_unknown;
+	s->disk_known = !p->disk_unknown;
+	s->processes_known = !p->processes_unknown;
 }
 
 /* One sample, which may come in several frames (more). */

@@ -6,8 +6,10 @@
  * socket pair whose other end is the connection's descriptor, so every
  * call works as on a local socket. ssh's own authentication, known hosts
  * and configuration are the user's; nothing of ours is on its command
- * line but the host and the remote command. Its standard error is kept
- * (a bounded tail) to say why a connection failed.
+ * line but the host and the remote command, and nothing of the caller's
+ * environment but what ssh needs (ssh_environ: never a secret's value).
+ * Its standard error is kept (a bounded tail) to say why a connection
+ * failed.
  */
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -214,6 +216,91 @@ al_remote_command_valid(const char *cmd)
 
 /* ---- the ssh child ---- */
 
+/*
+ * The ssh child's environment is an allow list, not the caller's
+ * environment minus its secrets. Secret values live in the environment
+ * (create --secret NAME@HOST and exec -e NAME read NAME there; a library
+ * caller's environment may hold others the library never hears of), and
+ * any of them ssh holds, a SendEnv rule in ssh_config forwards to the
+ * remote host (Debian's default sends LANG and LC_*; users write
+ * `SendEnv *`). A value travels only in the protocol, so ssh gets only
+ * what it and the programs it runs need: its user and home, PATH and
+ * SHELL (ProxyCommand), the agent, askpass and security-key helpers,
+ * X11 for askpass, Kerberos, the temporary and runtime directories, the
+ * terminal and the locale. Names are exact (the locale's by category):
+ * no pattern such as LC_* lets a secret called LC_TOKEN through.
+ * Anything else an ssh configuration needs (a ProxyCommand's
+ * AWS_PROFILE, ${VAR} in ssh_config) the user names in
+ * AGENT_LANE_SSH_ENV, separated by spaces or commas; never a secret's
+ * variable.
+ */
+static const char *const ssh_env_allowed[] = {
+	"HOME", "USER", "LOGNAME", "PATH", "SHELL", "TMPDIR",
+	"XDG_RUNTIME_DIR", "TERM", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE",
+	"LC_COLLATE", "LC_MESSAGES", "LC_NUMERIC", "LC_TIME", "LC_MONETARY",
+	"LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT", "LC_NAME",
+	"LC_PAPER", "LC_TELEPHONE", "SSH_AUTH_SOCK", "SSH_AGENT_PID",
+	"SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", "SSH_SK_PROVIDER", "DISPLAY",
+	"XAUTHORITY", "KRB5CCNAME", "KRB5_CONFIG",
+};
+
+/* Whether the name (len bytes) is a word of list (spaces or commas). */
+static bool
+name_in_list(const char *name, size_t len, const char *list)
+{
+	const char *p = list;
+
+	while (*p != '\0') {
+		size_t w;
+
+		p += strspn(p, " ,\t");
+		w = strcspn(p, " ,\t");
+		if (w == len && w > 0 && memcmp(p, name, len) == 0)
+			return true;
+		p += w;
+	}
+	return false;
+}
+
+static bool
+ssh_env_keeps(const char *entry, const char *extra)
+{
+	const char *eq = strchr(entry, '=');
+	size_t len;
+
+	if (eq == NULL || eq == entry)
+		return false;
+	len = (size_t)(eq - entry);
+	for (size_t i = 0; i < sizeof ssh_env_allowed /
+	    sizeof ssh_env_allowed[0]; i++)
+		if (strlen(ssh_env_allowed[i]) == len &&
+		    memcmp(ssh_env_allowed[i], entry, len) == 0)
+			return true;
+	return extra != NULL && name_in_list(entry, len, extra);
+}
+
+/*
+ * The allowed entries of environ (borrowed, not copied): free the array
+ * only. NULL when out of memory.
+ */
+static char **
+ssh_environ(void)
+{
+	const char *extra = getenv("AGENT_LANE_SSH_ENV");
+	size_t n = 0, k = 0;
+	char **env;
+
+	while (environ != NULL && environ[n] != NULL)
+		n++;
+	if ((env = calloc(n + 1, sizeof *env)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (ssh_env_keeps(environ[i], extra))
+			env[k++] = environ[i];
+	env[k] = NULL;
+	return env;
+}
+
 static int
 spawn_ssh(const struct al_host *h, const char *remote, int child_fd,
     int err_w, pid_t *pid)
@@ -223,6 +310,7 @@ spawn_ssh(const struct al_host *h, const char *remote, int child_fd,
 	sigset_t none, dfl;
 	char port[8];
 	const char *argv[16];
+	char **env;
 	short flags = POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
 	    POSIX_SPAWN_SETSIGDEF;
 	size_t n = 0;
@@ -280,12 +368,15 @@ spawn_ssh(const struct al_host *h, const char *remote, int child_fd,
 		posix_spawn_file_actions_destroy(&fa);
 		return rc;
 	}
-	if ((rc = posix_spawnattr_setflags(&attr, flags)) == 0 &&
+	if ((env = ssh_environ()) == NULL)
+		rc = ENOMEM;
+	else if ((rc = posix_spawnattr_setflags(&attr, flags)) == 0 &&
 	    (rc = posix_spawnattr_setpgroup(&attr, 0)) == 0 &&
 	    (rc = posix_spawnattr_setsigmask(&attr, &none)) == 0 &&
 	    (rc = posix_spawnattr_setsigdefault(&attr, &dfl)) == 0)
 		rc = posix_spawnp(pid, "ssh", &fa, &attr, (char *const *)argv,
-		    environ);
+		    env);
+	free(env);
 	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	return rc;

@@ -141,9 +141,27 @@ if [ "$(id -u)" -eq 0 ]; then
 	ctl exec "$H" -- sudo sh -c 'rm /usr/local/bin/grep; printf "#!/bin/sh\necho h; echo \"f 10 20 x\"\n" >/usr/local/bin/df && chmod +x /usr/local/bin/df'
 	check_match "a guest that lies: UNAVAILABLE, saying what did not hold" \
 	    '"code": ?"UNAVAILABLE".*disk used above its size' "$(ctl stats --no-stream --json "$H")"
-	ctl exec "$H" -- sudo rm /usr/local/bin/df
+	# Figures that parse but that no lane can have: 65,536 CPUs (on a
+	# host of a few: the simulator's limits are the host's), and a disk
+	# of 2^55+7 KiB, which kib << 10 wrapped to 7168 bytes.
+	ctl exec "$H" -- sudo sh -c 'printf "#!/bin/sh\necho 65536\n" >/usr/local/bin/grep && chmod +x /usr/local/bin/grep; printf "#!/bin/sh\necho h; echo \"f 36028797018963975 7 x\"\n" >/usr/local/bin/df && chmod +x /usr/local/bin/df'
+	S=$(ctl stats --no-stream --json "$H")
+	check_eq "a guest claiming 65536 CPUs and a 2^55+7 KiB disk: those figures are unknown (null), not wrapped" \
+	    "None None None None" \
+	    "$(printf '%s' "$S" | json '" ".join(str(d["lanes"][0][k]) for k in ("cpus", "cpu_percent", "disk_used_bytes", "disk_total_bytes"))')"
+	check_eq "its other figures are still there" "None True True" \
+	    "$(printf '%s' "$S" | json '"%s %s %s" % (d["lanes"][0]["error"], d["lanes"][0]["memory_total_bytes"] > 0, d["lanes"][0]["processes"] > 0)')"
+	check_match "the table shows them as --" "^$H +- +-- +[0-9.]+[KMG]iB / [0-9.]+GiB +[0-9.]+% +-- +[1-9]" \
+	    "$(ctl stats --no-stream "$H")"
+	check_eq "the daemon logged the refusal once for the lane, over several samples" 1 \
+	    "$(grep -c "lane $H: stats refused" "$LOG")"
+	check_match "saying what the guest claimed, in numbers" "65536 CPUs, the lane has [0-9]+; a disk of 36028797018963975 KiB" \
+	    "$(grep "lane $H: stats refused" "$LOG")"
+	ctl exec "$H" -- sudo rm /usr/local/bin/df /usr/local/bin/grep
 	check_match "once it stops, its figures are back" '"processes": ?[1-9]' \
 	    "$(ctl stats --no-stream --json "$H")"
+	check_eq "all of them" "True True" \
+	    "$(ctl stats --no-stream --json "$H" | json '"%s %s" % (d["lanes"][0]["cpus"] > 0, d["lanes"][0]["disk_total_bytes"] > 0)')"
 	check "the daemon is still there" kill -0 "$DAEMON_PID"
 	ctl rm "$H" >/dev/null
 else

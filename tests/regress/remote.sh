@@ -27,6 +27,10 @@ fi
 . "$FX/env"
 export PATH=$AL_SSH_BIN:$PATH HOME=$AL_CLIENT_HOME
 unset AGENT_LANE_SOCKET AGENT_LANE_HOST AGENT_LANE_CONTEXT SSH_AUTH_SOCK
+# The fixture's ssh wrapper picks its configuration by $AL_SSH_CONFIG,
+# which ssh gets only when named here (the client passes ssh no other
+# variable of its environment but what ssh needs).
+export AGENT_LANE_SSH_ENV=AL_SSH_CONFIG
 ARGV=$FX/ssh.argv
 
 r() { "$LANECTL" --context remote "$@"; }
@@ -69,6 +73,44 @@ SECRET=s3cr3t-$$-value
 check_eq "exec -e NAME: a secret reaches the guest" 0 \
     "$(SECRET=$SECRET r exec -e SECRET web -- sh -c 'test "$SECRET" = '"$SECRET"; echo $?)"
 check_nomatch "and is on no ssh command line" "$SECRET" "$(cat "$ARGV")"
+
+# ---- no secret in ssh's environment ---------------------------------------
+# A user whose ssh_config says SendEnv for a secret's variable (the
+# fixture's sshd accepts it): ssh must not have it to send. The remote
+# end of this context writes down the environment sshd gave it.
+mkdir -m 0700 "$FX/envdump" && chown "$AL_REMOTE_UID" "$FX/envdump"
+printf '#!/bin/sh
+env >"%s/envdump/$$"
+exec "%s" "$@"
+' "$FX" "$AL_REMOTE_CMD" \
+    >"$FX/env-remote"
+chmod 0755 "$FX/env-remote"
+"$LANECTL" context create sendenv --host "$AL_REMOTE_URL" \
+    --remote-command "$FX/env-remote" >/dev/null
+sendenv() {
+	AL_SSH_CONFIG=$FX/client/config.sendenv LANG=C.UTF-8 \
+	    "$LANECTL" --context sendenv "$@"
+}
+KEY=sk-sendenv-$$-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
+SL=$(AL_SENDENV_KEY=$KEY AL_SENDENV_OTHER=$KEY sendenv create -q \
+    --secret AL_SENDENV_KEY@api.example.com --timeout "$(life 600)")
+check_match "create --secret through an ssh that would send the secret's variable" \
+    '^al-[0-9a-f]{16}$' "$SL"
+check_eq "the remote daemon has the secret" AL_SENDENV_KEY \
+    "$(r show --json "$SL" | json '" ".join(s["name"] for s in d["secrets"])')"
+# The remote user's daemon (DIR/laned.pid is the shell that started it).
+RPID=$(pgrep -u "$AL_REMOTE_UID" -x agent-laned)
+check "and holds its value (in the lane's proxy)" \
+    test "$(python3 "$(dirname "$0")/memscan.py" "$RPID" "$KEY")" -ge 1
+AL_SENDENV_X=$KEY sendenv exec -e AL_SENDENV_X "$SL" -- true
+check_eq "the remote end was reached through SendEnv's ssh (two calls)" 2 \
+    "$(ls "$FX/envdump" | wc -l)"
+check_match "SendEnv works: LANG, which ssh may have, arrived" '^LANG=C\.UTF-8$' \
+    "$(cat "$FX"/envdump/*)"
+check_nomatch "the secret's variable did not (create --secret, exec -e)" \
+    '^AL_SENDENV_' "$(cat "$FX"/envdump/*)"
+check_nomatch "nor its value under any name" "$KEY" "$(cat "$FX"/envdump/*)"
+r rm "$SL" >/dev/null
 check "cp in, a file" r cp -q "$T/blob" web:blob
 mkdir -p "$T/tree/sub" && echo one >"$T/tree/a" && cp "$T/blob" "$T/tree/sub/b"
 check "cp in, a directory" r cp -q "$T/tree" web:tree

@@ -177,6 +177,193 @@ test_uptime_edges(void **state)
 	assert_int_equal(stats_init_uptime_ms(&s), 0);
 }
 
+/* GOOD's lane: 2 CPUs, 4 GiB of memory, a 30 GiB disk. */
+static const struct stats_limits lane = { 2, 4ull << 30, 30ull << 30 };
+
+/* A sample: GOOD with one line replaced (key and values). */
+static void
+sample_with(const char *key, const char *line, struct stats_sample *s)
+{
+	char buf[1024], err[160];
+	const char *at = GOOD, *nl;
+	size_t n = 0;
+
+	while (*at != '\0') {
+		nl = strchr(at, '\n');
+		if (strncmp(at, key, strlen(key)) == 0 && at[strlen(key)] == ' ')
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\n",
+			    line);
+		else
+			n += (size_t)snprintf(buf + n, sizeof buf - n, "%.*s",
+			    (int)(nl + 1 - at), at);
+		at = nl + 1;
+	}
+	if (stats_parse(buf, n, s, err, sizeof err) != 0)
+		fail_msg("%s: %s", err, buf);
+}
+
+static void
+test_checked_arithmetic(void **state)
+{
+	uint64_t v;
+
+	assert_true(stats_mul_u64(0, UINT64_MAX, &v) && v == 0);
+	assert_true(stats_mul_u64(UINT64_MAX, 1, &v) && v == UINT64_MAX);
+	assert_true(stats_mul_u64(1ull << 32, (1ull << 32) - 1, &v));
+	assert_false(stats_mul_u64(1ull << 32, 1ull << 32, &v));
+	assert_false(stats_mul_u64(UINT64_MAX, 2, &v));
+	assert_true(stats_kib_bytes((1ull << 54) - 1, &v));
+	assert_true(v == ((1ull << 54) - 1) * 1024);
+	assert_false(stats_kib_bytes(1ull << 54, &v));
+	/* The review's figure: kib << 10 made it 7168 bytes. */
+	v = 12345;
+	assert_false(stats_kib_bytes((1ull << 55) + 7, &v));
+	assert_int_equal(v, 12345);
+}
+
+static void
+test_figures_within(void **state)
+{
+	struct stats_sample a, b;
+	struct stats_figures f;
+	char why[256];
+
+	sample_with("ncpu", "ncpu 2", &a);
+	b = a;
+	b.cpu[0] += 100;
+	b.cpu[3] += 100;
+	assert_int_equal(stats_figures(&a, &b, &lane, &f, why, sizeof why), 0);
+	assert_string_equal(why, "");
+	assert_true(f.cpus_known && f.cpus == 2);
+	assert_true(f.cpu_known && f.cpu_percent > 99.99 &&
+	    f.cpu_percent < 100.01);
+	assert_true(f.memory_known);
+	assert_true(f.memory_total_bytes == 4000000ull * 1024);
+	assert_true(f.memory_used_bytes == 1000000ull * 1024);
+	assert_true(f.disk_known && f.disk_total_bytes == 30000000ull * 1024 &&
+	    f.disk_used_bytes == 1000000ull * 1024);
+	assert_true(f.procs_known && f.procs == 12);
+	assert_int_equal(f.uptime_ms, 1224560);
+	/* The first sample: CPU not known yet, the rest is. */
+	assert_int_equal(stats_figures(NULL, &b, &lane, &f, why, sizeof why), 0);
+	assert_false(f.cpu_known);
+	assert_true(f.cpus_known && f.memory_known);
+	/* Exactly at the limits: a real guest can be there. */
+	sample_with("mem", "mem 4194304 0", &a);
+	assert_int_equal(stats_figures(NULL, &a, &lane, &f, why, sizeof why), 0);
+	assert_true(f.memory_known && f.memory_total_bytes == 4ull << 30);
+}
+
+/* cur's figures against GOOD's lane: exactly the refused bits. */
+static void
+expect_figures(const struct stats_sample *prev, const struct stats_sample *cur,
+    const struct stats_limits *lim, unsigned refused, const char *why_has)
+{
+	struct stats_figures f;
+	char why[256];
+
+	assert_int_equal(stats_figures(prev, cur, lim, &f, why, sizeof why),
+	    refused);
+	if (strstr(why, why_has) == NULL)
+		fail_msg("why: \"%s\" lacks \"%s\"", why, why_has);
+	/* What is refused reads as unknown, and as nothing. */
+	if (refused & STATS_REFUSED_CPUS)
+		assert_true(!f.cpus_known && f.cpus == 0 && !f.cpu_known);
+	if (refused & (STATS_REFUSED_CPUS | STATS_REFUSED_CPU))
+		assert_true(!f.cpu_known && f.cpu_percent == 0);
+	if (refused & STATS_REFUSED_MEMORY)
+		assert_true(!f.memory_known && f.memory_total_bytes == 0 &&
+		    f.memory_used_bytes == 0);
+	if (refused & STATS_REFUSED_DISK)
+		assert_true(!f.disk_known && f.disk_total_bytes == 0 &&
+		    f.disk_used_bytes == 0);
+	if (refused & STATS_REFUSED_PROCS)
+		assert_true(!f.procs_known && f.procs == 0);
+	/* What is not refused is still there. */
+	assert_true(f.memory_known == !(refused & STATS_REFUSED_MEMORY));
+	assert_true(f.disk_known == !(refused & STATS_REFUSED_DISK));
+	assert_true(f.procs_known == !(refused & STATS_REFUSED_PROCS));
+	assert_true(f.cpus_known == !(refused & STATS_REFUSED_CPUS));
+}
+
+static void
+test_figures_impossible(void **state)
+{
+	struct stats_sample a, b;
+	const struct stats_limits host = { 2, UINT64_MAX, UINT64_MAX };
+	const struct stats_limits many = { 65536, 4ull << 30, 30ull << 30 };
+
+	/* 2^55+7 KiB: past the lane's memory, and past 64 bits in bytes. */
+	sample_with("mem", "mem 36028797018963975 0", &a);
+	expect_figures(NULL, &a, &lane, STATS_REFUSED_MEMORY,
+	    "36028797018963975 KiB of memory");
+	/* Even where no memory limit is known (the simulator's host). */
+	expect_figures(NULL, &a, &host, STATS_REFUSED_MEMORY, "KiB of memory");
+	/* One KiB more than the lane has. */
+	sample_with("mem", "mem 4194305 0", &a);
+	expect_figures(NULL, &a, &lane, STATS_REFUSED_MEMORY, "memory");
+	/* A disk past the lane's, and one past 64 bits in bytes. */
+	sample_with("disk", "disk 31457281 5", &a);
+	expect_figures(NULL, &a, &lane, STATS_REFUSED_DISK, "a disk of 31457281");
+	sample_with("disk", "disk 36028797018963975 7", &a);
+	expect_figures(NULL, &a, &host, STATS_REFUSED_DISK, "a disk of");
+	/* 65,536 CPUs on a lane of 2, and the 6,488,712 % they made. */
+	sample_with("ncpu", "ncpu 65536", &a);
+	b = a;
+	b.cpu[0] += 99;
+	b.cpu[3] += 1;
+	expect_figures(&a, &b, &lane, STATS_REFUSED_CPUS, "65536 CPUs, the "
+	    "lane has 2");
+	/* 3 on a lane of 2. */
+	sample_with("ncpu", "ncpu 3", &a);
+	expect_figures(NULL, &a, &lane, STATS_REFUSED_CPUS, "3 CPUs");
+	/* Percent past 100 per CPU cannot come from stats_cpu_percent... */
+	sample_with("ncpu", "ncpu 65536", &a);
+	b = a;
+	b.cpu[0] += 99;
+	b.cpu[3] += 1;
+	expect_figures(&a, &b, &many, 0, "");
+	/* ...and the processes Linux cannot have. */
+	sample_with("procs", "procs 4194305", &a);
+	expect_figures(NULL, &a, &lane, STATS_REFUSED_PROCS, "4194305 processes");
+	sample_with("procs", "procs 4194304", &a);
+	expect_figures(NULL, &a, &lane, 0, "");
+	/* Several at once: each refused, each said. */
+	sample_with("mem", "mem 36028797018963975 0", &a);
+	a.ncpu = 9;
+	a.procs = 1u << 23;
+	expect_figures(NULL, &a, &lane, STATS_REFUSED_CPUS |
+	    STATS_REFUSED_MEMORY | STATS_REFUSED_PROCS, "9 CPUs");
+}
+
+/* Figures a guest cannot even write: the whole sample is refused. */
+static void
+test_figures_unparsable(void **state)
+{
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\nmem -4 3\ndisk 3 1\n"
+	    "procs 1\nuptime 1\ninit 1 100\n", "negative memory");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu -2\nmem 4 3\ndisk 3 1\n"
+	    "procs 1\nuptime 1\ninit 1 100\n", "negative CPUs");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\nmem 4 3\ndisk 3 1\n"
+	    "procs -1\nuptime 1\ninit 1 100\n", "negative processes");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\n"
+	    "mem 184467440737095516160000 3\ndisk 3 1\n"
+	    "procs 1\nuptime 1\ninit 1 100\n", "memory past 2^64, in digits");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\nmem 4 3\n"
+	    "disk 000000000000000000000000003 1\n"
+	    "procs 1\nuptime 1\ninit 1 100\n", "zeros past 17 digits");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\nmem 72057594037927936 3\n"
+	    "disk 3 1\nprocs 1\nuptime 1\ninit 1 100\n", "2^56 KiB");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 65537\nmem 4 3\ndisk 3 1\n"
+	    "procs 1\nuptime 1\ninit 1 100\n", "65537 CPUs");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 4294967298\nmem 4 3\n"
+	    "disk 3 1\nprocs 1\nuptime 1\ninit 1 100\n", "2^32+2 CPUs");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\nmem 4 3\ndisk 3 1\n"
+	    "procs 4294967297\nuptime 1\ninit 1 100\n", "2^32+1 processes");
+	expect_refused("cpu 1 0 5 8 5 0 0 0\nncpu 2\nmem 4 3\ndisk 3 1\n"
+	    "procs 1\nuptime 1e9\ninit 1 100\n", "an exponent");
+}
+
 int
 main(void)
 {
@@ -186,6 +373,10 @@ main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_cpu),
 		cmocka_unit_test(test_uptime_edges),
+		cmocka_unit_test(test_checked_arithmetic),
+		cmocka_unit_test(test_figures_within),
+		cmocka_unit_test(test_figures_impossible),
+		cmocka_unit_test(test_figures_unparsable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -204,18 +204,49 @@ export interface SshStream {
 }
 
 /**
+ * What ssh may inherit of our environment: an allow list, as libagentlane's
+ * (client/lib/transport.c, ssh_environ), never the whole environment minus
+ * the secrets. Secret values live in the environment (a provider's secrets
+ * are commonly process.env values, and the process may hold others we never
+ * hear of), and whatever ssh holds a `SendEnv` rule in ssh_config forwards
+ * to the remote host. A value travels only in the protocol, so ssh gets
+ * only what it and the programs it runs need; exact names (the locale's by
+ * category), so that no pattern lets a secret called LC_TOKEN through.
+ * Anything else an ssh configuration needs (a ProxyCommand's AWS_PROFILE,
+ * ${VAR} in ssh_config) the user names in AGENT_LANE_SSH_ENV, separated by
+ * spaces or commas; never a secret's variable.
+ */
+export const SSH_ENV_ALLOWED: readonly string[] = [
+  "HOME", "USER", "LOGNAME", "PATH", "SHELL", "TMPDIR", "XDG_RUNTIME_DIR", "TERM",
+  "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_COLLATE", "LC_MESSAGES", "LC_NUMERIC",
+  "LC_TIME", "LC_MONETARY", "LC_ADDRESS", "LC_IDENTIFICATION", "LC_MEASUREMENT",
+  "LC_NAME", "LC_PAPER", "LC_TELEPHONE", "SSH_AUTH_SOCK", "SSH_AGENT_PID",
+  "SSH_ASKPASS", "SSH_ASKPASS_REQUIRE", "SSH_SK_PROVIDER", "DISPLAY", "XAUTHORITY",
+  "KRB5CCNAME", "KRB5_CONFIG",
+];
+
+/** The environment ssh is given: the allowed variables of env, and those AGENT_LANE_SSH_ENV names. */
+export function sshEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const extra = (env.AGENT_LANE_SSH_ENV ?? "").split(/[\s,]+/).filter((n) => n !== "");
+  const keep = new Set([...SSH_ENV_ALLOWED, ...extra]);
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) if (keep.has(k) && v !== undefined) out[k] = v;
+  return out;
+}
+
+/**
  * Runs `ssh -o BatchMode=yes -T [-p PORT] [-l USER] -- HOST REMOTE system
  * dial-stdio` with the user's own ssh, configuration, agent and known hosts:
  * an unknown host key fails, and nothing is accepted for the user. ssh gets
  * a process group of its own, so that a ^C at the terminal is ours to
- * handle.
+ * handle, and no secret's value in its environment (sshEnv).
  */
 export function openSsh(host: Extract<Host, { kind: "ssh" }>, remoteCommand: string): SshStream {
   const args = ["-o", "BatchMode=yes", "-T"];
   if (host.port) args.push("-p", String(host.port));
   if (host.user) args.push("-l", host.user);
   args.push("--", host.host, remoteCommand, "system", "dial-stdio");
-  const child: ChildProcess = spawn("ssh", args, { stdio: ["pipe", "pipe", "pipe"], detached: true });
+  const child: ChildProcess = spawn("ssh", args, { stdio: ["pipe", "pipe", "pipe"], detached: true, env: sshEnv() });
   let tail = "";
   let spawnError: Error | undefined;
   let exit: string | undefined;

@@ -7,7 +7,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { execFileSync } from "node:child_process";
 import { AgentLaneClient, lima } from "../dist/index.js";
-import { parseContext, parseHost } from "../dist/transport.js";
+import { parseContext, parseHost, sshEnv } from "../dist/transport.js";
 import { useDaemon, tempDirs, repoRoot } from "../test-support/harness.mjs";
 
 const daemon = useDaemon();
@@ -86,4 +86,18 @@ test("a context file is read as strictly as agent-lanectl reads it", () => {
   for (const bad of ["ssh://-oProxyCommand=x", "ssh://u@-h", "ssh://h/path", "ssh://h:0", "ssh://h;rm", "unix://rel", "ssh://[::1"]) {
     assert.throws(() => parseHost(bad), `${bad} is refused`);
   }
+});
+
+test("ssh inherits only what it needs: no secret's value, whatever its name", () => {
+  const value = "sk-ant-value";
+  const env = {
+    HOME: "/h", PATH: "/usr/bin", SSH_AUTH_SOCK: "/a.sock", LANG: "C.UTF-8", LC_CTYPE: "C",
+    ANTHROPIC_API_KEY: value, LC_TOKEN: value, GH_TOKEN: value, AWS_PROFILE: "dev", AL_SSH_CONFIG: "/c",
+  };
+  assert.deepEqual(sshEnv(env), { HOME: "/h", PATH: "/usr/bin", SSH_AUTH_SOCK: "/a.sock", LANG: "C.UTF-8", LC_CTYPE: "C" });
+  // What the user names for its ssh configuration goes too (a ProxyCommand's AWS_PROFILE).
+  assert.deepEqual(sshEnv({ ...env, AGENT_LANE_SSH_ENV: " AWS_PROFILE,AL_SSH_CONFIG " }), {
+    HOME: "/h", PATH: "/usr/bin", SSH_AUTH_SOCK: "/a.sock", LANG: "C.UTF-8", LC_CTYPE: "C", AWS_PROFILE: "dev", AL_SSH_CONFIG: "/c",
+  });
+  assert.ok(!Object.values(sshEnv()).includes(undefined));
 });

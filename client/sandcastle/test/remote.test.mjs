@@ -32,6 +32,9 @@ before(() => {
   }
   // The fixture's ssh (the real one, with the fixture's client config).
   process.env.PATH = `${env.AL_SSH_BIN}:${process.env.PATH}`;
+  // Its wrapper picks its configuration by AL_SSH_CONFIG, which ssh gets
+  // only when named here (sshEnv: ssh inherits only what it needs).
+  process.env.AGENT_LANE_SSH_ENV = "AL_SSH_CONFIG";
   delete process.env.SSH_AUTH_SOCK;
   delete process.env.AGENT_LANE_HOST;
   delete process.env.AGENT_LANE_SOCKET;
