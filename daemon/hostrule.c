@@ -115,7 +115,9 @@ hostrule_public_suffix(const char *suffix)
 		return -1;
 	/*
 	 * A wildcard rule ("*.kawasaki.jp") makes each name directly below
-	 * its base a public suffix; "x" stands for any such name.
+	 * its base a public suffix; "x" stands for any such name. libpsl
+	 * 0.21 already calls the base itself public; a version that follows
+	 * the list's algorithm to the letter would not, and the probe holds.
 	 */
 	snprintf(probe, sizeof probe, "x.%s", suffix);
 	rc = psl_is_public_suffix2(psl, suffix, PSL_TYPE_ANY) ||

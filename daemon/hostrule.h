@@ -21,6 +21,10 @@
  * site under *.github.io is a choice a user can make, and gives nothing
  * away that the allow list did not already open.
  *
+ * Not caught: a wildcard over a name that is not itself a public suffix
+ * but has some deeper below it ("*.amazonaws.com" covers the suffix
+ * "s3.amazonaws.com"): libpsl cannot list the rules below a name.
+ *
  * The bottom of the daemon: needs libc, libpsl and util.h only.
  */
 #ifndef LANED_HOSTRULE_H
