@@ -24,8 +24,10 @@ PROTOC_C   ?= protoc-c
 UNAME_S    := $(shell uname -s)
 
 # OpenSSL 3: the lane proxy's TLS (libevent's bufferevent_openssl), the lane
-# CA, digests. The client links none of it (CLIENT_LIBS).
-PKGS := libevent libevent_openssl libprotobuf-c sqlite3 libarchive openssl
+# CA, digests. libpsl: the Public Suffix List, which a secret's wildcard
+# host must not cover (daemon/hostrule.c). The client links none of it
+# (CLIENT_LIBS).
+PKGS := libevent libevent_openssl libprotobuf-c sqlite3 libarchive openssl libpsl
 
 # `make V=1` shows the full commands.
 ifeq ($(V),1)

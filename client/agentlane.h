@@ -204,8 +204,10 @@ struct al_secret {
 	 */
 	const char *value;
 	/*
-	 * Host names or "*.example.org" patterns its value may be sent to;
-	 * nhosts 0: those agent-laned.conf's `secret` line gives the name.
+	 * Host names or "*.example.org" patterns its value may be sent to
+	 * (never an address, a loopback name or a wildcard over a public
+	 * suffix: the daemon answers AL_INVALID_ARGUMENT); nhosts 0: those
+	 * agent-laned.conf's `secret` line gives the name.
 	 */
 	const char *const *hosts;
 	size_t nhosts;

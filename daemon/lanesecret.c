@@ -1,11 +1,10 @@
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "compat.h"
+#include "hostrule.h"
 #include "lanesecret.h"
-#include "proxyreq.h"
 #include "secret.h"
 #include "util.h"
 
@@ -13,37 +12,16 @@ static const char hexdigits[] = "0123456789abcdef";
 
 /* ---- Hosts ---- */
 
-/* An address has no name for SNI or a certificate to be checked against. */
-static bool
-is_address(const char *host)
-{
-	unsigned char a[16];
-
-	return inet_pton(AF_INET, host, a) == 1 ||
-	    inet_pton(AF_INET6, host, a) == 1;
-}
-
 /* Appends one host pattern to s (normalised; a duplicate adds nothing). */
 static int
 hosts_add(struct lanesecret *s, const char *pattern, char *err, size_t errlen)
 {
-	char pat[PROXYREQ_HOST_MAX + 3];
-	size_t pl = strlen(pattern), len = strlen(s->hosts);
+	char pat[HOSTRULE_PATTERN_MAX + 1], why[HOSTRULE_WHY_MAX];
+	size_t pl, len = strlen(s->hosts);
 	const char *p;
 
-	if (pl == 0 || pl >= sizeof pat) {
-		snprintf(err, errlen, "secret %s: a host is 1-%d characters",
-		    s->name, PROXYREQ_HOST_MAX + 2);
-		return -1;
-	}
-	memcpy(pat, pattern, pl + 1);
-	if (!proxyreq_pattern_valid(pat) || is_address(pat) ||
-	    (strncmp(pat, "*.", 2) == 0 && is_address(pat + 2))) {
-		snprintf(err, errlen, "secret %s: \"%.80s\" is not a host name "
-		    "or a \"*.example.org\" pattern (addresses are not taken: "
-		    "the proxy checks the name in the host's certificate)",
-		    s->name, pattern);
-		str_sanitize(err);
+	if (!hostrule_check(pattern, HOSTRULE_SECRET, pat, why, sizeof why)) {
+		snprintf(err, errlen, "secret %s: %s", s->name, why);
 		return -1;
 	}
 	pl = strlen(pat);

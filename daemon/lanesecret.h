@@ -50,7 +50,7 @@ struct secret_set;
 /* A checked secret of a create, before it is sealed. */
 struct lanesecret {
 	char name[TEXT_SECRET_NAME_MAX + 1];
-	/* Normalised patterns (proxyreq_pattern_valid), '\n' between. */
+	/* Normalised patterns (hostrule_check), '\n' between. */
 	char hosts[LANESECRET_HOSTS_TEXT_MAX + 1];
 	size_t nhosts;
 	uint8_t *value;			/* wiped by lanesecret_set_free */

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostrule.h"
 #include "netpolicy.h"
-#include "proxyreq.h"
 #include "util.h"
 
 static const char *const mode_names[] = {
@@ -398,20 +398,12 @@ bool
 netpolicy_allow_add(char *text, size_t cap, const char *pattern, char *why,
     size_t whylen)
 {
-	char pat[PROXYREQ_HOST_MAX + 3];
-	size_t len = strlen(text), pl = strlen(pattern);
+	char pat[HOSTRULE_PATTERN_MAX + 1], rule[HOSTRULE_WHY_MAX];
+	size_t len = strlen(text), pl;
 	const char *p;
 
-	if (pl == 0 || pl >= sizeof pat) {
-		snprintf(why, whylen, "allow: a pattern is 1-%d characters",
-		    PROXYREQ_HOST_MAX + 2);
-		return false;
-	}
-	memcpy(pat, pattern, pl + 1);
-	if (!proxyreq_pattern_valid(pat)) {
-		snprintf(why, whylen, "allow: \"%.80s\" is not a host name or "
-		    "a \"*.example.org\" pattern", pattern);
-		str_sanitize(why);
+	if (!hostrule_check(pattern, HOSTRULE_ALLOW, pat, rule, sizeof rule)) {
+		snprintf(why, whylen, "allow: %s", rule);
 		return false;
 	}
 	pl = strlen(pat);

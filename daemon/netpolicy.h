@@ -33,7 +33,7 @@ enum netpolicy_mode {
 #define NETPOLICY_STAMP "/run/agent-lane/netpolicy"
 
 /*
- * Allow lists travel and are stored as normalised patterns (proxyreq.h:
+ * Allow lists travel and are stored as normalised patterns (hostrule.h:
  * a host name or "*." and a name of two labels or more), one per line.
  */
 #define NETPOLICY_ALLOW_MAX 32		/* patterns per lane */
@@ -104,8 +104,9 @@ size_t netpolicy_proxy_env(enum netpolicy_mode, uint16_t proxy_port,
 
 /*
  * Appends one pattern to the '\n'-separated list text (cap bytes with
- * its NUL), normalised; a duplicate is dropped. False with why set for an
- * invalid pattern, more than NETPOLICY_ALLOW_MAX, or a list over cap.
+ * its NUL), normalised; a duplicate is dropped. False with why set for a
+ * pattern that can never work (hostrule_check: not a name, an address, a
+ * loopback name), more than NETPOLICY_ALLOW_MAX, or a list over cap.
  */
 bool netpolicy_allow_add(char *text, size_t cap, const char *pattern,
     char *why, size_t whylen);

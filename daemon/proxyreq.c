@@ -79,14 +79,28 @@ proxyreq_pattern_valid(char *pattern)
 	return strchr(suffix, '.') != NULL;
 }
 
+/*
+ * Both sides are normalised already; case and one trailing dot are still
+ * ignored here, so that a caller that forgot cannot widen or miss a match.
+ * A suffix matches only at a label boundary: "*.anthropic.com" compares
+ * ".anthropic.com", which "evilanthropic.com" does not end in.
+ */
 bool
 proxyreq_host_match(const char *pattern, const char *host)
 {
+	size_t pl = strlen(pattern), hl = strlen(host);
+
+	if (pl > 0 && pattern[pl - 1] == '.')
+		pl--;
+	if (hl > 0 && host[hl - 1] == '.')
+		hl--;
+	if (pl == 0 || hl == 0)
+		return false;
 	if (strncmp(pattern, "*.", 2) != 0)
-		return strcmp(pattern, host) == 0;
+		return pl == hl && strncasecmp(pattern, host, hl) == 0;
 	const char *suffix = pattern + 1;	/* ".npmjs.org" */
-	size_t sl = strlen(suffix), hl = strlen(host);
-	return hl > sl && strcmp(host + hl - sl, suffix) == 0;
+	size_t sl = pl - 1;
+	return hl > sl && strncasecmp(host + hl - sl, suffix, sl) == 0;
 }
 
 /* Port digits: 1..65535, at most five digits, no sign or spaces. */

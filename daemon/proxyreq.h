@@ -128,7 +128,8 @@ bool proxyreq_pattern_valid(char *pattern);
 
 /*
  * Exact match, or for "*.suffix" any name below suffix at any depth (not
- * suffix itself: list both to allow both). Both sides normalised.
+ * suffix itself: list both to allow both), at a label boundary only.
+ * ASCII case and one trailing dot on either side do not matter.
  */
 bool proxyreq_host_match(const char *pattern, const char *host);
 

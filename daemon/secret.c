@@ -9,6 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "hostrule.h"
 #include "proxyreq.h"
 #include "secret.h"
 #include "util.h"
@@ -124,18 +125,17 @@ secret_set_add(struct secret_set *set, const char *name,
 	s = &set->v[set->n];
 	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < nhosts; i++) {
-		char *p = xstrdup(hosts[i]);
-		if (strlen(p) > PROXYREQ_HOST_MAX + 2 ||
-		    !proxyreq_pattern_valid(p)) {
-			snprintf(err, errlen, "secret %s: bad host pattern",
-			    name);
-			free(p);
+		char pat[HOSTRULE_PATTERN_MAX + 1], why[HOSTRULE_WHY_MAX];
+
+		if (!hostrule_check(hosts[i], HOSTRULE_SECRET, pat, why,
+		    sizeof why)) {
+			snprintf(err, errlen, "secret %s: %s", name, why);
 			for (size_t j = 0; j < s->nhosts; j++)
 				free(s->hosts[j]);
 			memset(s, 0, sizeof(*s));
 			return -1;
 		}
-		s->hosts[s->nhosts++] = p;
+		s->hosts[s->nhosts++] = xstrdup(pat);
 	}
 	str_copy(s->name, name, sizeof(s->name));
 	memcpy(s->placeholder, placeholder, phlen + 1);

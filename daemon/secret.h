@@ -41,7 +41,7 @@ struct secret {
 	size_t placeholder_len;
 	uint8_t *value;			/* malloc'd; wiped by secret_set_free */
 	size_t value_len;
-	/* Normalised patterns (proxyreq_pattern_valid): "h.example", "*.x.y". */
+	/* Normalised patterns (hostrule_check): "h.example", "*.x.y". */
 	char *hosts[SECRET_HOSTS_MAX];
 	size_t nhosts;
 	/*
@@ -74,8 +74,10 @@ struct secret_set *secret_set_new(size_t cap);
  *   - value is empty, over SECRET_VALUE_MAX, or holds a byte a header
  *     value cannot carry (NUL, CR, LF or another control but TAB): it is
  *     put into request headers as it is;
- *   - hosts is empty, longer than SECRET_HOSTS_MAX, or a pattern is not
- *     valid (the --allow syntax: a name, or "*." and two labels or more).
+ *   - hosts is empty, longer than SECRET_HOSTS_MAX, or a pattern can
+ *     never work for a secret (hostrule_check: not a name or "*." and
+ *     two labels or more, an address, a loopback name, a wildcard over a
+ *     public suffix).
  * Returns 0 or -1.
  */
 int secret_set_add(struct secret_set *, const char *name,

@@ -8,8 +8,10 @@ if command -v apt-get >/dev/null 2>&1; then
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
 	export DEBIAN_FRONTEND=noninteractive
 	$SUDO apt-get update -q
-	# Build: compiler, pkg-config, the five libraries (OpenSSL 3 for the
-	# lane proxy's TLS and its CA, and for digests), protoc-c; openssl(1)
+	# Build: compiler, pkg-config, the six libraries (OpenSSL 3 for the
+	# lane proxy's TLS and its CA, and for digests; libpsl and the
+	# system's Public Suffix List, publicsuffix, which a secret's wildcard
+	# host must not cover), protoc-c; openssl(1)
 	# makes the test upstream's own CA in tests/regress/proxytls.py.
 	# Tests: cmocka; clang with its sanitizer and libFuzzer runtimes; the
 	# limactl simulator's bubblewrap, util-linux (nsenter, setpriv) and
@@ -21,6 +23,7 @@ if command -v apt-get >/dev/null 2>&1; then
 	    build-essential pkg-config ca-certificates \
 	    libevent-dev libprotobuf-c-dev protobuf-c-compiler \
 	    libsqlite3-dev sqlite3 libarchive-dev libssl-dev openssl \
+	    libpsl-dev publicsuffix \
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
 	    passwd mandoc ruby zsh fish nftables iproute2
@@ -39,11 +42,12 @@ if command -v apt-get >/dev/null 2>&1; then
 	fi
 elif command -v brew >/dev/null 2>&1; then
 	# libarchive, sqlite and openssl@3 are keg-only; the Makefile finds them.
-	brew install libevent protobuf-c sqlite libarchive openssl@3 pkg-config cmocka \
+	brew install libevent protobuf-c sqlite libarchive openssl@3 libpsl pkg-config cmocka \
 	    llvm node lima
 else
 	echo "install-deps: no apt-get or brew; install libevent, protobuf-c" \
-	    "(with protoc-c), sqlite3, libarchive, OpenSSL 3, cmocka and pkg-config" >&2
+	    "(with protoc-c), sqlite3, libarchive, OpenSSL 3, libpsl, cmocka and" \
+	    "pkg-config" >&2
 	exit 1
 fi
 

@@ -12,6 +12,7 @@ class AgentLane < Formula
   depends_on "pkg-config" => :build
   depends_on "libarchive"
   depends_on "libevent"
+  depends_on "libpsl"
   depends_on "lima"
   depends_on "protobuf-c"
   depends_on "sqlite"

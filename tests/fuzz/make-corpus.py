@@ -347,6 +347,21 @@ def hosturl_corpus():
     write(t, "cmd", "~/bin/agent-lanectl")
 
 
+def hostrule_corpus():
+    # The first byte's low bit picks the use: 0 allow, 1 secret.
+    t = "fuzz_hostrule"
+    for name, use, pat in (
+            ("name", 1, "api.anthropic.com"), ("wild", 1, "*.anthropic.com"),
+            ("case", 0, "API.Example.ORG."), ("psl", 1, "*.github.io"),
+            ("psl-allow", 0, "*.github.io"), ("kawasaki", 1, "*.kawasaki.jp"),
+            ("short", 0, "127.1"), ("number", 1, "2130706433"),
+            ("hex", 0, "0x7f.1"), ("octal", 1, "0177.0.0.1"),
+            ("v6", 0, "[::ffff:127.0.0.1]"), ("wild-addr", 1, "*.1.2.3"),
+            ("localhost", 0, "*.app.localhost"), ("tld", 1, "*.com"),
+            ("port", 0, "example.com:443")):
+        write(t, name, bytes([use]) + pat.encode())
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -361,6 +376,7 @@ def main():
     stats_corpus()
     context_corpus()
     hosturl_corpus()
+    hostrule_corpus()
 
 
 if __name__ == "__main__":

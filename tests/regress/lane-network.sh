@@ -69,6 +69,28 @@ check_eq "--allow without --network allow is a usage error" 2 "$RC"
 OUT=$(ctl create --network allow --allow '*.org' 2>&1); RC=$?
 check_eq "a one-label wildcard is refused (the daemon's INVALID_ARGUMENT: 2)" 2 "$RC"
 check_match "as INVALID_ARGUMENT, saying why" 'INVALID_ARGUMENT.*\*\.org.*is not a host name' "$OUT"
+# Names that can never work, with the words --secret uses (hostrule.c).
+OUT=$(ctl create --network allow --allow 2130706433 2>&1); RC=$?
+check_eq "an address in one number is refused (exit 2)" 2 "$RC"
+check_match "saying it is an address and why" \
+    'INVALID_ARGUMENT: allow: "2130706433" is an address, not a host name: the proxy checks the name in the host.s certificate and refuses non-public addresses' "$OUT"
+for a in 127.1 0x7f.1 '*.1.2.3' '[::1]' '::ffff:127.0.0.1'; do
+	OUT=$(ctl create --network allow --allow "$a" 2>&1); RC=$?
+	check_eq "--allow $a: exit 2" 2 "$RC"
+	check_match "--allow $a: an address" 'INVALID_ARGUMENT: allow: ".*" is an address, not a host name' "$OUT"
+done
+OUT=$(ctl create --network allow --allow localhost 2>&1); RC=$?
+check_eq "localhost is refused (exit 2)" 2 "$RC"
+check_match "as a loopback name" \
+    'INVALID_ARGUMENT: allow: "localhost" is a loopback name, not a host name: the proxy refuses non-public addresses' "$OUT"
+OUT=$(ctl create --network allow --allow '*.app.localhost' 2>&1); RC=$?
+check_eq "a wildcard under .localhost is refused (exit 2)" 2 "$RC"
+G=$(ctl create --network allow --allow '*.github.io'); RC=$?
+check_eq "an allow list may open a public suffix (*.github.io)" 0 "$RC"
+[ "$RC" = 0 ] && ctl rm "$G" >/dev/null
+OUT=$("$LANED" --check-config --allow 'ok.example.org,0177.0.0.1' 2>&1); RC=$?
+check_eq "agent-laned.conf's allow key refuses an address too (exit 2)" 2 "$RC"
+check_match "with the same words" 'allow: "0177.0.0.1" is an address, not a host name' "$OUT"
 OUT=$(ctl create --network allow --allow 'a..b' 2>&1)
 check_match "a malformed name is refused" "INVALID_ARGUMENT" "$OUT"
 OUT=$(ctl create --network allow --allow "$(printf 'a%.0s' $(seq 1 300)).org" 2>&1)

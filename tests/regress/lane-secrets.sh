@@ -43,7 +43,7 @@ GH=$(val gh)
 # without them, so whatever it holds came over its socket.
 L=$(ANTHROPIC_API_KEY=$KEY GH_TOKEN=$GH ctl create --name sec \
     --secret ANTHROPIC_API_KEY@api.anthropic.com \
-    --secret 'GH_TOKEN@github.com,*.githubusercontent.com'); RC=$?
+    --secret 'GH_TOKEN@github.com,*.github.com'); RC=$?
 check_eq "create --secret makes the lane" 0 "$RC"
 check_eq "it is ready" ready "$(lane_state "$L")"
 
@@ -92,17 +92,17 @@ ctl rm "$AL" >/dev/null
 
 # ---- What the daemon reports: names and hosts ----
 check_eq "show --json lists names and hosts" \
-    "[{'name': 'ANTHROPIC_API_KEY', 'hosts': ['api.anthropic.com']}, {'name': 'GH_TOKEN', 'hosts': ['github.com', '*.githubusercontent.com']}]" \
+    "[{'name': 'ANTHROPIC_API_KEY', 'hosts': ['api.anthropic.com']}, {'name': 'GH_TOKEN', 'hosts': ['github.com', '*.github.com']}]" \
     "$(json "$L" 'l["secrets"]')"
 SHOW=$(ctl show "$L")
 check_match "show prints the proxy" "^proxy: +127.0.0.1:$P \\(guest: 192.168.5.2:$P\\)\$" "$SHOW"
 check_match "show prints each secret" "^secret: +ANTHROPIC_API_KEY for api.anthropic.com\$" "$SHOW"
-check_match "with its hosts" "^secret: +GH_TOKEN for github.com \*.githubusercontent.com\$" "$SHOW"
+check_match "with its hosts" "^secret: +GH_TOKEN for github.com \*.github.com\$" "$SHOW"
 LS=$(ctl ls --json)
 check_match "ls --json has them" '"secrets":\[\{"name":"ANTHROPIC_API_KEY","hosts":\["api.anthropic.com"\]\}' "$LS"
 EV=$(ctl events "$L")
 check_match "the events name each secret and its hosts" "secret +ANTHROPIC_API_KEY for api.anthropic.com" "$EV"
-check_match "both" "secret +GH_TOKEN for github.com,\*.githubusercontent.com" "$EV"
+check_match "both" "secret +GH_TOKEN for github.com,\*.github.com" "$EV"
 for out in "$SHOW" "$LS" "$EV" "$(ctl ls --json --all)" "$(ctl events --json "$L")"; do
 	check_nomatch "no report holds a value or a placeholder" "$KEY|$GH|$A|$G" "$out"
 done
@@ -122,7 +122,7 @@ check_eq "no file of the state directory holds a value (registry, WAL, logs, YAM
 check_eq "nor the daemon's log" "" "$(grep -aF -e "$KEY" -e "$GH" "$LOG")"
 check_eq "nor any host command line" "" "$(cmdlines_with "$KEY"; cmdlines_with "$GH")"
 check_eq "the registry has the names and hosts" \
-    "$(printf 'ANTHROPIC_API_KEY api.anthropic.com\nGH_TOKEN github.com *.githubusercontent.com')" \
+    "$(printf 'ANTHROPIC_API_KEY api.anthropic.com\nGH_TOKEN github.com *.github.com')" \
     "$(sqlite3 "$STATE/registry.db" "SELECT secrets FROM lanes WHERE name = '$L'" 2>/dev/null)"
 if [ -r /proc/self/mem ]; then
 	check "while the lane lives, the daemon holds the value" \
@@ -168,7 +168,31 @@ OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret 'ANTHROPIC_API_KEY@*.com' 2>&1)
 check_eq "a one-label wildcard is refused by the daemon (INVALID_ARGUMENT: exit 2)" 2 "$RC"
 check_match "as INVALID_ARGUMENT" 'INVALID_ARGUMENT: secret ANTHROPIC_API_KEY: "\*\.com" is not a host name' "$OUT"
 OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret 'ANTHROPIC_API_KEY@203.0.113.7' 2>&1)
-check_match "an address is refused (the proxy checks the name in the certificate)" "INVALID_ARGUMENT.*addresses are not taken" "$OUT"
+check_match "an address is refused (the proxy checks the name in the certificate)" "INVALID_ARGUMENT.*is an address, not a host name" "$OUT"
+# Any spelling of an address, and loopback names, with the words --allow
+# uses (hostrule.c); exit 2, INVALID_ARGUMENT.
+OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret 'ANTHROPIC_API_KEY@127.1' 2>&1); RC=$?
+check_eq "127.1 is refused (exit 2)" 2 "$RC"
+check_match "as an address, saying why" \
+    'INVALID_ARGUMENT: secret ANTHROPIC_API_KEY: "127.1" is an address, not a host name: the proxy checks the name in the host.s certificate and refuses non-public addresses' "$OUT"
+for a in 2130706433 0x7f.1 '*.1.2.3' '[::ffff:127.0.0.1]'; do
+	OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret "ANTHROPIC_API_KEY@$a" 2>&1); RC=$?
+	check_eq "--secret NAME@$a: exit 2" 2 "$RC"
+	check_match "--secret NAME@$a: an address" 'INVALID_ARGUMENT: secret ANTHROPIC_API_KEY: ".*" is an address' "$OUT"
+done
+OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret 'ANTHROPIC_API_KEY@api.localhost' 2>&1); RC=$?
+check_eq "a name under .localhost is refused (exit 2)" 2 "$RC"
+check_match "as a loopback name" '"api.localhost" is a loopback name, not a host name' "$OUT"
+# A wildcard over a public suffix (libpsl, private section included).
+for a in '*.github.io' '*.co.uk' '*.herokuapp.com'; do
+	OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret "ANTHROPIC_API_KEY@$a" 2>&1); RC=$?
+	check_eq "--secret NAME@$a: exit 2" 2 "$RC"
+	check_match "--secret NAME@$a: a public suffix" \
+	    "INVALID_ARGUMENT: secret ANTHROPIC_API_KEY: \"\\$a\" is a wildcard over the public suffix \"${a#\*.}\"" "$OUT"
+done
+OUT=$("$LANED" --check-config --secret 'X@api.example.org,*.github.io' 2>&1); RC=$?
+check_eq "agent-laned.conf's secret key refuses it too (exit 2)" 2 "$RC"
+check_match "with the same words" 'secret X: "\*.github.io" is a wildcard over the public suffix' "$OUT"
 OUT=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY 2>&1)
 check_match "no host and no configured one is refused" "INVALID_ARGUMENT: secret ANTHROPIC_API_KEY names no host" "$OUT"
 ARGS=()

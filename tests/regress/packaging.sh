@@ -77,7 +77,7 @@ if "/opt/homebrew/bin" not in fp or not set(["/usr/bin", "/bin"]) <= set(fp):
     errs.append("PATH %s lacks Homebrew's bin or the system's" % fp)
 if svc.get("StandardOutPath") != svc.get("StandardErrorPath"):
     errs.append("stdout and stderr logs differ")
-need = {"libevent", "protobuf-c", "sqlite", "libarchive", "pkg-config", "lima"}
+need = {"libevent", "protobuf-c", "sqlite", "libarchive", "libpsl", "pkg-config", "lima"}
 if not need <= set(f["deps"]):
     errs.append("missing dependencies: %s" % sorted(need - set(f["deps"])))
 print("\n".join(errs) or "agree")

@@ -108,7 +108,7 @@ static void
 test_plan(void **state)
 {
 	const char *h1[] = { "API.Anthropic.com." }, *h2[] = { "github.com",
-	    "*.githubusercontent.com", "github.com" };
+	    "*.github.com", "github.com" };
 	Agentlane__V1__Secret *v[2] = {
 		req_secret("ANTHROPIC_API_KEY", "sk-value-1", h1, 1),
 		req_secret("GH_TOKEN", "sk-value-2", h2, 3),
@@ -122,7 +122,7 @@ test_plan(void **state)
 	assert_string_equal(set->s[0].name, "ANTHROPIC_API_KEY");
 	/* Normalised like allow patterns; a repeat dropped. */
 	assert_string_equal(set->s[0].hosts, "api.anthropic.com");
-	assert_string_equal(set->s[1].hosts, "github.com\n*.githubusercontent.com");
+	assert_string_equal(set->s[1].hosts, "github.com\n*.github.com");
 	assert_int_equal(set->s[1].nhosts, 2);
 	assert_int_equal(set->s[0].value_len, 10);
 	assert_memory_equal(set->s[0].value, "sk-value-1", 10);
@@ -130,7 +130,7 @@ test_plan(void **state)
 	assert_ptr_not_equal(set->s[0].value, v[0]->value.data);
 	assert_true(lanesecret_text(set, text, sizeof text) > 0);
 	assert_string_equal(text, "ANTHROPIC_API_KEY api.anthropic.com\n"
-	    "GH_TOKEN github.com *.githubusercontent.com");
+	    "GH_TOKEN github.com *.github.com");
 	assert_int_equal(lanesecret_text(set, text, 20), -1);
 	lanesecret_set_free(set);
 
@@ -168,11 +168,11 @@ test_plan_refusals(void **state)
 	assert_int_equal(plan("", v, 1, &set, "is not a host name"), INVALID);
 	free(v[0]);
 	v[0] = req_secret("K", "sk-value", addr, 1);
-	assert_int_equal(plan("", v, 1, &set, "addresses are not taken"),
+	assert_int_equal(plan("", v, 1, &set, "is an address, not a host name"),
 	    INVALID);
 	free(v[0]);
 	v[0] = req_secret("K", "sk-value", addr6, 1);
-	assert_int_equal(plan("", v, 1, &set, "addresses are not taken"),
+	assert_int_equal(plan("", v, 1, &set, "is an address, not a host name"),
 	    INVALID);
 	free(v[0]);
 	v[0] = req_secret("K", "sk-value", empty, 1);
@@ -250,14 +250,14 @@ test_config_key(void **state)
 	assert_int_equal(config_set(&c, "secret",
 	    "ANTHROPIC_API_KEY@api.anthropic.com", err, sizeof err), 0);
 	assert_int_equal(config_set(&c, "secret", "GH_TOKEN@github.com,"
-	    "*.githubusercontent.com", err, sizeof err), 0);
+	    "*.github.com", err, sizeof err), 0);
 	assert_int_equal(config_set(&c, "secret", "bad name@x.example.org",
 	    err, sizeof err), -1);
 	assert_non_null((f = open_memstream(&out, &len)));
 	config_print(&c, f);
 	fclose(f);
 	assert_non_null(strstr(out, "secret = ANTHROPIC_API_KEY@api.anthropic.com\n"
-	    "secret = GH_TOKEN@github.com,*.githubusercontent.com\n"));
+	    "secret = GH_TOKEN@github.com,*.github.com\n"));
 	free(out);
 	config_free(&c);
 }

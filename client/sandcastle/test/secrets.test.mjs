@@ -43,7 +43,7 @@ test("lima({ secrets }): env entries named there become secrets; commands see pl
   try {
     const handle = await createLaneHandle(
       {
-        secrets: { ANTHROPIC_API_KEY: ["api.anthropic.com"], AL_TEST_GH_TOKEN: ["github.com", "*.githubusercontent.com"] },
+        secrets: { ANTHROPIC_API_KEY: ["api.anthropic.com"], AL_TEST_GH_TOKEN: ["github.com", "*.github.com"] },
         env: { ANTHROPIC_API_KEY: key, OTHER: "plain" },
         name: "sec-node",
         socketPath: daemon.socketPath,
@@ -53,7 +53,7 @@ test("lima({ secrets }): env entries named there become secrets; commands see pl
     daemon.cleanup(() => (handle.closed ? undefined : handle.close()));
     assert.deepEqual(handle.lane.secrets, [
       { name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"] },
-      { name: "AL_TEST_GH_TOKEN", hosts: ["github.com", "*.githubusercontent.com"] },
+      { name: "AL_TEST_GH_TOKEN", hosts: ["github.com", "*.github.com"] },
     ]);
     const env = (await handle.exec("env")).stdout;
     const seen = Object.fromEntries(env.split("\n").filter(Boolean).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
@@ -107,6 +107,15 @@ test("lima({ secrets }): a name without a value, and bad options, are refused be
   await assert.rejects(
     createLaneHandle({ secrets: { K: ["*.com"] }, env: { K: value("k") }, socketPath: daemon.socketPath }),
     (e) => e.code === "INVALID_ARGUMENT" && /is not a host name/.test(e.message),
+  );
+  // Hosts that can never work: an address, a public-suffix wildcard.
+  await assert.rejects(
+    createLaneHandle({ secrets: { K: ["127.1"] }, env: { K: value("k") }, socketPath: daemon.socketPath }),
+    (e) => e.code === "INVALID_ARGUMENT" && /"127\.1" is an address, not a host name/.test(e.message),
+  );
+  await assert.rejects(
+    createLaneHandle({ secrets: { K: ["*.github.io"] }, env: { K: value("k") }, socketPath: daemon.socketPath }),
+    (e) => e.code === "INVALID_ARGUMENT" && /"\*\.github\.io" is a wildcard over the public suffix "github\.io"/.test(e.message),
   );
   assert.deepEqual(await daemon.client.listLanes(false), []);
 });
