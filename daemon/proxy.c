@@ -36,6 +36,7 @@
 #include "secret.h"
 #include "tls.h"
 #include "util.h"
+#include "wire.h"
 
 #define MAX_ADDRS	8
 /* Out of descriptors: how long the listener rests before it tries again. */
@@ -193,6 +194,31 @@ pconn_refuse(struct pconn *c, int status, const char *reason)
 	/* A client that never reads its answer is closed at idle_ms. */
 	if (pconn_timer(c, c->px->lim.idle_ms))
 		(void)pconn_enable(c, c->cli, EV_WRITE);
+}
+
+void
+pconn_refuse_head(struct pconn *c, int status, const struct proxyfwd_head *h)
+{
+	struct proxy *px = c->px;
+	const char *name;
+
+	if (status != 403 || h->refused < 0) {
+		px_record(px, "proxy-deny", "%s: bad request: %s", c->what,
+		    h->why != NULL ? h->why : "refused");
+		pconn_refuse(c, status, h->why != NULL ? h->why : "refused");
+		return;
+	}
+	name = px->secrets->v[h->refused].name;
+	if (h->header[0] == '\0') {
+		px_record(px, "secret-refused", "secret %s sent to %s: refused",
+		    name, c->req.host);
+		pconn_refuse(c, 403, "a secret's placeholder for another host");
+		return;
+	}
+	px_record(px, "secret-refused", "secret %s in header %s to %s: "
+	    "refused (not a credential header)", name, h->header, c->req.host);
+	pconn_refuse(c, 403, "a secret's placeholder outside its credential "
+	    "headers");
 }
 
 /* False: c is freed. */
@@ -568,6 +594,7 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	struct proxy *px = c->px;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	size_t avail = evbuffer_get_length(in), take, hl;
+	struct proxyfwd_head fh;
 	const char *why;
 	char *buf;
 	int status;
@@ -590,9 +617,7 @@ head_read_cb(struct bufferevent *bev, void *arg)
 		}
 		return;
 	}
-	c->fwd = xmalloc(hl + PROXYREQ_HOST_MAX + 64);
-	status = proxyreq_parse(buf, hl, &c->req, c->fwd,
-	    hl + PROXYREQ_HOST_MAX + 64, &c->fwdlen, &why);
+	status = proxyreq_parse(buf, hl, &c->req, &why);
 	if (status != 0) {
 		evbuffer_drain(in, hl);
 		px_record(px, "proxy-deny", "bad request: %s", why);
@@ -604,8 +629,14 @@ head_read_cb(struct bufferevent *bev, void *arg)
 	    strchr(c->req.host, ':') ? "[" : "", c->req.host,
 	    strchr(c->req.host, ':') ? "]" : "", (unsigned)c->req.port);
 	/* A placeholder in this head, to a host not of its secret: 403. */
-	if (!phttp_check_proxy_head(c, buf))
+	status = proxyfwd_head(px->secrets, buf, &c->req, c->req.host,
+	    c->req.connect ? PROXYFWD_CONNECT : PROXYFWD_PLAIN, &fh);
+	if (status != 0) {
+		pconn_refuse_head(c, status, &fh);
 		return;
+	}
+	c->fwd = fh.out;
+	c->fwdlen = fh.len;
 	evbuffer_drain(in, hl);
 	c->intercept = c->req.connect &&
 	    secret_set_any_host(px->secrets, c->req.host);
@@ -647,6 +678,8 @@ pconn_free(struct pconn *c)
 		event_free(c->idle);
 	if (c->deadline != NULL)
 		event_free(c->deadline);
+	if (c->fwd != NULL)
+		wire_wipe(c->fwd, c->fwdlen);
 	free(c->fwd);
 	pconn_state(c, PS_CLOSING);
 	TAILQ_REMOVE(&px->conns, c, entry);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "proxy.h"
+#include "proxyfwd.h"
 #include "proxyreq.h"
 #include "proxysecret.h"
 
@@ -45,7 +46,7 @@ struct pconn {
 	struct event *idle;
 	struct evdns_getaddrinfo_request *dnsreq;
 	struct proxyreq req;
-	char *fwd;		/* rewritten head of an http:// request */
+	char *fwd;		/* the head of an http:// request, to send */
 	size_t fwdlen;
 	uint64_t bytes;
 	char what[PROXYREQ_HOST_MAX + 32];	/* "CONNECT host:443" */
@@ -54,8 +55,7 @@ struct pconn {
 	enum rqstate rq;
 	struct event *deadline;	/* a keep-alive request's head deadline */
 	struct proxyreq rreq;	/* the request being relayed */
-	struct proxyreq_body body;
-	struct proxysecret_scan scan;
+	struct proxyfwd_body fbody;	/* its body, framed again */
 	proxysecret_mask used;	/* secrets recorded as used */
 };
 
@@ -108,17 +108,15 @@ void splice_write_cb(struct bufferevent *, void *);
 void pconn_close_side(struct pconn *, struct bufferevent *bev);
 void px_record(struct proxy *, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A head proxyfwd_head refused with 400 or 403: recorded, answered. */
+void pconn_refuse_head(struct pconn *, int status,
+    const struct proxyfwd_head *);
 
 /* proxytls.c */
 /* Upstream TCP is up for an intercepted CONNECT: start its TLS. */
 void ptls_upstream(struct pconn *);
 /* Upstream is up for a plain http:// request: send it, relay its body. */
 void phttp_start_plain(struct pconn *);
-/*
- * Checks a head parsed by proxyreq_parse for placeholders sent to a host
- * not theirs; false: refused (c is closing).
- */
-bool phttp_check_proxy_head(struct pconn *, const char *head);
 void ptls_idle(struct pconn *);
 void ptls_free(struct proxy *);
 

@@ -11,11 +11,12 @@
  *               under a leaf of the lane CA for the target; its SNI must be
  *               the target too;
  *   PS_HTTP     each request head is parsed (proxyreq_parse_origin), its
- *               Host must name the target, and placeholders are checked and
- *               swapped (proxysecret_head); its body is relayed as it came,
- *               framed (proxyreq_body_feed) so that the next request is
- *               found, and scanned. Responses go back as they arrive: never
- *               parsed, buffered or rewritten.
+ *               Host must name the target, and the head to send is
+ *               written by proxyfwd_head (placeholders checked, values in
+ *               credential headers, framing from what was parsed); its
+ *               body is framed again and scanned (proxyfwd_body_feed), so
+ *               that the upstream reads the requests the proxy read.
+ *               Responses go back as they arrive.
  * A plain http:// request (proxy.c parsed it) enters PS_HTTP too, for its
  * body only: one request per connection.
  */
@@ -323,20 +324,6 @@ ptls_idle(struct pconn *c)
 
 /* ---- Requests ---- */
 
-bool
-phttp_check_proxy_head(struct pconn *c, const char *head)
-{
-	struct proxysecret_head h;
-
-	if (proxysecret_head(c->px->secrets, head, &c->req, c->req.host, false,
-	    false, &h) == 0)
-		return true;
-	px_record(c->px, "secret-refused", "secret %s sent to %s: refused",
-	    secret_name(c->px, h.refused), c->req.host);
-	pconn_refuse(c, 403, "a secret's placeholder for another host");
-	return false;
-}
-
 void
 phttp_start_plain(struct pconn *c)
 {
@@ -348,18 +335,9 @@ phttp_start_plain(struct pconn *c)
 	c->px->bytes += c->fwdlen;
 	c->px->requests++;
 	c->rreq = c->req;
-	proxyreq_body_init(&c->body, &c->rreq);
-	memset(&c->scan, 0, sizeof(c->scan));
+	proxyfwd_body_init(&c->fbody, &c->rreq);
 	c->rq = RQ_BODY;
 	http_enter(c);
-}
-
-static void
-scan_cb(void *arg, const uint8_t *p, size_t n)
-{
-	struct pconn *c = arg;
-
-	proxysecret_scan(c->px->secrets, &c->scan, p, n);
 }
 
 /* The body ended: placeholders seen in it to hosts not theirs, recorded. */
@@ -369,12 +347,12 @@ body_end(struct pconn *c)
 	const struct secret_set *set = c->px->secrets;
 
 	for (size_t i = 0; set != NULL && i < set->n; i++)
-		if ((c->scan.found & ((proxysecret_mask)1 << i)) &&
+		if ((c->fbody.scan.found & ((proxysecret_mask)1 << i)) &&
 		    !secret_host_match(&set->v[i], c->req.host))
 			px_record(c->px, "secret-body", "secret %s seen in a "
 			    "request body to %s: recorded", set->v[i].name,
 			    c->req.host);
-	memset(&c->scan, 0, sizeof(c->scan));
+	memset(&c->fbody.scan, 0, sizeof(c->fbody.scan));
 	c->rq = c->rreq.close || !c->intercept ? RQ_DONE : RQ_HEAD;
 }
 
@@ -403,7 +381,7 @@ static bool
 http_head(struct pconn *c, const char *buf, size_t hl)
 {
 	struct proxy *px = c->px;
-	struct proxysecret_head h;
+	struct proxyfwd_head h;
 	const char *why;
 	int st;
 
@@ -420,18 +398,9 @@ http_head(struct pconn *c, const char *buf, size_t hl)
 		pconn_refuse(c, 421, "Host does not match the CONNECT target");
 		return false;
 	}
-	st = proxysecret_head(px->secrets, buf, &c->rreq, c->req.host, true,
-	    true, &h);
-	if (st == 403) {
-		px_record(px, "secret-refused", "secret %s sent to %s: refused",
-		    secret_name(px, h.refused), c->req.host);
-		pconn_refuse(c, 403, "a secret's placeholder for another host");
-		return false;
-	}
-	if (st != 0) {
-		px_record(px, "proxy-deny", "%s: request head over %d bytes with "
-		    "its values", c->what, PROXYSECRET_HEAD_MAX);
-		pconn_refuse(c, 431, "request head too large");
+	if ((st = proxyfwd_head(px->secrets, buf, &c->rreq, c->req.host,
+	    PROXYFWD_TUNNEL, &h)) != 0) {
+		pconn_refuse_head(c, st, &h);
 		return false;
 	}
 	for (size_t i = 0; i < px->secrets->n; i++)
@@ -441,8 +410,7 @@ http_head(struct pconn *c, const char *buf, size_t hl)
 	c->used |= h.used;
 	st = http_count(c, h.len) ? evbuffer_add(bufferevent_get_output(c->up),
 	    h.out, h.len) : 1;
-	wire_wipe(h.out, h.len);
-	free(h.out);
+	proxyfwd_head_free(&h);
 	if (st == 1)
 		return false;
 	if (st != 0) {
@@ -450,9 +418,9 @@ http_head(struct pconn *c, const char *buf, size_t hl)
 		return false;
 	}
 	px->requests++;
-	proxyreq_body_init(&c->body, &c->rreq);
+	proxyfwd_body_init(&c->fbody, &c->rreq);
 	c->rq = RQ_BODY;
-	if (proxyreq_body_done(&c->body))
+	if (proxyreq_body_done(&c->fbody.b))
 		body_end(c);
 	return true;
 }
@@ -495,30 +463,54 @@ http_take_head(struct pconn *c, struct evbuffer *in)
 	return true;
 }
 
+static bool
+body_out(void *arg, const void *p, size_t n)
+{
+	struct pconn *c = arg;
+
+	return evbuffer_add(bufferevent_get_output(c->up), p, n) == 0;
+}
+
 /* Relays what the body framing says is body; false: stop for now. */
 static bool
 http_body(struct pconn *c, struct evbuffer *in)
 {
-	struct evbuffer *out = bufferevent_get_output(c->up);
+	const struct secret_set *set = c->px->secrets;
 	struct evbuffer_iovec v;
+	enum proxyfwd_status st;
 	size_t n;
 
 	if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
 		return false;
-	n = proxyreq_body_feed(&c->body, v.iov_base, v.iov_len, scan_cb, c);
-	if (c->body.bad) {
+	st = proxyfwd_body_feed(&c->fbody, set, v.iov_base, v.iov_len, &n,
+	    body_out, c);
+	switch (st) {
+	case PROXYFWD_BAD:
 		px_record(c->px, "proxy-deny", "%s: bad request body: %s",
-		    c->what, c->body.why);
-		pconn_refuse(c, 400, c->body.why);
+		    c->what, c->fbody.b.why);
+		pconn_refuse(c, 400, c->fbody.b.why);
 		return false;
+	case PROXYFWD_TRAILER:
+		/* Its last chunk never went: the upstream has no request. */
+		px_record(c->px, "secret-refused", "secret %s in a chunk "
+		    "trailer to %s: refused", set->v[c->fbody.trailer_secret].name,
+		    c->req.host);
+		pconn_refuse(c, 403, "a secret's placeholder in a trailer");
+		return false;
+	case PROXYFWD_OUT:
+		pconn_free(c);
+		return false;
+	case PROXYFWD_MORE:
+	case PROXYFWD_DONE:
+		break;
 	}
 	if (n > 0 && !http_count(c, n))
 		return false;
-	if (n > 0 && evbuffer_remove_buffer(in, out, n) != (int)n) {
+	if (evbuffer_drain(in, n) != 0) {
 		pconn_free(c);
 		return false;
 	}
-	if (proxyreq_body_done(&c->body))
+	if (st == PROXYFWD_DONE)
 		body_end(c);
 	return true;
 }
