@@ -398,6 +398,195 @@ report(code(st) == "200" and "Test Upstream CA" in issuer and GOOD.last()[0].get
 t.close()
 h.close()
 
+# ---- One view of every request (issue 29) --------------------------------
+
+
+class RawUpstream:
+    """A loopback TLS server with the good certificate whose connections
+    go to handler(sock, raws), raws the list of raw bytes per connection;
+    for what Upstream parses away (framing, trailers) and for responses of
+    the test's own making."""
+
+    def __init__(self, handler):
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(os.path.join(TMP, "good.pem"), os.path.join(TMP, "good.key"))
+        self.handler = handler
+        self.raws = []
+        self.done = threading.Event()
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(16)
+        self.port = self.s.getsockname()[1]
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            c, _ = self.s.accept()
+            threading.Thread(target=self._one, args=(c,), daemon=True).start()
+
+    def _one(self, c):
+        try:
+            t = self.ctx.wrap_socket(c, server_side=True)
+            raw = bytearray()
+            self.raws.append(raw)
+            self.handler(t, raw)
+            t.close()
+        except (OSError, ssl.SSLError):
+            pass
+        self.done.set()
+
+
+def read_until(t, raw, marker):
+    while marker not in raw:
+        d = t.recv(65536)
+        if not d:
+            return False
+        raw += d
+    return True
+
+
+def answer_after(marker, extra=b""):
+    def handler(t, raw):
+        if read_until(t, raw, marker):
+            t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + extra + b"\r\nok")
+    return handler
+
+
+RAW_CHUNKED = RawUpstream(answer_after(b"0\r\n\r\n"))
+RAW_CL = RawUpstream(answer_after(b"tail!"))
+RPORTS = ",".join(str(u.port) for u in (GOOD, SELF, WRONG, PLAIN, RAW_CHUNKED, RAW_CL))
+LONG = "L" * 3000
+
+
+class Custom(Harness):
+    """A harness with the arguments given, and Harness's helpers."""
+
+    def __init__(self, *args):
+        proxyharness.Harness.__init__(self, HARNESS, *args)
+
+
+def H2(*args):
+    return Custom(
+        "--connect-ports", RPORTS, "--http-ports", RPORTS,
+        "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
+        "--trust", "api.anthropic.test=127.0.0.1", "--trust", "b.anthropic.test=127.0.0.1",
+        "--trust", "other.test=127.0.0.1", "--allow", "other.test",
+        "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE),
+        "--secret", "GH_TOKEN=%s=%s@github.test" % (PH_B, VALUE_B),
+        "--secret-header", "ANTHROPIC_API_KEY=X-Custom-Key", *args)
+
+
+h = H2()
+for hdr in (b"content-length", b"Transfer-Encoding", b"close, Host", b"trailer", b"x-api-key"):
+    before = len(GOOD.requests)
+    t = h.tls()
+    t.sendall(b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nConnection: %s\r\n"
+              b"Content-Length: 40\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n" % hdr)
+    st, _ = response(t)
+    t.close()
+    report(code(st) == "400" and len(GOOD.requests) == before and
+           h.wait_event("proxy-deny CONNECT api.anthropic.test:%d: bad request: Connection names" % GOOD.port),
+           "intercepted: Connection: %s is refused 400, recorded, nothing upstream (%s)" % (hdr.decode(), st))
+before = len(PLAIN.requests)
+c = socket.create_connection(("127.0.0.1", h.port), timeout=WAIT)
+c.sendall(b"POST http://other.test:%d/ HTTP/1.1\r\nConnection: content-length\r\nContent-Length: 60\r\n\r\n"
+          b"GET /smuggled HTTP/1.1\r\nHost: evil.example\r\nx-api-key: %s\r\n\r\n" % (PLAIN.port, PH.encode()))
+st, _ = response(c)
+c.close()
+report(code(st) == "400" and len(PLAIN.requests) == before and
+       h.wait_event("proxy-deny bad request: Connection names a field the proxy frames or routes by"),
+       "plain http://: Connection: content-length is refused 400, recorded, nothing upstream (%s)" % st)
+
+# Content-Length normalised; chunked bodies framed by the proxy.
+t = h.tls(port=RAW_CL.port)
+t.sendall(b"POST /cl HTTP/1.1\r\nHost: api.anthropic.test\r\nContent-Length: 005\r\n"
+          b"content-length: 5\r\nConnection: close\r\n\r\ntail!")
+st, _ = response(t)
+t.close()
+raw = bytes(RAW_CL.raws[-1]) if RAW_CL.raws else b""
+head = raw.split(b"\r\n\r\n", 1)[0].lower()
+report(code(st) == "200" and head.count(b"content-length") == 1 and
+       b"\r\ncontent-length: 5\r\n" in head + b"\r\n" and raw.endswith(b"\r\n\r\ntail!"),
+       "two equal Content-Lengths (005, 5) go upstream as one \"Content-Length: 5\" (%r)" % head[-60:])
+t = h.tls(port=RAW_CHUNKED.port)
+t.sendall(b"POST /ch HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n"
+          b"Connection: close\r\n\r\n5;name=value\r\nhello\r\n0007\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n")
+st, _ = response(t)
+t.close()
+raw = bytes(RAW_CHUNKED.raws[-1]) if RAW_CHUNKED.raws else b""
+head, body = (raw.split(b"\r\n\r\n", 1) + [b""])[:2]
+report(code(st) == "200" and head.lower().count(b"transfer-encoding: chunked") == 1 and
+       body == b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
+       "a chunked body goes upstream in the proxy's own chunks, no extensions, trailers dropped (%r)" % body)
+
+# Values only in credential headers.
+t = h.tls()
+t.sendall(req("/", [("X-Request-Id", PH)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "403" and h.wait_event(
+    "secret-refused secret ANTHROPIC_API_KEY in header X-Request-Id to api.anthropic.test: "
+    "refused (not a credential header)"),
+    "the placeholder in X-Request-Id to its own host: 403, recorded with the header (%s)" % st)
+for hdr in (("Cookie", "k=" + PH), ("Origin", PH)):
+    t = h.tls()
+    t.sendall(req("/", [hdr]))
+    st, _ = response(t)
+    t.close()
+    report(code(st) == "403", "and in %s: 403 (%s)" % (hdr[0], st))
+t = h.tls()
+t.sendall(req("/own", [("X-Custom-Key", PH)]))
+st, _ = response(t)
+report(code(st) == "200" and GOOD.last()[0].get("x-custom-key") == [VALUE],
+       "a secret's own credential header (--secret-header X-Custom-Key) carries the value")
+t.sendall(req("/twice", [("x-api-key", PH), ("X-API-Key", PH)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "400" and h.wait_event("a credential header sent twice"),
+       "the same credential header twice: 400, recorded (%s)" % st)
+
+# The tripwire: another secret's placeholder in base64 of any shape.
+b64 = base64.b64encode(PH_B.encode()).decode()
+for form, what in ((b64.rstrip("="), "unpadded"),
+                   (base64.urlsafe_b64encode(b"u:" + PH_B.encode()).decode(), "URL-safe"),
+                   (b64[:20] + " " + b64[20:], "split by a blank"),
+                   ("Token " + base64.b64encode(b"xy" + PH_B.encode()).decode(), "behind a scheme")):
+    before = len(GOOD.requests)
+    t = h.tls()
+    t.sendall(req("/", [("X-Data", form)]))
+    st, _ = response(t)
+    t.close()
+    report(code(st) == "403" and len(GOOD.requests) == before,
+           "GH_TOKEN's placeholder in %s base64 in X-Data to api.anthropic.test: 403 (%s)" % (what, st))
+report(h.wait_event("secret GH_TOKEN sent to api.anthropic.test: refused") is not None,
+       "and recorded")
+
+# Trailers: a placeholder there is refused; the upstream never gets the end.
+before = len(GOOD.requests)
+t = h.tls()
+t.sendall(b"POST /tr HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+          b"2\r\nhi\r\n0\r\nX-Key: %s\r\n\r\n" % PH.encode())
+st, _ = response(t)
+t.close()
+report(code(st) == "403" and len(GOOD.requests) == before and
+       h.wait_event("secret ANTHROPIC_API_KEY in a chunk trailer to api.anthropic.test: refused"),
+       "a placeholder in a chunk trailer: 403, recorded, no complete request upstream (%s)" % st)
+h.close()
+
+# No length oracle: only what the guest sent counts against the head bound.
+h = Custom(
+    "--connect-ports", PORTS, "--upstream-ca", os.path.join(TMP, "ca.pem"),
+    "--ca-out", LANE_CA, "--trust", "api.anthropic.test=127.0.0.1", "--max-header", "8192",
+    "--secret", "LONG_KEY=%s=%s@api.anthropic.test" % (PH, LONG))
+t = h.tls()
+pad = 8192 - len(req("/", [("x-api-key", PH), ("X-Pad", "")])) - 1
+t.sendall(req("/", [("x-api-key", PH), ("X-Pad", "p" * pad)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "200" and GOOD.last()[0].get("x-api-key") == [LONG],
+       "a head just under the bound whose value makes it grow past it is sent (%s)" % st)
+h.close()
+
 report(EXITS and all(rc == 0 for rc in EXITS),
        "every harness exited cleanly, no sanitizer report (%s)" % EXITS)
 
