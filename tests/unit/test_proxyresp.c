@@ -421,7 +421,7 @@ static void
 test_length_exact(void **state)
 {
 	struct secret_set *s = set_ab();
-	const char *bodies[] = { VAL_A, "x" VAL_B, "sk-live-", "ghp_Zq9YwQghp_",
+	const char *bodies[] = { VAL_A, ("x" VAL_B), "sk-live-", "ghp_Zq9YwQghp_",
 	    "", "plain" };
 
 	for (size_t b = 0; b < sizeof(bodies) / sizeof(bodies[0]); b++) {
