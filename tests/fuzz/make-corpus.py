@@ -347,6 +347,42 @@ def hosturl_corpus():
     write(t, "cmd", "~/bin/agent-lanectl")
 
 
+# ---- upstream responses (daemon/proxyresp.c) ----
+#
+# 4 bytes of HEAD flags, 1 byte: requests awaited, 4 bytes: read-size seed,
+# then what upstream sends (tests/fuzz/fuzz_proxyresp.c).
+
+def proxyresp_corpus():
+    t = "fuzz_proxyresp"
+
+    def resp(name, stream, heads=0, nreq=1, seed=0x9E3779B9):
+        write(t, name, struct.pack("<IBI", heads, nreq, seed) + stream)
+
+    resp("length", b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n"
+         b"sk-ant-0123456789")
+    resp("chunked", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5;x=y\r\nSECRE\r\n5\r\nT-tok\r\n0\r\nT: v\r\n\r\n")
+    resp("close", b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"
+         b"aabaabaab tok-1234 zzz", seed=0)
+    resp("header", b"HTTP/1.1 401 zz\r\nWWW-Authenticate: Bearer tok-1234\r\n"
+         b"Content-Length: 0\r\n\r\n")
+    resp("pipelined", b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+         b"HTTP/1.1 100 Continue\r\n\r\n"
+         b"HTTP/1.1 204 No Content\r\n\r\n"
+         b"HTTP/1.1 304 Not Modified\r\n\r\n"
+         b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+         heads=1, nreq=4)
+    resp("sse", b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n"
+         b"12\r\ndata: SECRET-tok\n\n\r\n0\r\n\r\n", seed=7)
+    resp("gzip", b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+         b"Content-Length: 3\r\n\r\nabc")
+    resp("clte", b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    resp("http10", b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
+         b"Content-Length: 1\r\n\r\nzHTTP/1.0 200 OK\r\n\r\nzz", nreq=2)
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -361,6 +397,7 @@ def main():
     stats_corpus()
     context_corpus()
     hosturl_corpus()
+    proxyresp_corpus()
 
 
 if __name__ == "__main__":
