@@ -678,6 +678,7 @@ pconn_free(struct pconn *c)
 		event_free(c->idle);
 	if (c->deadline != NULL)
 		event_free(c->deadline);
+	proxyresp_free(c->resp);
 	if (c->fwd != NULL)
 		wire_wipe(c->fwd, c->fwdlen);
 	free(c->fwd);

@@ -12,6 +12,7 @@
 #include "proxy.h"
 #include "proxyfwd.h"
 #include "proxyreq.h"
+#include "proxyresp.h"
 #include "proxysecret.h"
 
 struct bufferevent;
@@ -19,6 +20,9 @@ struct event;
 struct evconnlistener;
 struct evdns_getaddrinfo_request;
 typedef struct ssl_ctx_st SSL_CTX;
+
+/* A response head on an intercepted connection, at most (proxyresp.h). */
+#define PROXY_RESP_HEAD_MAX	(64 * 1024)
 
 /* Per-direction buffering: reads from one side stop above this much. */
 #define SPLICE_HIGH	(256 * 1024)
@@ -56,6 +60,14 @@ struct pconn {
 	struct event *deadline;	/* a keep-alive request's head deadline */
 	struct proxyreq rreq;	/* the request being relayed */
 	struct proxyfwd_body fbody;	/* its body, framed again */
+	/* The responses of an intercepted connection, scanned (proxyresp.h). */
+	struct proxyresp *resp;
+	uint64_t expected;	/* requests whose responses were awaited */
+	uint64_t out_at;	/* responses complete when a byte last went */
+	bool resp_out;		/* some response byte went to the guest */
+	proxysecret_mask redacted;	/* in the response under way */
+	uint64_t nredacted;
+	uint64_t rec_done;	/* responses complete at the last record */
 	proxysecret_mask used;	/* secrets recorded as used */
 };
 

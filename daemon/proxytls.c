@@ -48,6 +48,8 @@ static const char established[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
 static void http_pump(struct pconn *);
 static void deadline_cb(evutil_socket_t, short, void *);
+static bool resp_move(struct pconn *, bool);
+static void resp_record(struct pconn *, bool);
 
 static const char *
 secret_name(const struct proxy *px, int i)
@@ -135,6 +137,11 @@ static void http_event_cb(struct bufferevent *, short, void *);
 static void
 http_enter(struct pconn *c)
 {
+	if (c->intercept && c->resp == NULL && (c->resp =
+	    proxyresp_new(c->px->secrets, PROXY_RESP_HEAD_MAX)) == NULL) {
+		pconn_free(c);
+		return;
+	}
 	pconn_state(c, PS_HTTP);
 	bufferevent_setwatermark(c->cli, EV_READ, 0, c->px->lim.max_header_bytes >
 	    SPLICE_HIGH ? c->px->lim.max_header_bytes : SPLICE_HIGH);
@@ -316,6 +323,7 @@ ptls_upstream(struct pconn *c)
 void
 ptls_idle(struct pconn *c)
 {
+	resp_record(c, true);
 	if (c->st == PS_CLITLS)
 		px_record(c->px, "proxy-fail", "%s: the guest did not finish "
 		    "its TLS handshake in time", c->what);
@@ -418,6 +426,12 @@ http_head(struct pconn *c, const char *buf, size_t hl)
 		return false;
 	}
 	px->requests++;
+	/* Room was checked before the head was taken (http_pump). */
+	if (!proxyresp_expect(c->resp, strcmp(c->rreq.method, "HEAD") == 0)) {
+		pconn_free(c);
+		return false;
+	}
+	c->expected++;
 	proxyfwd_body_init(&c->fbody, &c->rreq);
 	c->rq = RQ_BODY;
 	if (proxyreq_body_done(&c->fbody.b))
@@ -544,12 +558,152 @@ http_pump(struct pconn *c)
 			evbuffer_drain(in, evbuffer_get_length(in));
 			return;
 		}
+		/* Responses awaited at the bound: the guest waits for them. */
+		if (c->rq == RQ_HEAD && c->resp != NULL &&
+		    proxyresp_pending(c->resp) >= PROXYRESP_PIPELINE_MAX) {
+			(void)bufferevent_disable(c->cli, EV_READ);
+			return;
+		}
 		if (!idle_touch(c))
 			return;
 		if (c->rq == RQ_HEAD ? !http_take_head(c, in) :
 		    !http_body(c, in))
 			return;
 	}
+}
+
+/* ---- Responses of an intercepted connection ---- */
+
+static bool
+resp_out(void *arg, const void *p, size_t n)
+{
+	struct pconn *c = arg;
+
+	c->resp_out = true;
+	c->out_at = c->expected - proxyresp_pending(c->resp);
+	return evbuffer_add(bufferevent_get_output(c->cli), p, n) == 0;
+}
+
+/*
+ * Values redacted: one record per secret and response, once the response
+ * is over (or the connection ends: force).
+ */
+static void
+resp_record(struct pconn *c, bool force)
+{
+	const struct secret_set *set = c->px->secrets;
+	uint64_t count, done;
+	proxysecret_mask m;
+	bool several;
+
+	if (c->resp == NULL)
+		return;
+	m = proxyresp_take_redacted(c->resp, &count);
+	c->redacted |= m;
+	c->nredacted += count;
+	done = c->expected - proxyresp_pending(c->resp);
+	if (c->redacted == 0 || (!force && done == c->rec_done))
+		return;
+	c->rec_done = done;
+	m = c->redacted;
+	several = (m & (m - 1)) != 0;
+	for (size_t i = 0; set != NULL && i < set->n; i++)
+		if (m & ((proxysecret_mask)1 << i))
+			px_record(c->px, "secret-redacted", "secret %s redacted "
+			    "in a response from %s (%llu times%s)",
+			    set->v[i].name, c->req.host,
+			    (unsigned long long)c->nredacted, several ?
+			    " with the others" : "");
+	c->redacted = 0;
+	c->nredacted = 0;
+}
+
+/*
+ * A response the scan refused: recorded; the guest gets 502 when no byte
+ * of that response went to it, else the connection closes (a status
+ * inside a response would be read as its bytes). False: c is closing.
+ */
+static bool
+resp_fail(struct pconn *c, enum proxyresp_status st, const char *why)
+{
+	bool begun = c->resp_out &&
+	    c->out_at == c->expected - proxyresp_pending(c->resp);
+
+	resp_record(c, true);
+	px_record(c->px, "proxy-deny", "%s: response refused (%s): %s",
+	    c->what, st == PROXYRESP_UNSCANNABLE ? "unscannable" :
+	    st == PROXYRESP_TOO_LARGE ? "head too large" :
+	    st == PROXYRESP_UNEXPECTED ? "unexpected" :
+	    st == PROXYRESP_TRUNCATED ? "truncated" : "bad framing",
+	    why != NULL ? why : "refused");
+	if (!begun && c->cli != NULL) {
+		pconn_refuse(c, 502, "response refused by the lane proxy");
+		return false;
+	}
+	pconn_close_side(c, c->up);
+	return false;
+}
+
+/*
+ * Every byte read from upstream goes through the scan and out to the
+ * guest as it comes (a stream stays a stream); false: c is closing. With
+ * pump, a guest held back at the pipeline bound goes on (and c may be
+ * gone: false).
+ */
+static bool
+resp_move(struct pconn *c, bool pump)
+{
+	struct evbuffer *in = bufferevent_get_input(c->up);
+	struct evbuffer_iovec v;
+	enum proxyresp_status st;
+	const char *why;
+
+	while (evbuffer_peek(in, -1, NULL, &v, 1) >= 1 && v.iov_len > 0) {
+		if (!http_count(c, v.iov_len))
+			return false;
+		st = proxyresp_feed(c->resp, v.iov_base, v.iov_len, resp_out, c,
+		    &why);
+		/* Bytes that held a value: the copy freed with the chain too. */
+		wire_wipe(v.iov_base, v.iov_len);
+		if (evbuffer_drain(in, v.iov_len) != 0) {
+			pconn_free(c);
+			return false;
+		}
+		if (st != PROXYRESP_OK)
+			return resp_fail(c, st, why);
+	}
+	resp_record(c, false);
+	if (!idle_touch(c))
+		return false;
+	if (proxyresp_closing(c->resp)) {
+		pconn_close_side(c, c->up);
+		return false;
+	}
+	if (evbuffer_get_length(bufferevent_get_output(c->cli)) >= SPLICE_HIGH)
+		(void)bufferevent_disable(c->up, EV_READ);
+	if (pump && c->rq == RQ_HEAD && proxyresp_pending(c->resp) <
+	    PROXYRESP_PIPELINE_MAX && evbuffer_get_length(
+	    bufferevent_get_input(c->cli)) > 0) {
+		if (pconn_enable(c, c->cli, EV_READ))
+			http_pump(c);
+		return false;
+	}
+	return true;
+}
+
+/* Upstream ended: its last bytes, then the end of a close-framed body. */
+static bool
+resp_end(struct pconn *c)
+{
+	enum proxyresp_status st;
+	const char *why;
+
+	if (!resp_move(c, false))
+		return false;
+	if ((st = proxyresp_eof(c->resp, resp_out, c, &why)) != PROXYRESP_OK)
+		return resp_fail(c, st, why);
+	resp_record(c, true);
+	return true;
 }
 
 static void
@@ -561,8 +715,10 @@ http_read_cb(struct bufferevent *bev, void *arg)
 		return;
 	if (bev == c->cli)
 		http_pump(c);
+	else if (c->resp == NULL)
+		(void)splice_move(c, c->up, c->cli);	/* plain: as they come */
 	else
-		(void)splice_move(c, c->up, c->cli);	/* responses: as they come */
+		(void)resp_move(c, true);
 }
 
 /* A side drained below its low watermark: the other may read again. */
@@ -601,8 +757,11 @@ http_event_cb(struct bufferevent *bev, short what, void *arg)
 		pconn_free(c);
 		return;
 	}
-	if (bev == c->up && !splice_move(c, c->up, c->cli))
+	if (bev == c->up && c->resp == NULL && !splice_move(c, c->up, c->cli))
 		return;
+	if (bev == c->up && c->resp != NULL && !resp_end(c))
+		return;
+	resp_record(c, true);
 	if (c->st != PS_CLOSING)
 		pconn_close_side(c, bev);
 }

@@ -587,6 +587,96 @@ report(code(st) == "200" and GOOD.last()[0].get("x-api-key") == [LONG],
        "a head just under the bound whose value makes it grow past it is sent (%s)" % st)
 h.close()
 
+# ---- Responses: values redacted, unscannable bodies refused, streams flow ---
+SEEN_AE = []
+
+
+def echo(t, raw):
+    """Echoes the request's x-api-key in a header and in the body, the
+    body in two writes (or chunks), one request per connection."""
+    if not read_until(t, raw, b"\r\n\r\n"):
+        return
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    fields = dict((l.split(":", 1)[0].strip().lower(), l.split(":", 1)[1].strip())
+                  for l in head[1:])
+    SEEN_AE.append(fields.get("accept-encoding"))
+    v = fields.get("x-api-key", "").encode()
+    body = b"echo:" + v + b":end"
+    cut = 5 + len(v) // 2
+    if head[0].split()[1] == "/gzip":
+        t.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00")
+    elif head[0].split()[1] == "/chunked":
+        t.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (cut, body[:cut]))
+        t.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body) - cut, body[cut:]))
+    else:
+        t.sendall(b"HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: %d\r\n\r\n%s" % (v, len(body), body[:cut]))
+        t.sendall(body[cut:])
+
+
+def chunked_body(t):
+    """Reads one chunked response: (status line, head, data)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = t.recv(4096)
+        if not d:
+            return "", b"", b""
+        buf += d
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    data = b""
+    while True:
+        while b"\r\n" not in rest:
+            rest += t.recv(4096)
+        size, rest = rest.split(b"\r\n", 1)
+        size = int(size, 16)
+        while len(rest) < size + 2:
+            rest += t.recv(4096)
+        data += rest[:size]
+        rest = rest[size + 2:]
+        if size == 0:
+            return head.split(b"\r\n")[0].decode(), head, data
+
+
+ECHO = RawUpstream(echo)
+h = Custom(
+    "--connect-ports", ",".join(str(u.port) for u in (GOOD, ECHO)),
+    "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
+    "--trust", "api.anthropic.test=127.0.0.1",
+    "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE))
+t = h.tls(port=ECHO.port)
+t.sendall(req("/echo", [("x-api-key", PH), ("Accept-Encoding", "gzip, br")]))
+buf = b""
+while b":end" not in buf:
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+t.close()
+head, body = (buf.split(b"\r\n\r\n", 1) + [b""])[:2]
+echoed = [l[8:] for l in head.split(b"\r\n") if l.lower().startswith(b"x-echo: ")]
+report(VALUE.encode() not in buf and echoed and len(echoed[0]) == len(VALUE) and
+       len(set(echoed[0])) == 1 and body.startswith(b"echo:") and
+       len(body) == len(b"echo:" + VALUE.encode() + b":end") and len(set(body[5:5 + len(VALUE)])) == 1,
+       "a value echoed in a response header and body (split across writes) comes back "
+       "redacted, same length (%r)" % body)
+report(h.wait_event("secret-redacted secret ANTHROPIC_API_KEY redacted in a response from "
+                    "api.anthropic.test (2 times)") is not None,
+       "and the redaction is recorded, with its count")
+report(SEEN_AE[-1:] == ["identity"],
+       "the upstream was asked for Accept-Encoding: identity, not the guest's gzip (%s)" % SEEN_AE[-1:])
+t = h.tls(port=ECHO.port)
+t.sendall(req("/chunked", [("x-api-key", PH)]))
+st, _, data = chunked_body(t)
+t.close()
+report(code(st) == "200" and VALUE.encode() not in data and len(data) == len(VALUE) + 9,
+       "a value split across two chunks of a chunked response is redacted (%r)" % data)
+t = h.tls(port=ECHO.port)
+t.sendall(req("/gzip", [("x-api-key", PH)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "502" and h.wait_event("response refused (unscannable)") is not None,
+       "a compressed response is refused (502) and recorded, never passed on (%s)" % st)
+h.close()
+
 report(EXITS and all(rc == 0 for rc in EXITS),
        "every harness exited cleanly, no sanitizer report (%s)" % EXITS)
 
