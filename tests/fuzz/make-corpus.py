@@ -302,6 +302,41 @@ def proxyhttp_corpus():
           "Content-Length: 1\r\nContent-Length: 2\r\n\r\nab")
 
 
+    # Issue 29: framing fields in Connection, trailers, base64 tripwires.
+    write(t, "conn-cl", "POST / HTTP/1.1\r\nHost: api.a.test\r\n"
+          "Connection: content-length\r\nContent-Length: 40\r\n\r\n"
+          "GET /s HTTP/1.1\r\nHost: api.a.test\r\n\r\n")
+    write(t, "trailer-ph", "POST / HTTP/1.1\r\nHost: api.a.test\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n"
+          "X-K: " + PH_A + "\r\n\r\n")
+    b64 = base64.urlsafe_b64encode(("u:" + PH_B).encode()).decode().rstrip("=")
+    write(t, "b64-header", "GET / HTTP/1.1\r\nHost: x.a.test\r\n"
+          "X-Data: Token " + b64[:20] + " " + b64[20:] + "\r\n\r\n")
+    write(t, "own-header", "GET / HTTP/1.1\r\nHost: b.test\r\n"
+          "x-b-key: " + PH_B + "\r\nX-Request-Id: " + PH_B + "\r\n\r\n")
+
+
+# ---- parse, forward, parse again (daemon/proxyfwd.c) ----
+
+def proxyforward_corpus():
+    t = "fuzz_proxyforward"
+    write(t, "pipelined", "\0POST /a HTTP/1.1\r\nHost: x.a.test\r\n"
+          "Content-Length: 5\r\nConnection: keep-alive\r\n\r\nhello"
+          "GET /b HTTP/1.1\r\nHost: x.a.test\r\nx-api-key: " + PH_A +
+          "\r\n\r\n")
+    write(t, "chunked", "\0POST /c HTTP/1.1\r\nHost: x.a.test\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\n"
+          "X-T: 1\r\n\r\nGET /d HTTP/1.1\r\nHost: x.a.test\r\n\r\n")
+    write(t, "conn-cl", "\0POST /e HTTP/1.1\r\nHost: x.a.test\r\n"
+          "Connection: content-length\r\nContent-Length: 40\r\n\r\n"
+          "GET /smuggled HTTP/1.1\r\nHost: x.a.test\r\n\r\n")
+    write(t, "plain", "\1POST http://h.test/p?q HTTP/1.1\r\n"
+          "Content-Length: 3\r\nHost: evil\r\n\r\nabc"
+          "GET http://h.test/ HTTP/1.1\r\n\r\n")
+    write(t, "plain10", "\1GET http://h.test HTTP/1.0\r\n"
+          "Content-Length: 0\r\n\r\n")
+
+
 # ---- the copy-out script's first line (daemon/copy.c) ----
 
 def copyhead_corpus():
@@ -393,6 +428,7 @@ def main():
     config_corpus()
     proxyreq_corpus()
     proxyhttp_corpus()
+    proxyforward_corpus()
     copyhead_corpus()
     stats_corpus()
     context_corpus()
