@@ -369,11 +369,10 @@ build(const struct secret_set *set, const char *head, const struct proxyreq *r,
 }
 
 int
-proxyfwd_head(const struct secret_set *set, const char *head,
+proxyfwd_check(const struct secret_set *set, const char *head,
     const struct proxyreq *r, const char *host, enum proxyfwd_mode mode,
     struct proxyfwd_head *h)
 {
-	struct obuf o = { NULL, 0, 0 };
 	int st;
 
 	memset(h, 0, sizeof(*h));
@@ -383,6 +382,19 @@ proxyfwd_head(const struct secret_set *set, const char *head,
 		return st;
 	if (set != NULL && set->n > 0 && (st = check_placeholders(set, head,
 	    r, host, mode == PROXYFWD_TUNNEL, h)) != 0)
+		return st;
+	return 0;
+}
+
+int
+proxyfwd_head(const struct secret_set *set, const char *head,
+    const struct proxyreq *r, const char *host, enum proxyfwd_mode mode,
+    struct proxyfwd_head *h)
+{
+	struct obuf o = { NULL, 0, 0 };
+	int st;
+
+	if ((st = proxyfwd_check(set, head, r, host, mode, h)) != 0)
 		return st;
 	if (mode == PROXYFWD_CONNECT)
 		return 0;

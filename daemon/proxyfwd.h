@@ -81,6 +81,10 @@ struct proxyfwd_head {
 int proxyfwd_head(const struct secret_set *, const char *head,
     const struct proxyreq *r, const char *host, enum proxyfwd_mode,
     struct proxyfwd_head *h);
+/* proxyfwd_head's refusals alone: nothing is written (the policy's). */
+int proxyfwd_check(const struct secret_set *, const char *head,
+    const struct proxyreq *r, const char *host, enum proxyfwd_mode,
+    struct proxyfwd_head *h);
 /* Wipes and frees h->out (it may hold values). */
 void proxyfwd_head_free(struct proxyfwd_head *h);
 
