@@ -47,6 +47,8 @@ out(void *arg, const void *p, size_t n)
 {
 	struct buf *b = arg;
 
+	if (n == 0)
+		return true;
 	if (b->n + n > b->cap) {
 		size_t cap = b->cap ? b->cap * 2 : 4096;
 		while (cap < b->n + n)

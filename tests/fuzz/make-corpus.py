@@ -337,6 +337,23 @@ def proxyforward_corpus():
           "Content-Length: 0\r\n\r\n")
 
 
+# ---- the proxy's policy (daemon/proxypolicy.c) ----
+
+def proxypolicy_corpus():
+    t = "fuzz_proxypolicy"
+    ct = "CONNECT api.a.test:443 HTTP/1.1\r\nHost: api.a.test:443\r\n\r\n"
+    req = "GET / HTTP/1.1\r\nHost: api.a.test\r\nx-api-key: " + PH_A + "\r\n\r\n"
+    write(t, "intercept", "\0*.npmjs.org\0api.a.test\0" + ct + "\0" + req)
+    write(t, "sni-other", "\0\0b.test.\0" + ct + "\0" + req.replace(
+        "Host: api.a.test", "Host: b.test"))
+    write(t, "tunnel", "\0*.npmjs.org\0\0CONNECT registry.npmjs.org:443 "
+          "HTTP/1.1\r\n\r\n\0")
+    write(t, "plain-foreign", "\1\0\0GET http://x.test/ HTTP/1.1\r\n"
+          "x-api-key: " + PH_B + "\r\n\r\n\0")
+    write(t, "plain-conn", "\0x.test\0\0POST http://x.test/ HTTP/1.1\r\n"
+          "Connection: authorization\r\nContent-Length: 1\r\n\r\n\0")
+
+
 # ---- the copy-out script's first line (daemon/copy.c) ----
 
 def copyhead_corpus():
@@ -429,6 +446,7 @@ def main():
     proxyreq_corpus()
     proxyhttp_corpus()
     proxyforward_corpus()
+    proxypolicy_corpus()
     copyhead_corpus()
     stats_corpus()
     context_corpus()
