@@ -559,6 +559,43 @@ trailers_ok(const char *t, size_t n)
 	return true;
 }
 
+/* One byte of the trailer section, kept in tbuf; false when refused. */
+static bool
+trailer_byte(struct proxyreq_body *b, uint8_t c)
+{
+	switch (b->st) {
+	case PB_TRAILER:
+		if (b->trailers >= PROXYREQ_TRAILERS_MAX)
+			return body_bad(b, "trailers too large");
+		b->tbuf[b->trailers++] = (char)c;
+		if (c == '\r') {
+			b->st = PB_TRAILER_LF;
+			return true;
+		}
+		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f)
+			return body_bad(b, "bad trailer");
+		return true;
+	case PB_TRAILER_LF:
+		if (c != '\n')
+			return body_bad(b, "bare CR in trailer");
+		if (b->line == 2) {
+			/* An empty line ends the trailers, and the body. */
+			b->trailers -= 1;	/* its CR */
+			if (!trailers_ok(b->tbuf, b->trailers))
+				return body_bad(b, "bad trailer field");
+			b->st = PB_DONE;
+		} else {
+			if (b->trailers >= PROXYREQ_TRAILERS_MAX)
+				return body_bad(b, "trailers too large");
+			b->tbuf[b->trailers++] = '\n';
+			b->st = PB_TRAILER;
+		}
+		b->line = 0;
+		return true;
+	}
+	return body_bad(b, "internal framing state");
+}
+
 /* One byte of chunk framing (not data); false when it is refused. */
 static bool
 chunk_byte(struct proxyreq_body *b, uint8_t c)
@@ -610,33 +647,8 @@ chunk_byte(struct proxyreq_body *b, uint8_t c)
 		b->st = PB_SIZE;
 		return true;
 	case PB_TRAILER:
-		if (b->trailers >= PROXYREQ_TRAILERS_MAX)
-			return body_bad(b, "trailers too large");
-		b->tbuf[b->trailers++] = (char)c;
-		if (c == '\r') {
-			b->st = PB_TRAILER_LF;
-			return true;
-		}
-		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f)
-			return body_bad(b, "bad trailer");
-		return true;
 	case PB_TRAILER_LF:
-		if (c != '\n')
-			return body_bad(b, "bare CR in trailer");
-		if (b->line == 2) {
-			/* An empty line ends the trailers, and the body. */
-			b->trailers -= 1;	/* its CR */
-			if (!trailers_ok(b->tbuf, b->trailers))
-				return body_bad(b, "bad trailer field");
-			b->st = PB_DONE;
-		} else {
-			if (b->trailers >= PROXYREQ_TRAILERS_MAX)
-				return body_bad(b, "trailers too large");
-			b->tbuf[b->trailers++] = '\n';
-			b->st = PB_TRAILER;
-		}
-		b->line = 0;
-		return true;
+		return trailer_byte(b, c);
 	}
 	return body_bad(b, "internal framing state");
 }
