@@ -455,7 +455,7 @@ def answer_after(marker, extra=b""):
 RAW_CHUNKED = RawUpstream(answer_after(b"0\r\n\r\n"))
 RAW_CL = RawUpstream(answer_after(b"tail!"))
 RPORTS = ",".join(str(u.port) for u in (GOOD, SELF, WRONG, PLAIN, RAW_CHUNKED, RAW_CL))
-LONG = "L" * 3000
+LONG = "L" * 16000     # near SECRET_VALUE_MAX
 
 
 class Custom(Harness):
@@ -573,13 +573,14 @@ report(code(st) == "403" and len(GOOD.requests) == before and
        "a placeholder in a chunk trailer: 403, recorded, no complete request upstream (%s)" % st)
 h.close()
 
-# No length oracle: only what the guest sent counts against the head bound.
+# No length oracle: only what the guest sent counts against the head bound;
+# the grown head has none (the old one, 256 KiB, told a value's length).
 h = Custom(
     "--connect-ports", PORTS, "--upstream-ca", os.path.join(TMP, "ca.pem"),
-    "--ca-out", LANE_CA, "--trust", "api.anthropic.test=127.0.0.1", "--max-header", "8192",
+    "--ca-out", LANE_CA, "--trust", "api.anthropic.test=127.0.0.1", "--max-header", "270000",
     "--secret", "LONG_KEY=%s=%s@api.anthropic.test" % (PH, LONG))
 t = h.tls()
-pad = 8192 - len(req("/", [("x-api-key", PH), ("X-Pad", "")])) - 1
+pad = 262144 - 64 - len(req("/", [("x-api-key", PH), ("X-Pad", "")]))
 t.sendall(req("/", [("x-api-key", PH), ("X-Pad", "p" * pad)]))
 st, _ = response(t)
 t.close()
