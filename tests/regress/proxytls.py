@@ -590,6 +590,7 @@ h.close()
 
 # ---- Responses: values redacted, unscannable bodies refused, streams flow ---
 SEEN_AE = []
+SSE_GO = threading.Event()
 
 
 def echo(t, raw):
@@ -604,7 +605,15 @@ def echo(t, raw):
     v = fields.get("x-api-key", "").encode()
     body = b"echo:" + v + b":end"
     cut = 5 + len(v) // 2
-    if head[0].split()[1] == "/gzip":
+    if head[0].split()[1] == "/sse":
+        ev = b"data: " + v + b"\n\n"
+        t.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(ev), ev))
+        # The rest only once the guest saw the first event: a proxy that
+        # buffers the response never gets there.
+        SSE_GO.wait(WAIT)
+        t.sendall(b"5\r\nlast\n\r\n0\r\n\r\n")
+    elif head[0].split()[1] == "/gzip":
         t.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00")
     elif head[0].split()[1] == "/chunked":
         t.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (cut, body[:cut]))
@@ -670,6 +679,25 @@ st, _, data = chunked_body(t)
 t.close()
 report(code(st) == "200" and VALUE.encode() not in data and len(data) == len(VALUE) + 9,
        "a value split across two chunks of a chunked response is redacted (%r)" % data)
+t = h.tls(port=ECHO.port)
+t.sendall(req("/sse", [("x-api-key", PH)]))
+buf = b""
+while b"data: " not in buf or not buf.endswith(b"\n\n\r\n"):
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+first = buf
+SSE_GO.set()
+while not buf.endswith(b"0\r\n\r\n"):
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+t.close()
+report(b"data: " in first and VALUE.encode() not in buf and b"last" not in first and b"last" in buf,
+       "a streamed (SSE) response flows unbuffered, its value redacted in the first event (%r)"
+       % first[-50:])
 t = h.tls(port=ECHO.port)
 t.sendall(req("/gzip", [("x-api-key", PH)]))
 st, _ = response(t)
