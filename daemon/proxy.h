@@ -57,12 +57,24 @@ struct proxy_policy {
  *                  connections allowed, refused, cut at a bound, failed
  *                  upstream, and how many records the rate cap dropped;
  *   secret-use     "secret NAME used for HOST": a placeholder was replaced
- *                  (once per intercepted connection and secret);
- *   secret-refused "secret NAME sent to HOST: refused": a placeholder in a
- *                  request line or header to a host not of that secret
- *                  (the request got 403);
+ *                  in a credential header (once per intercepted connection
+ *                  and secret);
+ *   secret-refused the request got 403, and the upstream no complete
+ *                  request, for a placeholder (also percent-encoded in the
+ *                  request line, or inside base64 in any header):
+ *                  "secret NAME sent to HOST: refused" in a request line
+ *                  or header to a host not of that secret;
+ *                  "secret NAME in header HEADER to HOST: refused (not a
+ *                  credential header)" in a header of a request to one of
+ *                  its hosts that is not one of its credential headers
+ *                  (secret_header_is_credential);
+ *                  "secret NAME in a chunk trailer to HOST: refused" in
+ *                  the trailer section of a chunked body, to any host;
  *   secret-body    "secret NAME seen in a request body to HOST: recorded"
  *                  (the request went on, unchanged; once per request).
+ * A request whose Connection header names a field the proxy frames or
+ * routes by, or a credential header, is a proxy-deny with 400, as is a
+ * credential header sent twice inside an intercepted tunnel.
  * detail never holds a value. All go through the one per-minute cap.
  */
 typedef void proxy_record_fn(void *arg, const char *event, const char *detail);

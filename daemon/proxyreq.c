@@ -168,13 +168,17 @@ parse_authority(const char *s, size_t n, uint16_t defport, struct proxyreq *r)
 	return true;
 }
 
-/* Headers the proxy owns or that concern only the hop to it. */
+/*
+ * Headers the proxy owns (Host and the framing fields, which it writes
+ * from what it parsed) or that concern only the hop to it.
+ */
 static bool
 header_dropped(const char *name, size_t n)
 {
 	static const char *const drop[] = {
 		"host", "connection", "proxy-connection", "proxy-authorization",
 		"proxy-authenticate", "keep-alive", "te", "trailer", "upgrade",
+		"content-length", "transfer-encoding",
 	};
 	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
 		if (strlen(drop[i]) == n && strncasecmp(drop[i], name, n) == 0)
@@ -224,7 +228,9 @@ proxyreq_field_is(const struct proxyreq *r, const char *head, size_t i,
 
 /*
  * Headers a Connection header lists are hop-by-hop too (RFC 9110 7.6.1)
- * and never forwarded.
+ * and never forwarded; framing() refuses a list that names a field the
+ * proxy frames or routes by, so what is dropped here never decided
+ * anything.
  */
 bool
 proxyreq_field_forwarded(const struct proxyreq *r, const char *head, size_t i)
@@ -239,18 +245,6 @@ proxyreq_field_forwarded(const struct proxyreq *r, const char *head, size_t i)
 		    list_has(head + r->fields[j].value, r->fields[j].vlen, name,
 		    n))
 			return false;
-	return true;
-}
-
-static bool
-put(char *out, size_t cap, size_t *len, const char *s, size_t n)
-{
-	if (out == NULL)
-		return true;
-	if (n > cap - *len)
-		return false;
-	memcpy(out + *len, s, n);
-	*len += n;
 	return true;
 }
 
@@ -327,11 +321,39 @@ parse_length(const char *v, size_t n, uint64_t *out)
 	return true;
 }
 
+/*
+ * Fields the proxy frames or routes a request by. A Connection header
+ * naming one would make it hop-by-hop: dropped after it decided something,
+ * so that the upstream would read another request than the proxy did
+ * (request smuggling). Such a request is refused instead. Trailer and
+ * TE concern the framing of the body (TE is hop-by-hop anyway, and
+ * "Connection: TE" is what RFC 9110 asks of a client that sends TE, so it
+ * passes); Expect changes when the body comes. Upgrade is always dropped
+ * with the Connection header that asks for it, so no upstream switches
+ * protocols under the proxy's parser: "Connection: upgrade" passes.
+ * The credential headers are refused by proxyfwd.c, which knows them.
+ */
+static const char *const conn_refused[] = {
+	"content-length", "transfer-encoding", "host", "trailer", "expect",
+};
+
+static int
+connection_names(const char *v, size_t n, const char **why)
+{
+	for (size_t i = 0; i < sizeof(conn_refused) / sizeof(conn_refused[0]);
+	    i++)
+		if (list_has(v, n, conn_refused[i], strlen(conn_refused[i])))
+			FAIL(400, "Connection names a field the proxy frames or "
+			    "routes by");
+	return 0;
+}
+
 /* How the body is framed (RFC 9112 6): one reading or a refusal. */
 static int
 framing(const char *head, struct proxyreq *r, const char **why)
 {
 	bool cl = false, te = false;
+	int st;
 
 	for (size_t i = 0; i < r->nfields; i++) {
 		const char *v = head + r->fields[i].value;
@@ -349,15 +371,19 @@ framing(const char *head, struct proxyreq *r, const char **why)
 			if (te || vn != 7 || strncasecmp(v, "chunked", 7) != 0)
 				FAIL(501, "Transfer-Encoding other than chunked");
 			te = true;
-		} else if (proxyreq_field_is(r, head, i, "connection") &&
-		    list_has(v, vn, "close", 5))
-			r->close = true;
+		} else if (proxyreq_field_is(r, head, i, "connection")) {
+			if ((st = connection_names(v, vn, why)) != 0)
+				return st;
+			if (list_has(v, vn, "close", 5))
+				r->close = true;
+		}
 	}
 	/* Two framings: the proxy and the server could each pick another. */
 	if (te && cl)
 		FAIL(400, "both Transfer-Encoding and Content-Length");
 	if (te && r->http10)
 		FAIL(400, "Transfer-Encoding in HTTP/1.0");
+	r->length_seen = cl;
 	r->framing = te ? PROXYREQ_BODY_CHUNKED : cl && r->length > 0 ?
 	    PROXYREQ_BODY_LENGTH : PROXYREQ_BODY_NONE;
 	if (r->http10)
@@ -411,58 +437,13 @@ split_head(const char *head, size_t len, struct proxyreq *r,
 	return framing(head, r, why);
 }
 
-/* The head to send upstream for an absolute-URI request (see proxyreq.h). */
-static int
-build_forward(const char *head, const struct proxyreq *r, const char *path,
-    const char *tend, char *out, size_t outcap, size_t *outlen,
-    const char **why)
-{
-	const char *ver = head + r->line_len - 8;
-	char hostline[PROXYREQ_HOST_MAX + 32];
-	bool v6 = strchr(r->host, ':') != NULL;
-	size_t olen = 0;
-	int n;
-
-	if (!put(out, outcap, &olen, head, strlen(r->method) + 1) ||
-	    ((path == tend || *path == '?') && !put(out, outcap, &olen, "/", 1)) ||
-	    !put(out, outcap, &olen, path, (size_t)(tend - path)) ||
-	    !put(out, outcap, &olen, " ", 1) ||
-	    !put(out, outcap, &olen, ver, 8) ||
-	    !put(out, outcap, &olen, "\r\n", 2))
-		FAIL(414, "request too long");
-	for (size_t i = 0; i < r->nfields; i++) {
-		const struct proxyreq_field *f = &r->fields[i];
-		if (!proxyreq_field_forwarded(r, head, i))
-			continue;
-		/* The line as it came: name, colon, value and its blanks. */
-		if (!put(out, outcap, &olen, head + f->name, f->end - f->name +
-		    2))
-			FAIL(431, "request head too large");
-	}
-	if (r->port == 80)
-		n = snprintf(hostline, sizeof(hostline), "Host: %s%s%s\r\n",
-		    v6 ? "[" : "", r->host, v6 ? "]" : "");
-	else
-		n = snprintf(hostline, sizeof(hostline), "Host: %s%s%s:%u\r\n",
-		    v6 ? "[" : "", r->host, v6 ? "]" : "", (unsigned)r->port);
-	if (n < 0 || (size_t)n >= sizeof(hostline) ||
-	    !put(out, outcap, &olen, hostline, (size_t)n) ||
-	    !put(out, outcap, &olen, "Connection: close\r\n\r\n", 21))
-		FAIL(431, "request head too large");
-	if (outlen)
-		*outlen = olen;
-	return 0;
-}
-
 int
-proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
-    size_t outcap, size_t *outlen, const char **why)
+proxyreq_parse(const char *head, size_t len, struct proxyreq *r,
+    const char **why)
 {
 	const char *target, *tend, *auth, *path;
 	int st;
 
-	if (outlen)
-		*outlen = 0;
 	if ((st = split_head(head, len, r, why)) != 0)
 		return st;
 	target = head + r->target;
@@ -484,7 +465,9 @@ proxyreq_parse(const char *head, size_t len, struct proxyreq *r, char *out,
 		FAIL(400, "fragment in request target");
 	/* Connection: close goes upstream whatever the client asked. */
 	r->close = true;
-	return build_forward(head, r, path, tend, out, outcap, outlen, why);
+	r->path = (uint32_t)(path - head);
+	r->plen = (uint32_t)(tend - path);
+	return 0;
 }
 
 int
@@ -526,7 +509,6 @@ enum {
 };
 
 #define CHUNK_LINE_MAX	1024	/* a chunk-size line, extensions in */
-#define TRAILERS_MAX	8192	/* the trailer section */
 
 void
 proxyreq_body_init(struct proxyreq_body *b, const struct proxyreq *r)
@@ -566,6 +548,66 @@ body_bad(struct proxyreq_body *b, const char *why)
 	b->why = why;
 	b->st = PB_DONE;
 	return false;
+}
+
+/*
+ * The trailer section t[0..n), lines ending in CRLF (controls and bare CR
+ * or LF were refused byte by byte): each a field, "name:" with a token
+ * for a name and no obs-fold, as a head's fields are.
+ */
+static bool
+trailers_ok(const char *t, size_t n)
+{
+	const char *p = t, *end = t + n, *eol, *colon;
+
+	for (; p < end; p = eol + 2) {
+		if ((eol = memchr(p, '\r', (size_t)(end - p))) == NULL)
+			return false;
+		colon = memchr(p, ':', (size_t)(eol - p));
+		if (colon == NULL || colon == p)
+			return false;
+		for (const char *q = p; q < colon; q++)
+			if (!is_tchar((unsigned char)*q))
+				return false;
+	}
+	return true;
+}
+
+/* One byte of the trailer section, kept in tbuf; false when refused. */
+static bool
+trailer_byte(struct proxyreq_body *b, uint8_t c)
+{
+	switch (b->st) {
+	case PB_TRAILER:
+		if (b->trailers >= PROXYREQ_TRAILERS_MAX)
+			return body_bad(b, "trailers too large");
+		b->tbuf[b->trailers++] = (char)c;
+		if (c == '\r') {
+			b->st = PB_TRAILER_LF;
+			return true;
+		}
+		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f)
+			return body_bad(b, "bad trailer");
+		return true;
+	case PB_TRAILER_LF:
+		if (c != '\n')
+			return body_bad(b, "bare CR in trailer");
+		if (b->line == 2) {
+			/* An empty line ends the trailers, and the body. */
+			b->trailers -= 1;	/* its CR */
+			if (!trailers_ok(b->tbuf, b->trailers))
+				return body_bad(b, "bad trailer field");
+			b->st = PB_DONE;
+		} else {
+			if (b->trailers >= PROXYREQ_TRAILERS_MAX)
+				return body_bad(b, "trailers too large");
+			b->tbuf[b->trailers++] = '\n';
+			b->st = PB_TRAILER;
+		}
+		b->line = 0;
+		return true;
+	}
+	return body_bad(b, "internal framing state");
 }
 
 /* One byte of chunk framing (not data); false when it is refused. */
@@ -619,22 +661,8 @@ chunk_byte(struct proxyreq_body *b, uint8_t c)
 		b->st = PB_SIZE;
 		return true;
 	case PB_TRAILER:
-		if (++b->trailers > TRAILERS_MAX)
-			return body_bad(b, "trailers too large");
-		if (c == '\r') {
-			b->st = PB_TRAILER_LF;
-			return true;
-		}
-		if (c == '\n' || (c < 0x20 && c != '\t') || c == 0x7f)
-			return body_bad(b, "bad trailer");
-		return true;
 	case PB_TRAILER_LF:
-		if (c != '\n')
-			return body_bad(b, "bare CR in trailer");
-		/* An empty line ends the trailers, and the body. */
-		b->st = b->line == 2 ? PB_DONE : PB_TRAILER;
-		b->line = 0;
-		return true;
+		return trailer_byte(b, c);
 	}
 	return body_bad(b, "internal framing state");
 }

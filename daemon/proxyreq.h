@@ -39,22 +39,24 @@ struct proxyreq {
 	bool close;		/* HTTP/1.0, or Connection: close */
 	enum proxyreq_framing framing;
 	uint64_t length;	/* PROXYREQ_BODY_LENGTH */
+	bool length_seen;	/* a Content-Length, of 0 too */
+	uint32_t path, plen;	/* proxyreq_parse: the origin-form target */
 	size_t nfields;
 	struct proxyreq_field fields[PROXYREQ_FIELDS_MAX];
 };
 
 /*
  * Parses a complete request head: len bytes ending with the blank line.
- * For an absolute-URI request it also writes the head to send upstream
- * into out (origin-form target, Host set from the URI, proxy and hop-by-hop
- * headers removed, "Connection: close" so that one client connection
- * carries one request to the vetted host) and sets *outlen; for CONNECT
- * nothing is written. The framing rules of proxyreq_parse_origin hold
- * here too. Returns 0, or the HTTP status to answer (400, 405, 414, 431,
- * 501, 505) with *why saying what was wrong.
+ * CONNECT host:port, or an absolute http:// URI, whose origin-form path
+ * (with its query) is then r->path, r->plen (plen 0: "/"); r->close is
+ * set for it (one client connection carries one request to the vetted
+ * host). What goes upstream is proxyfwd_head's (proxyfwd.h). The framing
+ * rules of proxyreq_parse_origin hold here too. Returns 0, or the HTTP
+ * status to answer (400, 405, 431, 501, 505) with *why saying what was
+ * wrong.
  */
 int proxyreq_parse(const char *head, size_t len, struct proxyreq *,
-    char *out, size_t outcap, size_t *outlen, const char **why);
+    const char **why);
 
 /*
  * A request head inside an intercepted TLS connection: origin form
@@ -63,16 +65,20 @@ int proxyreq_parse(const char *head, size_t len, struct proxyreq *,
  * caller compares them with the CONNECT target). CONNECT, TRACE and TRACK
  * are refused (405), as are every framing with two readings: Content-Length
  * with Transfer-Encoding, conflicting lengths, a Transfer-Encoding other
- * than chunked. More than PROXYREQ_FIELDS_MAX fields: 431. Returns 0 or the
- * status, with *why.
+ * than chunked; and a Connection header that names a field the proxy
+ * frames or routes by (Content-Length, Transfer-Encoding, Host, Trailer,
+ * Expect): 400, since dropping it as hop-by-hop would change the framing
+ * the upstream reads. More than PROXYREQ_FIELDS_MAX fields: 431. Returns
+ * 0 or the status, with *why.
  */
 int proxyreq_parse_origin(const char *head, size_t len, struct proxyreq *,
     const char **why);
 
 /*
- * Whether field i of r is sent on: not hop-by-hop (Connection, Keep-Alive,
- * TE, Trailer, Upgrade, Proxy-*, and every name a Connection header lists)
- * and not Host (the proxy writes that one for absolute-URI requests).
+ * Whether field i of r is sent on as it came: not hop-by-hop (Connection,
+ * Keep-Alive, TE, Trailer, Upgrade, Proxy-*, and every name a Connection
+ * header lists) and not one the proxy writes itself from what it parsed
+ * (Host, Content-Length, Transfer-Encoding).
  */
 bool proxyreq_field_forwarded(const struct proxyreq *, const char *head,
     size_t i);
@@ -81,20 +87,26 @@ bool proxyreq_field_forwarded(const struct proxyreq *, const char *head,
 bool proxyreq_field_is(const struct proxyreq *, const char *head, size_t i,
     const char *name);
 
+#define PROXYREQ_TRAILERS_MAX	8192	/* a chunked body's trailer section */
+
 /*
- * A request body's framing, fed as it arrives. The bytes stay as they are
- * (chunked bodies go upstream chunked); the parser finds where the body
- * ends, so that the next bytes are the next request, and hands the body's
- * data (without chunk framing) to a callback, which scans it.
+ * A request body's framing, fed as it arrives. The parser finds where the
+ * body ends, so that the next bytes are the next request, and hands the
+ * body's data (without chunk framing) to a callback; proxyfwd.c frames it
+ * again for the upstream. A chunked body's trailer section is kept whole
+ * in tbuf (each field checked like a head's, CRLF line ends, the final
+ * empty line not included), for the caller to scan before the body ends
+ * upstream.
  */
 struct proxyreq_body {
 	int st;
 	uint64_t left;		/* data bytes left in this chunk or body */
 	uint32_t line;		/* bytes of the chunk-size or trailer line */
-	uint32_t trailers;	/* bytes of the trailer section */
+	uint32_t trailers;	/* bytes of the trailer section, in tbuf */
 	unsigned digits;
 	bool bad;
 	const char *why;
+	char tbuf[PROXYREQ_TRAILERS_MAX];
 };
 
 typedef void proxyreq_data_fn(void *arg, const uint8_t *p, size_t n);

@@ -1,16 +1,13 @@
 /*
- * Placeholders in requests (see proxysecret.h). Base64 is OpenSSL's; the
- * rest is comparison of whole strings, on purpose: a value is put only
- * where a placeholder is exactly the credential, so that no text around it
- * (a URL, a JSON body, a cookie) can carry the value somewhere else.
+ * Placeholders in requests (see proxysecret.h). Comparison of whole
+ * strings, and decoding where a guest could hide one: percent-encoding in
+ * the request line, base64 in any header value. A guest that hides a
+ * placeholder better than this only hides it from the tripwire: no value
+ * goes anywhere but where proxyfwd.c finds a placeholder exactly.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#include <openssl/evp.h>
-
-#include "proxyreq.h"
 #include "proxysecret.h"
 #include "util.h"
 #include "wire.h"
@@ -29,64 +26,123 @@ proxysecret_find(const struct secret_set *set, const void *p, size_t n)
 	return m;
 }
 
-/* The secret whose placeholder is exactly p[0..n), or -1. */
-static int
-exact(const struct secret_set *set, const char *p, size_t n)
+int
+proxysecret_exact(const struct secret_set *set, const char *p, size_t n)
 {
-	for (size_t i = 0; i < set->n; i++)
+	for (size_t i = 0; set != NULL && i < set->n; i++)
 		if (set->v[i].placeholder_len == n &&
 		    memcmp(set->v[i].placeholder, p, n) == 0)
 			return (int)i;
 	return -1;
 }
 
-/*
- * Decodes "Basic" credentials v[0..n) into a malloc'd buffer (NUL added);
- * NULL when they are not base64. The caller wipes it.
- */
-static uint8_t *
-basic_decode(const char *v, size_t n, size_t *outlen)
+/* A base64 digit of either alphabet ('+' and '-', '/' and '_'), or -1. */
+static int
+b64val(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
+		return 62;
+	if (c == '/' || c == '_')
+		return 63;
+	return -1;
+}
+
+/* Digits s[0..n) (all valid, no padding) into out: n * 3 / 4 bytes. */
+static size_t
+b64_run(const char *s, size_t n, uint8_t *out)
+{
+	uint32_t acc = 0;
+	size_t k = 0;
+	int bits = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		acc = (acc << 6) | (uint32_t)b64val((unsigned char)s[i]);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[k++] = (uint8_t)(acc >> bits);
+		}
+	}
+	return k;
+}
+
+uint8_t *
+proxysecret_b64_strict(const char *v, size_t n, size_t *outlen)
 {
 	size_t pad = 0;
 	uint8_t *out;
-	int k;
 
-	if (n == 0 || n % 4 != 0 || n > 65536)
+	if (n == 0 || n % 4 != 0)
 		return NULL;
 	while (pad < 2 && v[n - 1 - pad] == '=')
 		pad++;
+	for (size_t i = 0; i < n - pad; i++)
+		if (v[i] == '-' || v[i] == '_' || b64val((unsigned char)v[i]) < 0)
+			return NULL;
 	out = xmalloc(n / 4 * 3 + 1);
-	if ((k = EVP_DecodeBlock(out, (const unsigned char *)v, (int)n)) < 0 ||
-	    (size_t)k < pad) {
-		free(out);
-		return NULL;
-	}
-	*outlen = (size_t)k - pad;
+	*outlen = b64_run(v, n - pad, out);
 	out[*outlen] = '\0';
 	return out;
 }
 
-/* "Basic xxx" (scheme case-insensitive): the credentials' offset, or 0. */
-static size_t
-basic_at(const char *v, size_t n)
-{
-	if (n > 6 && strncasecmp(v, "Basic ", 6) == 0)
-		return 6;
-	return 0;
-}
+/* Shortest run of digits that can encode a placeholder. */
+#define B64_RUN_MIN	(SECRET_PLACEHOLDER_MIN * 4 / 3)
 
-/* Placeholders in a header value, its decoded Basic credentials too. */
-static proxysecret_mask
-field_mask(const struct secret_set *set, const char *v, size_t n)
+proxysecret_mask
+proxysecret_value_mask(const struct secret_set *set, const char *v, size_t n)
 {
 	proxysecret_mask m = proxysecret_find(set, v, n);
-	size_t at = basic_at(v, n), dn;
+	char *c;
 	uint8_t *d;
+	size_t cn = 0, i, j;
 
-	if (at > 0 && (d = basic_decode(v + at, n - at, &dn)) != NULL) {
-		m |= proxysecret_find(set, d, dn);
-		wire_wipe(d, dn);
-		free(d);
+	if (set == NULL || set->n == 0 || n < B64_RUN_MIN)
+		return m;
+	/* Blanks removed: "QUdF TlRM..." is one encoding. */
+	c = xmalloc(n);
+	d = xmalloc(n);
+	for (i = 0; i < n; i++)
+		if (v[i] != ' ' && v[i] != '\t')
+			c[cn++] = v[i];
+	for (i = 0; i < cn; i = j + 1) {
+		for (j = i; j < cn && b64val((unsigned char)c[j]) >= 0; j++)
+			;
+		if (j - i < B64_RUN_MIN)
+			continue;
+		/* The encoding may start at any of four offsets of the run. */
+		for (size_t k = 0; k < 4; k++) {
+			size_t dn = b64_run(c + i + k, j - i - k, d);
+			m |= proxysecret_find(set, d, dn);
+		}
+	}
+	wire_wipe(d, n);
+	wire_wipe(c, n);
+	free(d);
+	free(c);
+	return m;
+}
+
+proxysecret_mask
+proxysecret_fields_mask(const struct secret_set *set, const char *t,
+    size_t n)
+{
+	const char *p = t, *end = t + n, *eol, *colon, *v;
+	proxysecret_mask m = proxysecret_find(set, t, n);
+
+	for (; p < end; p = eol + 2) {
+		if ((eol = memchr(p, '\r', (size_t)(end - p))) == NULL)
+			eol = end;
+		if ((colon = memchr(p, ':', (size_t)(eol - p))) == NULL)
+			continue;
+		for (v = colon + 1; v < eol && (*v == ' ' || *v == '\t'); v++)
+			;
+		m |= proxysecret_value_mask(set, v, (size_t)(eol - v));
 	}
 	return m;
 }
@@ -100,9 +156,9 @@ hexval(char c)
 	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* The request line, raw and percent-decoded. */
-static proxysecret_mask
-line_mask(const struct secret_set *set, const char *line, size_t n)
+proxysecret_mask
+proxysecret_line_mask(const struct secret_set *set, const char *line,
+    size_t n)
 {
 	proxysecret_mask m = proxysecret_find(set, line, n);
 	char *d = xmalloc(n + 1);
@@ -120,211 +176,6 @@ line_mask(const struct secret_set *set, const char *line, size_t n)
 	m |= proxysecret_find(set, d, k);
 	free(d);
 	return m;
-}
-
-struct obuf {
-	char *p;
-	size_t len, cap;
-	bool over;
-};
-
-static void
-ob_put(struct obuf *o, const void *s, size_t n)
-{
-	if (o->over || n > PROXYSECRET_HEAD_MAX - o->len) {
-		o->over = true;
-		return;
-	}
-	if (o->len + n > o->cap) {
-		size_t cap = o->cap ? o->cap : 1024;
-		while (cap < o->len + n)
-			cap *= 2;
-		char *q = xmalloc(cap);
-		if (o->len > 0)
-			memcpy(q, o->p, o->len);
-		/* Values pass through here: the old block is wiped. */
-		if (o->p != NULL) {
-			wire_wipe(o->p, o->cap);
-			free(o->p);
-		}
-		o->p = q;
-		o->cap = cap;
-	}
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-}
-
-/*
- * Basic user:password where either is a placeholder of a secret that
- * lists host: writes the re-encoded credentials. False: not that shape.
- */
-static bool
-put_basic(const struct secret_set *set, const char *host, const char *v,
-    size_t n, struct obuf *o, proxysecret_mask *used)
-{
-	size_t dn, un, pn, tn;
-	uint8_t *d = basic_decode(v, n, &dn), *colon, *t;
-	int us, ps;
-
-	if (d == NULL)
-		return false;
-	if ((colon = memchr(d, ':', dn)) == NULL) {
-		wire_wipe(d, dn);
-		free(d);
-		return false;
-	}
-	un = (size_t)(colon - d);
-	pn = dn - un - 1;
-	us = exact(set, (char *)d, un);
-	ps = exact(set, (char *)colon + 1, pn);
-	if (us >= 0 && !secret_host_match(&set->v[us], host))
-		us = -1;
-	if (ps >= 0 && !secret_host_match(&set->v[ps], host))
-		ps = -1;
-	if (us < 0 && ps < 0) {
-		wire_wipe(d, dn);
-		free(d);
-		return false;
-	}
-	tn = (us >= 0 ? set->v[us].value_len : un) + 1 +
-	    (ps >= 0 ? set->v[ps].value_len : pn);
-	t = xmalloc(tn);
-	memcpy(t, us >= 0 ? set->v[us].value : d, us >= 0 ?
-	    set->v[us].value_len : un);
-	size_t k = us >= 0 ? set->v[us].value_len : un;
-	t[k++] = ':';
-	memcpy(t + k, ps >= 0 ? set->v[ps].value : colon + 1, ps >= 0 ?
-	    set->v[ps].value_len : pn);
-	uint8_t *e = xmalloc(4 * ((tn + 2) / 3) + 1);
-	int en = EVP_EncodeBlock(e, t, (int)tn);
-	ob_put(o, e, (size_t)en);
-	*used |= (us >= 0 ? (proxysecret_mask)1 << us : 0) |
-	    (ps >= 0 ? (proxysecret_mask)1 << ps : 0);
-	wire_wipe(e, (size_t)en);
-	wire_wipe(t, tn);
-	wire_wipe(d, dn);
-	free(e);
-	free(t);
-	free(d);
-	return true;
-}
-
-/* "SCHEME rest": the placeholder's secret when rest is one, else -1. */
-static int
-scheme_secret(const struct secret_set *set, const char *v, size_t n)
-{
-	const char *sp = memchr(v, ' ', n);
-
-	if (sp == NULL || sp == v)
-		return -1;
-	for (const char *q = v; q < sp; q++)
-		if (!((*q >= 'A' && *q <= 'Z') || (*q >= 'a' && *q <= 'z') ||
-		    (*q >= '0' && *q <= '9') || strchr("-._~+!#$%&'*^`|", *q)))
-			return -1;
-	return exact(set, sp + 1, n - (size_t)(sp - v) - 1);
-}
-
-/* The value of a forwarded field, a whole-credential placeholder replaced. */
-static void
-put_value(const struct secret_set *set, const char *host, bool replace,
-    bool auth, const char *v, size_t n, struct obuf *o, proxysecret_mask *used)
-{
-	size_t at, mark;
-	int i;
-
-	if (!replace || proxysecret_find(set, v, n) == 0) {
-		/* Basic credentials are encoded: the placeholder is not seen. */
-		if (!replace || !auth || (at = basic_at(v, n)) == 0) {
-			ob_put(o, v, n);
-			return;
-		}
-	}
-	if ((i = exact(set, v, n)) >= 0 && secret_host_match(&set->v[i], host)) {
-		ob_put(o, set->v[i].value, set->v[i].value_len);
-		*used |= (proxysecret_mask)1 << i;
-		return;
-	}
-	/* A scheme and a credential: Authorization only. */
-	if (!auth) {
-		ob_put(o, v, n);
-		return;
-	}
-	if ((at = basic_at(v, n)) > 0) {
-		mark = o->len;
-		ob_put(o, v, at);
-		if (put_basic(set, host, v + at, n - at, o, used))
-			return;
-		o->len = mark;
-	}
-	/* "Bearer PH", "token PH", "Basic PH" (PH holding user:password). */
-	if ((i = scheme_secret(set, v, n)) >= 0 &&
-	    secret_host_match(&set->v[i], host)) {
-		ob_put(o, v, n - set->v[i].placeholder_len);
-		ob_put(o, set->v[i].value, set->v[i].value_len);
-		*used |= (proxysecret_mask)1 << i;
-		return;
-	}
-	ob_put(o, v, n);
-}
-
-static void
-build(const struct secret_set *set, const char *head, const struct proxyreq *r,
-    const char *host, bool replace, struct obuf *o, proxysecret_mask *used)
-{
-	ob_put(o, head, r->line_len + 2);
-	for (size_t i = 0; i < r->nfields; i++) {
-		const struct proxyreq_field *f = &r->fields[i];
-		if (!proxyreq_field_forwarded(r, head, i) &&
-		    !proxyreq_field_is(r, head, i, "host"))
-			continue;
-		ob_put(o, head + f->name, f->nlen);
-		ob_put(o, ": ", 2);
-		put_value(set, host, replace, proxyreq_field_is(r, head, i,
-		    "authorization"), head + f->value, f->vlen, o, used);
-		ob_put(o, "\r\n", 2);
-	}
-	if (r->close)
-		ob_put(o, "Connection: close\r\n", 19);
-	ob_put(o, "\r\n", 2);
-}
-
-int
-proxysecret_head(const struct secret_set *set, const char *head,
-    const struct proxyreq *r, const char *host, bool out, bool replace,
-    struct proxysecret_head *h)
-{
-	proxysecret_mask m;
-	struct obuf o = { NULL, 0, 0, false };
-
-	memset(h, 0, sizeof(*h));
-	h->refused = -1;
-	if (set == NULL || set->n == 0)
-		m = 0;
-	else {
-		m = line_mask(set, head, r->line_len);
-		for (size_t i = 0; i < r->nfields; i++)
-			m |= field_mask(set, head + r->fields[i].value,
-			    r->fields[i].vlen);
-	}
-	for (size_t i = 0; set != NULL && i < set->n; i++)
-		if ((m & ((proxysecret_mask)1 << i)) &&
-		    !secret_host_match(&set->v[i], host)) {
-			h->refused = (int)i;
-			return 403;
-		}
-	if (!out)
-		return 0;
-	build(set, head, r, host, replace && set != NULL, &o, &h->used);
-	if (o.over) {
-		if (o.p != NULL)
-			wire_wipe(o.p, o.cap);
-		free(o.p);
-		h->used = 0;
-		return 431;
-	}
-	h->out = o.p;
-	h->len = o.len;
-	return 0;
 }
 
 void

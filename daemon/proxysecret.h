@@ -1,9 +1,9 @@
 /*
  * Placeholders in what a guest sends through its lane proxy (secret.h):
- * found in request lines, headers and bodies, and swapped for the value
- * only where one is the whole credential of a header. Pure functions over
- * bytes, like proxyreq.c, so that tests/fuzz/fuzz_proxyhttp.c drives what
- * the proxy runs.
+ * where they are found, in request lines, header values (raw and inside
+ * base64 of any shape), trailer sections and bodies. Pure functions over
+ * bytes, like proxyreq.c, so that the fuzzers drive what the proxy runs.
+ * Where a value is put in their place is proxyfwd.c's.
  */
 #ifndef LANED_PROXYSECRET_H
 #define LANED_PROXYSECRET_H
@@ -14,11 +14,6 @@
 
 #include "secret.h"
 
-struct proxyreq;
-
-/* The rewritten head may grow past the parsed one by values; this caps it. */
-#define PROXYSECRET_HEAD_MAX (256 * 1024)
-
 /* Bit i stands for secret i of the set (SECRET_MAX is 32). */
 typedef uint32_t proxysecret_mask;
 
@@ -26,32 +21,36 @@ typedef uint32_t proxysecret_mask;
 proxysecret_mask proxysecret_find(const struct secret_set *, const void *p,
     size_t n);
 
-struct proxysecret_head {
-	char *out;			/* the head to send; malloc'd */
-	size_t len;
-	proxysecret_mask used;		/* placeholders replaced */
-	int refused;			/* a secret sent elsewhere, or -1 */
-};
+/* The secret whose placeholder is exactly p[0..n), or -1. */
+int proxysecret_exact(const struct secret_set *, const char *p, size_t n);
 
 /*
- * Checks one parsed request head (r from proxyreq_parse_origin or
- * proxyreq_parse over head) for placeholders, for a connection to host:
- *   - one in the request line (also percent-decoded) or in any header
- *     value (also inside a decoded Basic credential) of a secret that
- *     does not list host: h->refused is its index, and 403 is returned;
- *   - otherwise, when out is wanted (origin form: the head to send over
- *     the verified TLS connection), h->out is the head with hop-by-hop
- *     fields dropped, "Connection: close" when r->close, and, if replace,
- *     each header value that is exactly a placeholder, and each
- *     Authorization that is "SCHEME placeholder" or "Basic " over
- *     user:password where the user or the password is a placeholder,
- *     carrying the value instead. Nothing else changes.
- * Returns 0, 403, or 431 when the head would pass PROXYSECRET_HEAD_MAX.
- * h->out is NULL unless 0 was returned with out wanted; free it.
+ * The tripwire over one header value: placeholders in it as it is, and in
+ * whatever base64 it may hold, decoded: the value with its blanks removed,
+ * both alphabets (standard and URL-safe), padded or not, at each of the
+ * four alignments of every run of base64 characters (so a scheme or any
+ * other prefix in front of the encoding does not hide it).
  */
-int proxysecret_head(const struct secret_set *, const char *head,
-    const struct proxyreq *r, const char *host, bool out, bool replace,
-    struct proxysecret_head *h);
+proxysecret_mask proxysecret_value_mask(const struct secret_set *,
+    const char *v, size_t n);
+
+/* A request line, raw and percent-decoded. */
+proxysecret_mask proxysecret_line_mask(const struct secret_set *,
+    const char *line, size_t n);
+
+/*
+ * A trailer section (proxyreq_body's tbuf: "name: value" lines ending in
+ * CRLF): each line raw and its value as proxysecret_value_mask reads it.
+ */
+proxysecret_mask proxysecret_fields_mask(const struct secret_set *,
+    const char *t, size_t n);
+
+/*
+ * Strict base64 (standard alphabet, padded, length a multiple of 4), as
+ * Basic credentials are: decodes v[0..n) into a malloc'd buffer with a
+ * NUL added, or NULL. The caller wipes and frees it.
+ */
+uint8_t *proxysecret_b64_strict(const char *v, size_t n, size_t *outlen);
 
 /*
  * A body's bytes as they pass, in pieces: a placeholder split between two

@@ -1,23 +1,16 @@
 /*
- * The lane proxy's interception and request relay (see proxy.h and
- * proxyint.h).
- *
- * A CONNECT to a host of one of the lane's secrets goes:
+ * The lane proxy's interception handshakes (see proxytls.h), above its
+ * connection layer (pconn.h). A CONNECT to a host of one of the lane's
+ * secrets goes:
  *   PS_CONNECT  TCP to the vetted address (proxy.c);
  *   PS_UPTLS    TLS to it, verified against the host's trust store with a
  *               name check and SNI for the CONNECT target: no fallback, so
  *               a bad certificate is a 502 to the CONNECT itself;
  *   PS_CLITLS   then "200 Connection Established", and TLS with the guest
- *               under a leaf of the lane CA for the target; its SNI must be
- *               the target too;
- *   PS_HTTP     each request head is parsed (proxyreq_parse_origin), its
- *               Host must name the target, and placeholders are checked and
- *               swapped (proxysecret_head); its body is relayed as it came,
- *               framed (proxyreq_body_feed) so that the next request is
- *               found, and scanned. Responses go back as they arrive: never
- *               parsed, buffered or rewritten.
- * A plain http:// request (proxy.c parsed it) enters PS_HTTP too, for its
- * body only: one request per connection.
+ *               under a leaf of the lane CA for the target; its SNI must
+ *               name the target too (proxypolicy_decide);
+ * and then the caller's done callback (the request relay, proxyhttp.c)
+ * takes the connection: this file never calls it by name.
  */
 #include <sys/types.h>
 #include <sys/socket.h>
@@ -36,23 +29,17 @@
 #include <openssl/x509.h>
 
 #include "log.h"
-#include "proxyint.h"
+#include "pconn.h"
+#include "proxytls.h"
 #include "secret.h"
 #include "tlsca.h"
 #include "tls.h"
 #include "util.h"
-#include "wire.h"
 
 static const char established[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
 
-static void http_pump(struct pconn *);
-static void deadline_cb(evutil_socket_t, short, void *);
-
-static const char *
-secret_name(const struct proxy *px, int i)
-{
-	return px->secrets->v[i].name;
-}
+static void ptls_idle(struct pconn *);
+static void up_wait_event_cb(struct bufferevent *, short, void *);
 
 /* Both contexts, made at the first interception. */
 static bool
@@ -125,72 +112,6 @@ ptls_failure(struct bufferevent *bev, char *buf, size_t len)
 	return buf;
 }
 
-/* ---- The guest's side of the interception ---- */
-
-static void http_read_cb(struct bufferevent *, void *);
-static void http_write_cb(struct bufferevent *, void *);
-static void http_event_cb(struct bufferevent *, short, void *);
-
-static void
-http_enter(struct pconn *c)
-{
-	pconn_state(c, PS_HTTP);
-	bufferevent_setwatermark(c->cli, EV_READ, 0, c->px->lim.max_header_bytes >
-	    SPLICE_HIGH ? c->px->lim.max_header_bytes : SPLICE_HIGH);
-	bufferevent_setwatermark(c->up, EV_READ, 0, SPLICE_HIGH);
-	bufferevent_setwatermark(c->cli, EV_WRITE, SPLICE_LOW, 0);
-	bufferevent_setwatermark(c->up, EV_WRITE, SPLICE_LOW, 0);
-	bufferevent_setcb(c->cli, http_read_cb, http_write_cb, http_event_cb, c);
-	bufferevent_setcb(c->up, http_read_cb, http_write_cb, http_event_cb, c);
-	if ((c->deadline = evtimer_new(c->px->base, deadline_cb, c)) == NULL) {
-		pconn_free(c);
-		return;
-	}
-	/*
-	 * The first head of a tunnel is due within head_ms of the handshake,
-	 * as a connection's is from accept; later ones from their first byte.
-	 */
-	if (c->rq == RQ_HEAD) {
-		struct timeval tv = tv_from_ms(head_ms(c->px));
-		if (evtimer_add(c->deadline, &tv) != 0) {
-			pconn_free(c);
-			return;
-		}
-	}
-	if (!idle_touch(c) || !pconn_enable(c, c->up, EV_READ | EV_WRITE) ||
-	    !pconn_enable(c, c->cli, EV_READ | EV_WRITE))
-		return;
-	http_pump(c);
-}
-
-/* The guest's SNI must name the CONNECT target (trailing dot aside). */
-static bool
-sni_matches(struct pconn *c)
-{
-	SSL *ssl = bufferevent_openssl_get_ssl(c->cli);
-	const char *sni = ssl != NULL ?
-	    SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name) : NULL;
-	size_t n;
-
-	if (sni == NULL) {
-		px_record(c->px, "proxy-deny", "%s: the guest sent no TLS "
-		    "server name", c->what);
-		return false;
-	}
-	n = strlen(sni);
-	if (n > 0 && sni[n - 1] == '.')
-		n--;
-	if (n != strlen(c->req.host) || strncasecmp(sni, c->req.host, n) != 0) {
-		char s[PROXYREQ_HOST_MAX + 1];
-		str_copy(s, sni, sizeof(s));
-		str_sanitize_ascii(s);
-		px_record(c->px, "proxy-deny", "%s: TLS server name %s is not "
-		    "the CONNECT target", c->what, s);
-		return false;
-	}
-	return true;
-}
-
 static void
 clitls_event_cb(struct bufferevent *bev, short what, void *arg)
 {
@@ -200,12 +121,22 @@ clitls_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (c->st != PS_CLITLS)
 		return;
 	if (what & BEV_EVENT_CONNECTED) {
-		if (!sni_matches(c)) {
-			pconn_refuse(c, 421, "TLS server name does not match "
-			    "the CONNECT target");
+		SSL *ssl = bufferevent_openssl_get_ssl(c->cli);
+		struct proxypolicy_query q = {
+			.stage = PROXYPOLICY_SNI, .pol = &c->px->pol,
+			.secrets = c->px->secrets, .target = &c->req,
+			.sni = ssl != NULL ? SSL_get_servername(ssl,
+			    TLSEXT_NAMETYPE_host_name) : NULL,
+		};
+		struct proxypolicy_decision d;
+
+		proxypolicy_decide(&q, &d);
+		if (d.verdict != PROXYPOLICY_PASS) {
+			pconn_deny(c, &d);
 			return;
 		}
-		http_enter(c);
+		c->on_idle = NULL;
+		c->tls_done(c);
 		return;
 	}
 	/* A guest that does not trust the lane CA ends up here. */
@@ -254,6 +185,7 @@ clitls_start(struct pconn *c)
 		return;
 	}
 	pconn_state(c, PS_CLITLS);
+	c->on_idle = ptls_idle;
 	ptls_wrap(c, &c->cli, ssl, BUFFEREVENT_SSL_ACCEPTING);
 	bufferevent_setcb(c->cli, NULL, NULL, clitls_event_cb, c);
 	/* The guest has the head deadline to shake hands. */
@@ -261,7 +193,13 @@ clitls_start(struct pconn *c)
 		(void)pconn_enable(c, c->cli, EV_READ | EV_WRITE);
 }
 
-/* ---- The upstream side ---- */
+/* The upstream's end while the guest shakes hands: nothing to relay. */
+static void
+up_wait_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		pconn_free(arg);
+}
 
 static void
 uptls_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -277,7 +215,7 @@ uptls_event_cb(struct bufferevent *bev, short what, void *arg)
 		/* No reads until the guest's side is up: they wait in its buffer. */
 		(void)bufferevent_disable(c->up, EV_READ);
 		bufferevent_setwatermark(c->up, EV_READ, 0, SPLICE_HIGH);
-		bufferevent_setcb(c->up, NULL, NULL, http_event_cb, c);
+		bufferevent_setcb(c->up, NULL, NULL, up_wait_event_cb, c);
 		clitls_start(c);
 		return;
 	}
@@ -287,7 +225,7 @@ uptls_event_cb(struct bufferevent *bev, short what, void *arg)
 }
 
 void
-ptls_upstream(struct pconn *c)
+ptls_upstream(struct pconn *c, pconn_fn *done)
 {
 	struct proxy *px = c->px;
 	char err[256];
@@ -305,6 +243,7 @@ ptls_upstream(struct pconn *c)
 		pconn_refuse(c, 502, "TLS set-up failed");
 		return;
 	}
+	c->tls_done = done;
 	pconn_state(c, PS_UPTLS);
 	ptls_wrap(c, &c->up, ssl, BUFFEREVENT_SSL_CONNECTING);
 	bufferevent_setcb(c->up, NULL, NULL, uptls_event_cb, c);
@@ -312,305 +251,12 @@ ptls_upstream(struct pconn *c)
 	(void)pconn_enable(c, c->up, EV_READ | EV_WRITE);
 }
 
-void
+/* The guest's handshake did not finish within the head deadline. */
+static void
 ptls_idle(struct pconn *c)
 {
 	if (c->st == PS_CLITLS)
 		px_record(c->px, "proxy-fail", "%s: the guest did not finish "
 		    "its TLS handshake in time", c->what);
 	pconn_free(c);
-}
-
-/* ---- Requests ---- */
-
-bool
-phttp_check_proxy_head(struct pconn *c, const char *head)
-{
-	struct proxysecret_head h;
-
-	if (proxysecret_head(c->px->secrets, head, &c->req, c->req.host, false,
-	    false, &h) == 0)
-		return true;
-	px_record(c->px, "secret-refused", "secret %s sent to %s: refused",
-	    secret_name(c->px, h.refused), c->req.host);
-	pconn_refuse(c, 403, "a secret's placeholder for another host");
-	return false;
-}
-
-void
-phttp_start_plain(struct pconn *c)
-{
-	if (bufferevent_write(c->up, c->fwd, c->fwdlen) != 0) {
-		pconn_free(c);
-		return;
-	}
-	c->bytes += c->fwdlen;
-	c->px->bytes += c->fwdlen;
-	c->px->requests++;
-	c->rreq = c->req;
-	proxyreq_body_init(&c->body, &c->rreq);
-	memset(&c->scan, 0, sizeof(c->scan));
-	c->rq = RQ_BODY;
-	http_enter(c);
-}
-
-static void
-scan_cb(void *arg, const uint8_t *p, size_t n)
-{
-	struct pconn *c = arg;
-
-	proxysecret_scan(c->px->secrets, &c->scan, p, n);
-}
-
-/* The body ended: placeholders seen in it to hosts not theirs, recorded. */
-static void
-body_end(struct pconn *c)
-{
-	const struct secret_set *set = c->px->secrets;
-
-	for (size_t i = 0; set != NULL && i < set->n; i++)
-		if ((c->scan.found & ((proxysecret_mask)1 << i)) &&
-		    !secret_host_match(&set->v[i], c->req.host))
-			px_record(c->px, "secret-body", "secret %s seen in a "
-			    "request body to %s: recorded", set->v[i].name,
-			    c->req.host);
-	memset(&c->scan, 0, sizeof(c->scan));
-	c->rq = c->rreq.close || !c->intercept ? RQ_DONE : RQ_HEAD;
-}
-
-/* Counts n bytes against the caps; false: over (c is closing or freed). */
-static bool
-http_count(struct pconn *c, size_t n)
-{
-	struct proxy *px = c->px;
-
-	if (c->bytes + n > px->lim.max_conn_bytes ||
-	    px->bytes + n > px->lim.max_lane_bytes) {
-		px_record(px, "proxy-limit", "%s: closed at %llu bytes (%s cap)",
-		    c->what, (unsigned long long)c->bytes,
-		    c->bytes + n > px->lim.max_conn_bytes ? "connection" :
-		    "lane");
-		pconn_free(c);
-		return false;
-	}
-	c->bytes += n;
-	px->bytes += n;
-	return true;
-}
-
-/* One request head of an intercepted connection; false: c is closing. */
-static bool
-http_head(struct pconn *c, const char *buf, size_t hl)
-{
-	struct proxy *px = c->px;
-	struct proxysecret_head h;
-	const char *why;
-	int st;
-
-	if ((st = proxyreq_parse_origin(buf, hl, &c->rreq, &why)) != 0) {
-		px_record(px, "proxy-deny", "%s: bad request: %s", c->what, why);
-		pconn_refuse(c, st, why);
-		return false;
-	}
-	/* Decided on the CONNECT target; Host must only agree with it. */
-	if (strcmp(c->rreq.host, c->req.host) != 0 ||
-	    (c->rreq.host_port && c->rreq.port != c->req.port)) {
-		px_record(px, "proxy-deny", "%s: Host %s is not the CONNECT "
-		    "target", c->what, c->rreq.host);
-		pconn_refuse(c, 421, "Host does not match the CONNECT target");
-		return false;
-	}
-	st = proxysecret_head(px->secrets, buf, &c->rreq, c->req.host, true,
-	    true, &h);
-	if (st == 403) {
-		px_record(px, "secret-refused", "secret %s sent to %s: refused",
-		    secret_name(px, h.refused), c->req.host);
-		pconn_refuse(c, 403, "a secret's placeholder for another host");
-		return false;
-	}
-	if (st != 0) {
-		px_record(px, "proxy-deny", "%s: request head over %d bytes with "
-		    "its values", c->what, PROXYSECRET_HEAD_MAX);
-		pconn_refuse(c, 431, "request head too large");
-		return false;
-	}
-	for (size_t i = 0; i < px->secrets->n; i++)
-		if ((h.used & ~c->used) & ((proxysecret_mask)1 << i))
-			px_record(px, "secret-use", "secret %s used for %s",
-			    secret_name(px, (int)i), c->req.host);
-	c->used |= h.used;
-	st = http_count(c, h.len) ? evbuffer_add(bufferevent_get_output(c->up),
-	    h.out, h.len) : 1;
-	wire_wipe(h.out, h.len);
-	free(h.out);
-	if (st == 1)
-		return false;
-	if (st != 0) {
-		pconn_free(c);
-		return false;
-	}
-	px->requests++;
-	proxyreq_body_init(&c->body, &c->rreq);
-	c->rq = RQ_BODY;
-	if (proxyreq_body_done(&c->body))
-		body_end(c);
-	return true;
-}
-
-/* The head in front of in, if whole; false: c is closing or freed. */
-static bool
-http_take_head(struct pconn *c, struct evbuffer *in)
-{
-	struct proxy *px = c->px;
-	size_t avail = evbuffer_get_length(in), take, hl;
-	struct timeval tv = tv_from_ms(head_ms(px));
-	char *buf;
-
-	/* A fixed deadline from the head's first byte, as at accept. */
-	if (!evtimer_pending(c->deadline, NULL) &&
-	    evtimer_add(c->deadline, &tv) != 0) {
-		pconn_free(c);
-		return false;
-	}
-	take = avail < px->lim.max_header_bytes ? avail :
-	    px->lim.max_header_bytes;
-	if ((buf = (char *)evbuffer_pullup(in, (ev_ssize_t)take)) == NULL) {
-		pconn_free(c);
-		return false;
-	}
-	if ((hl = proxyreq_head_len(buf, take)) == 0) {
-		if (avail >= px->lim.max_header_bytes) {
-			px_record(px, "proxy-deny", "%s: request head over %u "
-			    "bytes", c->what, px->lim.max_header_bytes);
-			pconn_refuse(c, 431, "request head too large");
-		}
-		return false;
-	}
-	(void)evtimer_del(c->deadline);
-	if (!http_head(c, buf, hl))
-		return false;
-	/* Heads with values in them: the copy freed with the chain is wiped. */
-	wire_wipe(buf, hl);
-	evbuffer_drain(in, hl);
-	return true;
-}
-
-/* Relays what the body framing says is body; false: stop for now. */
-static bool
-http_body(struct pconn *c, struct evbuffer *in)
-{
-	struct evbuffer *out = bufferevent_get_output(c->up);
-	struct evbuffer_iovec v;
-	size_t n;
-
-	if (evbuffer_peek(in, -1, NULL, &v, 1) < 1 || v.iov_len == 0)
-		return false;
-	n = proxyreq_body_feed(&c->body, v.iov_base, v.iov_len, scan_cb, c);
-	if (c->body.bad) {
-		px_record(c->px, "proxy-deny", "%s: bad request body: %s",
-		    c->what, c->body.why);
-		pconn_refuse(c, 400, c->body.why);
-		return false;
-	}
-	if (n > 0 && !http_count(c, n))
-		return false;
-	if (n > 0 && evbuffer_remove_buffer(in, out, n) != (int)n) {
-		pconn_free(c);
-		return false;
-	}
-	if (proxyreq_body_done(&c->body))
-		body_end(c);
-	return true;
-}
-
-static void
-deadline_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct pconn *c = arg;
-
-	if (c->st != PS_HTTP || c->rq != RQ_HEAD)
-		return;
-	/* Armed for a tunnel's first head, and for each later head begun. */
-	px_record(c->px, "proxy-deny", "%s: request head not complete within "
-	    "%llu ms", c->what, (unsigned long long)head_ms(c->px));
-	pconn_refuse(c, 408, "request timeout");
-}
-
-static void
-http_pump(struct pconn *c)
-{
-	struct evbuffer *in = bufferevent_get_input(c->cli);
-
-	while (c->st == PS_HTTP && evbuffer_get_length(in) > 0) {
-		if (evbuffer_get_length(bufferevent_get_output(c->up)) >=
-		    SPLICE_HIGH) {
-			(void)bufferevent_disable(c->cli, EV_READ);
-			return;
-		}
-		if (c->rq == RQ_DONE) {
-			/* After a last request nothing more goes upstream. */
-			evbuffer_drain(in, evbuffer_get_length(in));
-			return;
-		}
-		if (!idle_touch(c))
-			return;
-		if (c->rq == RQ_HEAD ? !http_take_head(c, in) :
-		    !http_body(c, in))
-			return;
-	}
-}
-
-static void
-http_read_cb(struct bufferevent *bev, void *arg)
-{
-	struct pconn *c = arg;
-
-	if (c->st != PS_HTTP)
-		return;
-	if (bev == c->cli)
-		http_pump(c);
-	else
-		(void)splice_move(c, c->up, c->cli);	/* responses: as they come */
-}
-
-/* A side drained below its low watermark: the other may read again. */
-static void
-http_write_cb(struct bufferevent *bev, void *arg)
-{
-	struct pconn *c = arg;
-
-	if (c->st == PS_CLOSING) {
-		if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-			pconn_free(c);
-		return;
-	}
-	if (c->st != PS_HTTP)
-		return;
-	if (bev == c->up) {
-		/* What the guest sent meanwhile waits in its input. */
-		if (pconn_enable(c, c->cli, EV_READ))
-			http_pump(c);
-	} else
-		(void)pconn_enable(c, c->up, EV_READ);
-}
-
-/*
- * One side ended. Upstream's last bytes still go to the guest; the guest's
- * unparsed bytes never go upstream (they are no whole request).
- */
-static void
-http_event_cb(struct bufferevent *bev, short what, void *arg)
-{
-	struct pconn *c = arg;
-
-	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)) == 0)
-		return;
-	if (c->st != PS_HTTP) {
-		pconn_free(c);
-		return;
-	}
-	if (bev == c->up && !splice_move(c, c->up, c->cli))
-		return;
-	if (c->st != PS_CLOSING)
-		pconn_close_side(c, bev);
 }

@@ -1,11 +1,12 @@
 /*
  * The intercepting proxy's parsers of guest bytes, as daemon/proxytls.c
  * runs them: a request head in origin form (proxyreq_parse_origin), its
- * placeholders checked and replaced (proxysecret_head), and the body after
+ * placeholders checked and replaced (proxyfwd_head), and the body after
  * it framed (proxyreq_body_feed) and scanned (proxysecret_scan). Checked:
  *   - a head that passes is sent as one whole head, its request line as it
  *     came, and no value of a secret that does not list the host;
  *   - a placeholder of a secret that does not list the host never passes;
+ *   - a value appears only in a credential header line;
  *   - the body framing and the scan give the same answer whether the body
  *     comes in one piece or two (the split comes from the input).
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proxyfwd.h"
 #include "proxyreq.h"
 #include "proxysecret.h"
 #include "secret.h"
@@ -32,12 +34,14 @@ static void
 init(void)
 {
 	const char *ha[] = { "*.a.test" }, *hb[] = { "b.test" };
+	const char *xb[] = { "x-b-key" };
 	char err[128];
 
 	set = secret_set_new(2);
 	if (secret_set_add(set, "A", PH_A, VAL_A, strlen(VAL_A), ha, 1, err,
 	    sizeof err) != 0 || secret_set_add(set, "B", PH_B, VAL_B,
-	    strlen(VAL_B), hb, 1, err, sizeof err) != 0)
+	    strlen(VAL_B), hb, 1, err, sizeof err) != 0 ||
+	    secret_set_headers(set, 1, xb, 1, err, sizeof err) != 0)
 		abort();
 }
 
@@ -54,15 +58,38 @@ collect(void *arg, const uint8_t *p, size_t n)
 	s->n += n;
 }
 
+/* Every line of out that holds a value is a credential header's. */
+static void
+check_lines(const char *out, size_t len)
+{
+	const char *p = out, *end = out + len, *eol;
+
+	for (; p < end; p = eol + 2) {
+		if ((eol = memmem(p, (size_t)(end - p), "\r\n", 2)) == NULL)
+			abort();
+		for (size_t i = 0; i < set->n; i++) {
+			const struct secret *s = &set->v[i];
+			const char *colon = memchr(p, ':', (size_t)(eol - p));
+			if (memmem(p, (size_t)(eol - p), s->value,
+			    s->value_len) == NULL)
+				continue;
+			if (colon == NULL || !secret_header_is_credential(s, p,
+			    (size_t)(colon - p)))
+				abort();
+		}
+	}
+}
+
 static void
 check_head(const char *head, size_t hl, const struct proxyreq *r)
 {
-	struct proxysecret_head h;
-	int st = proxysecret_head(set, head, r, r->host, true, true, &h);
+	struct proxyfwd_head h;
+	int st = proxyfwd_head(set, head, r, r->host, PROXYFWD_TUNNEL, &h);
 
 	if (st != 0) {
-		if ((st != 403 && st != 431) || h.out != NULL ||
-		    (st == 403 && (h.refused < 0 || (size_t)h.refused >= set->n)))
+		if ((st != 403 && st != 400) || h.out != NULL ||
+		    (st == 403 && (h.refused < 0 || (size_t)h.refused >= set->n)) ||
+		    (st == 400 && h.why == NULL))
 			abort();
 		return;
 	}
@@ -83,7 +110,10 @@ check_head(const char *head, size_t hl, const struct proxyreq *r)
 	/* The request line is never rewritten. */
 	if (h.len < r->line_len || memcmp(h.out, head, r->line_len) != 0)
 		abort();
-	free(h.out);
+	if (!memmem(head, hl, VAL_A, strlen(VAL_A)) &&
+	    !memmem(head, hl, VAL_B, strlen(VAL_B)))
+		check_lines(h.out, h.len);
+	proxyfwd_head_free(&h);
 }
 
 int

@@ -1,10 +1,11 @@
 /*
  * The lane proxy's request parser (daemon/proxyreq.c), as daemon/proxy.c
- * calls it: the head found by proxyreq_head_len, parsed into a bounded
- * output buffer. What it accepts must hold the invariants the proxy's
- * decisions rely on: a valid normalised host, a port, and for http:// an
- * upstream head that is one complete head with our Host and no proxy
- * credentials. The input's tail also drives the allow-list matcher.
+ * calls it: the head found by proxyreq_head_len, parsed, and for http://
+ * the head proxyfwd_head writes. What it accepts must hold the invariants
+ * the proxy's decisions rely on: a valid normalised host, a port, and for
+ * http:// an upstream head that is one complete head with our Host, no
+ * proxy credentials, and "Connection: close". The input's tail also
+ * drives the allow-list matcher.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proxyfwd.h"
 #include "proxyreq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -33,16 +35,19 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t hl = proxyreq_head_len(buf, size);
 	struct proxyreq r;
 	const char *why;
-	size_t cap = hl + PROXYREQ_HOST_MAX + 64, outlen = 0;
-	char *out;
+	struct proxyfwd_head h;
+	size_t outlen = 0;
+	char *out = NULL;
 
 	if (hl == 0)
 		hl = size;	/* unterminated heads must be refused, not read past */
-	out = malloc(cap);
-	if (out == NULL)
-		return 0;
-	int st = proxyreq_parse(buf, hl, &r, out, cap, &outlen, &why);
+	int st = proxyreq_parse(buf, hl, &r, &why);
+	if (st == 0 && (st = proxyfwd_head(NULL, buf, &r, r.host, r.connect ?
+	    PROXYFWD_CONNECT : PROXYFWD_PLAIN, &h)) != 0)
+		why = h.why;
 	if (st == 0) {
+		out = h.out;
+		outlen = h.len;
 		char host[PROXYREQ_HOST_MAX + 1];
 		memcpy(host, r.host, sizeof(host));
 		if (strlen(r.host) == 0 || !proxyreq_host_valid(host) ||
@@ -52,7 +57,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (outlen != 0)
 				abort();
 		} else {
-			if (outlen < 21 || outlen > cap ||
+			if (outlen < 21 ||
 			    proxyreq_head_len(out, outlen) != outlen ||
 			    has_header(out, outlen, "proxy-authorization:") ||
 			    !has_header(out, outlen, "host:") ||

@@ -302,6 +302,58 @@ def proxyhttp_corpus():
           "Content-Length: 1\r\nContent-Length: 2\r\n\r\nab")
 
 
+    # Issue 29: framing fields in Connection, trailers, base64 tripwires.
+    write(t, "conn-cl", "POST / HTTP/1.1\r\nHost: api.a.test\r\n"
+          "Connection: content-length\r\nContent-Length: 40\r\n\r\n"
+          "GET /s HTTP/1.1\r\nHost: api.a.test\r\n\r\n")
+    write(t, "trailer-ph", "POST / HTTP/1.1\r\nHost: api.a.test\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n"
+          "X-K: " + PH_A + "\r\n\r\n")
+    b64 = base64.urlsafe_b64encode(("u:" + PH_B).encode()).decode().rstrip("=")
+    write(t, "b64-header", "GET / HTTP/1.1\r\nHost: x.a.test\r\n"
+          "X-Data: Token " + b64[:20] + " " + b64[20:] + "\r\n\r\n")
+    write(t, "own-header", "GET / HTTP/1.1\r\nHost: b.test\r\n"
+          "x-b-key: " + PH_B + "\r\nX-Request-Id: " + PH_B + "\r\n\r\n")
+
+
+# ---- parse, forward, parse again (daemon/proxyfwd.c) ----
+
+def proxyforward_corpus():
+    t = "fuzz_proxyforward"
+    write(t, "pipelined", "\0POST /a HTTP/1.1\r\nHost: x.a.test\r\n"
+          "Content-Length: 5\r\nConnection: keep-alive\r\n\r\nhello"
+          "GET /b HTTP/1.1\r\nHost: x.a.test\r\nx-api-key: " + PH_A +
+          "\r\n\r\n")
+    write(t, "chunked", "\0POST /c HTTP/1.1\r\nHost: x.a.test\r\n"
+          "Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhello\r\n0\r\n"
+          "X-T: 1\r\n\r\nGET /d HTTP/1.1\r\nHost: x.a.test\r\n\r\n")
+    write(t, "conn-cl", "\0POST /e HTTP/1.1\r\nHost: x.a.test\r\n"
+          "Connection: content-length\r\nContent-Length: 40\r\n\r\n"
+          "GET /smuggled HTTP/1.1\r\nHost: x.a.test\r\n\r\n")
+    write(t, "plain", "\1POST http://h.test/p?q HTTP/1.1\r\n"
+          "Content-Length: 3\r\nHost: evil\r\n\r\nabc"
+          "GET http://h.test/ HTTP/1.1\r\n\r\n")
+    write(t, "plain10", "\1GET http://h.test HTTP/1.0\r\n"
+          "Content-Length: 0\r\n\r\n")
+
+
+# ---- the proxy's policy (daemon/proxypolicy.c) ----
+
+def proxypolicy_corpus():
+    t = "fuzz_proxypolicy"
+    ct = "CONNECT api.a.test:443 HTTP/1.1\r\nHost: api.a.test:443\r\n\r\n"
+    req = "GET / HTTP/1.1\r\nHost: api.a.test\r\nx-api-key: " + PH_A + "\r\n\r\n"
+    write(t, "intercept", "\0*.npmjs.org\0api.a.test\0" + ct + "\0" + req)
+    write(t, "sni-other", "\0\0b.test.\0" + ct + "\0" + req.replace(
+        "Host: api.a.test", "Host: b.test"))
+    write(t, "tunnel", "\0*.npmjs.org\0\0CONNECT registry.npmjs.org:443 "
+          "HTTP/1.1\r\n\r\n\0")
+    write(t, "plain-foreign", "\1\0\0GET http://x.test/ HTTP/1.1\r\n"
+          "x-api-key: " + PH_B + "\r\n\r\n\0")
+    write(t, "plain-conn", "\0x.test\0\0POST http://x.test/ HTTP/1.1\r\n"
+          "Connection: authorization\r\nContent-Length: 1\r\n\r\n\0")
+
+
 # ---- the copy-out script's first line (daemon/copy.c) ----
 
 def copyhead_corpus():
@@ -362,6 +414,42 @@ def hostrule_corpus():
         write(t, name, bytes([use]) + pat.encode())
 
 
+# ---- upstream responses (daemon/proxyresp.c) ----
+#
+# 4 bytes of HEAD flags, 1 byte: requests awaited, 4 bytes: read-size seed,
+# then what upstream sends (tests/fuzz/fuzz_proxyresp.c).
+
+def proxyresp_corpus():
+    t = "fuzz_proxyresp"
+
+    def resp(name, stream, heads=0, nreq=1, seed=0x9E3779B9):
+        write(t, name, struct.pack("<IBI", heads, nreq, seed) + stream)
+
+    resp("length", b"HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n"
+         b"sk-ant-0123456789")
+    resp("chunked", b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"5;x=y\r\nSECRE\r\n5\r\nT-tok\r\n0\r\nT: v\r\n\r\n")
+    resp("close", b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n"
+         b"aabaabaab tok-1234 zzz", seed=0)
+    resp("header", b"HTTP/1.1 401 zz\r\nWWW-Authenticate: Bearer tok-1234\r\n"
+         b"Content-Length: 0\r\n\r\n")
+    resp("pipelined", b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+         b"HTTP/1.1 100 Continue\r\n\r\n"
+         b"HTTP/1.1 204 No Content\r\n\r\n"
+         b"HTTP/1.1 304 Not Modified\r\n\r\n"
+         b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+         heads=1, nreq=4)
+    resp("sse", b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n"
+         b"12\r\ndata: SECRET-tok\n\n\r\n0\r\n\r\n", seed=7)
+    resp("gzip", b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n"
+         b"Content-Length: 3\r\n\r\nabc")
+    resp("clte", b"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n")
+    resp("http10", b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n"
+         b"Content-Length: 1\r\n\r\nzHTTP/1.0 200 OK\r\n\r\nzz", nreq=2)
+
+
 def main():
     if os.path.isdir(CORPUS):
         shutil.rmtree(CORPUS)
@@ -372,11 +460,14 @@ def main():
     config_corpus()
     proxyreq_corpus()
     proxyhttp_corpus()
+    proxyforward_corpus()
+    proxypolicy_corpus()
     copyhead_corpus()
     stats_corpus()
     context_corpus()
     hosturl_corpus()
     hostrule_corpus()
+    proxyresp_corpus()
 
 
 if __name__ == "__main__":

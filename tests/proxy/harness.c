@@ -13,6 +13,8 @@
  *   --trust NAME=ADDR      test resolver answer that skips vetting
  *   --internet             any public host (an internet lane with secrets)
  *   --secret NAME=PLACEHOLDER=VALUE@HOST[,HOST...]   repeated; makes a lane CA
+ *   --secret-header NAME=HEADER   a credential header of secret NAME besides
+ *                          the defaults (repeated; after that --secret)
  *   --ca-out FILE          writes the lane CA's certificate (PEM) there
  *   --max-leaves N         the lane CA's leaf cache (default 64)
  *   --upstream-ca FILE     upstream trust store instead of the system's
@@ -127,6 +129,37 @@ add_secret(struct secret_set *set, char *arg)
 	}
 }
 
+/* NAME=HEADER: one more credential header for the secret NAME. */
+static void
+add_secret_header(struct secret_set *set, const char *arg)
+{
+	const char *eq = strchr(arg, '='), *hdrs[SECRET_HEADERS_MAX];
+	static char names[SECRET_MAX][SECRET_HEADERS_MAX]
+	    [SECRET_HEADER_NAME_MAX + 1];
+	static size_t counts[SECRET_MAX];
+	char err[256];
+	size_t i;
+
+	for (i = 0; eq != NULL && i < set->n; i++)
+		if (strlen(set->v[i].name) == (size_t)(eq - arg) &&
+		    strncmp(set->v[i].name, arg, (size_t)(eq - arg)) == 0)
+			break;
+	if (eq == NULL || i == set->n || counts[i] >= SECRET_HEADERS_MAX ||
+	    strlen(eq + 1) > SECRET_HEADER_NAME_MAX) {
+		fprintf(stderr, "bad --secret-header %s\n", arg);
+		exit(2);
+	}
+	snprintf(names[i][counts[i]++], SECRET_HEADER_NAME_MAX + 1, "%s",
+	    eq + 1);
+	for (size_t k = 0; k < counts[i]; k++)
+		hdrs[k] = names[i][k];
+	if (secret_set_headers(set, i, hdrs, counts[i], err,
+	    sizeof(err)) == -1) {
+		fprintf(stderr, "--secret-header: %s\n", err);
+		exit(2);
+	}
+}
+
 static struct proxy *the_proxy;
 
 /*
@@ -236,6 +269,8 @@ main(int argc, char **argv)
 			add_map(v, true);
 		else if (strcmp(o, "--secret") == 0)
 			add_secret(secrets, argv[i]);
+		else if (strcmp(o, "--secret-header") == 0)
+			add_secret_header(secrets, v);
 		else if (strcmp(o, "--ca-out") == 0)
 			ca_out = v;
 		else if (strcmp(o, "--max-leaves") == 0)

@@ -156,7 +156,7 @@ c = h.conn()
 c.sendall(head)
 got = recv_all(c, 10000, timeout=1.0)
 c.close()
-want = (b"GET /path?q=1 HTTP/1.1\r\nAccept: */*\r\nHost: allowed.test:%d\r\n"
+want = (b"GET /path?q=1 HTTP/1.1\r\nHost: allowed.test:%d\r\nAccept: */*\r\n"
         b"Connection: close\r\n\r\n" % ECHO)
 report(got == want, "http:// request forwarded in origin form (%r)" % got[:200])
 c, st, _ = h.ask(b"GET http://example.org/ HTTP/1.1\r\n\r\n")

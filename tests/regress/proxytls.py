@@ -192,14 +192,14 @@ report(code(st) == "200" and got == "x-access-token:" + VALUE,
        "the password of a decoded Authorization: Basic is replaced (%s)" % got.split(":")[0])
 report(h.count("secret-use") == 1, "one use record per connection and secret (%d)" % h.count("secret-use"))
 
-# ---- Never elsewhere: request line, non-whole values, bodies -------------
-t.sendall(req("/q?key=" + PH, [("x-note", "prefix-" + PH), ("Cookie", "k=" + PH)],
+# ---- Never elsewhere: request line, non-whole credentials, bodies -------
+t.sendall(req("/q?key=" + PH, [("x-api-key", "prefix-" + PH)],
               body=b'{"key": "%s"}' % PH.encode()))
 st, _ = response(t)
 hd, bd = GOOD.last()
-report(code(st) == "200" and PH in hd["_line"] and hd.get("x-note") == ["prefix-" + PH]
-       and hd.get("cookie") == ["k=" + PH] and bd == b'{"key": "%s"}' % PH.encode(),
-       "the request line, non-whole header values and bodies are never rewritten")
+report(code(st) == "200" and PH in hd["_line"] and hd.get("x-api-key") == ["prefix-" + PH]
+       and bd == b'{"key": "%s"}' % PH.encode(),
+       "the request line, non-whole credential values and bodies are never rewritten")
 report(not any(VALUE in str(r) for r in GOOD.requests[-1:]), "no value went anywhere there")
 
 # ---- Framing: pipelined keep-alive, chunked bodies, 100 Continue, SSE ----
@@ -396,6 +396,314 @@ st2, _ = response(t)
 report(code(st) == "200" and "Test Upstream CA" in issuer and GOOD.last()[0].get("x-api-key") == [PH],
        "internet mode: a host without a secret is an opaque tunnel (upstream's own certificate; nothing replaced)")
 t.close()
+h.close()
+
+# ---- One view of every request (issue 29) --------------------------------
+
+
+class RawUpstream:
+    """A loopback TLS server with the good certificate whose connections
+    go to handler(sock, raws), raws the list of raw bytes per connection;
+    for what Upstream parses away (framing, trailers) and for responses of
+    the test's own making."""
+
+    def __init__(self, handler):
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(os.path.join(TMP, "good.pem"), os.path.join(TMP, "good.key"))
+        self.handler = handler
+        self.raws = []
+        self.done = threading.Event()
+        self.s = socket.socket()
+        self.s.bind(("127.0.0.1", 0))
+        self.s.listen(16)
+        self.port = self.s.getsockname()[1]
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            c, _ = self.s.accept()
+            threading.Thread(target=self._one, args=(c,), daemon=True).start()
+
+    def _one(self, c):
+        try:
+            t = self.ctx.wrap_socket(c, server_side=True)
+            raw = bytearray()
+            self.raws.append(raw)
+            self.handler(t, raw)
+            t.close()
+        except (OSError, ssl.SSLError):
+            pass
+        self.done.set()
+
+
+def read_until(t, raw, marker):
+    while marker not in raw:
+        d = t.recv(65536)
+        if not d:
+            return False
+        raw += d
+    return True
+
+
+def answer_after(marker, extra=b""):
+    def handler(t, raw):
+        if read_until(t, raw, marker):
+            t.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n" + extra + b"\r\nok")
+    return handler
+
+
+RAW_CHUNKED = RawUpstream(answer_after(b"0\r\n\r\n"))
+RAW_CL = RawUpstream(answer_after(b"tail!"))
+RPORTS = ",".join(str(u.port) for u in (GOOD, SELF, WRONG, PLAIN, RAW_CHUNKED, RAW_CL))
+LONG = "L" * 16000     # near SECRET_VALUE_MAX
+
+
+class Custom(Harness):
+    """A harness with the arguments given, and Harness's helpers."""
+
+    def __init__(self, *args):
+        proxyharness.Harness.__init__(self, HARNESS, *args)
+
+
+def H2(*args):
+    return Custom(
+        "--connect-ports", RPORTS, "--http-ports", RPORTS,
+        "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
+        "--trust", "api.anthropic.test=127.0.0.1", "--trust", "b.anthropic.test=127.0.0.1",
+        "--trust", "other.test=127.0.0.1", "--allow", "other.test",
+        "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE),
+        "--secret", "GH_TOKEN=%s=%s@github.test" % (PH_B, VALUE_B),
+        "--secret-header", "ANTHROPIC_API_KEY=X-Custom-Key", *args)
+
+
+h = H2()
+for hdr in (b"content-length", b"Transfer-Encoding", b"close, Host", b"trailer", b"x-api-key"):
+    before = len(GOOD.requests)
+    t = h.tls()
+    t.sendall(b"POST / HTTP/1.1\r\nHost: api.anthropic.test\r\nConnection: %s\r\n"
+              b"Content-Length: 40\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n" % hdr)
+    st, _ = response(t)
+    t.close()
+    report(code(st) == "400" and len(GOOD.requests) == before and
+           h.wait_event("proxy-deny CONNECT api.anthropic.test:%d: bad request: Connection names" % GOOD.port),
+           "intercepted: Connection: %s is refused 400, recorded, nothing upstream (%s)" % (hdr.decode(), st))
+before = len(PLAIN.requests)
+c = socket.create_connection(("127.0.0.1", h.port), timeout=WAIT)
+c.sendall(b"POST http://other.test:%d/ HTTP/1.1\r\nConnection: content-length\r\nContent-Length: 60\r\n\r\n"
+          b"GET /smuggled HTTP/1.1\r\nHost: evil.example\r\nx-api-key: %s\r\n\r\n" % (PLAIN.port, PH.encode()))
+st, _ = response(c)
+c.close()
+report(code(st) == "400" and len(PLAIN.requests) == before and
+       h.wait_event("proxy-deny bad request: Connection names a field the proxy frames or routes by"),
+       "plain http://: Connection: content-length is refused 400, recorded, nothing upstream (%s)" % st)
+
+# Content-Length normalised; chunked bodies framed by the proxy.
+t = h.tls(port=RAW_CL.port)
+t.sendall(b"POST /cl HTTP/1.1\r\nHost: api.anthropic.test\r\nContent-Length: 005\r\n"
+          b"content-length: 5\r\nConnection: close\r\n\r\ntail!")
+st, _ = response(t)
+t.close()
+raw = bytes(RAW_CL.raws[-1]) if RAW_CL.raws else b""
+head = raw.split(b"\r\n\r\n", 1)[0].lower()
+report(code(st) == "200" and head.count(b"content-length") == 1 and
+       b"\r\ncontent-length: 5\r\n" in head + b"\r\n" and raw.endswith(b"\r\n\r\ntail!"),
+       "two equal Content-Lengths (005, 5) go upstream as one \"Content-Length: 5\" (%r)" % head[-60:])
+t = h.tls(port=RAW_CHUNKED.port)
+t.sendall(b"POST /ch HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n"
+          b"Connection: close\r\n\r\n5;name=value\r\nhello\r\n0007\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n")
+st, _ = response(t)
+t.close()
+raw = bytes(RAW_CHUNKED.raws[-1]) if RAW_CHUNKED.raws else b""
+head, body = (raw.split(b"\r\n\r\n", 1) + [b""])[:2]
+report(code(st) == "200" and head.lower().count(b"transfer-encoding: chunked") == 1 and
+       body == b"5\r\nhello\r\n7\r\n, world\r\n0\r\n\r\n",
+       "a chunked body goes upstream in the proxy's own chunks, no extensions, trailers dropped (%r)" % body)
+
+# Values only in credential headers.
+t = h.tls()
+t.sendall(req("/", [("X-Request-Id", PH)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "403" and h.wait_event(
+    "secret-refused secret ANTHROPIC_API_KEY in header X-Request-Id to api.anthropic.test: "
+    "refused (not a credential header)"),
+    "the placeholder in X-Request-Id to its own host: 403, recorded with the header (%s)" % st)
+for hdr in (("Cookie", "k=" + PH), ("Origin", PH)):
+    t = h.tls()
+    t.sendall(req("/", [hdr]))
+    st, _ = response(t)
+    t.close()
+    report(code(st) == "403", "and in %s: 403 (%s)" % (hdr[0], st))
+t = h.tls()
+t.sendall(req("/own", [("X-Custom-Key", PH)]))
+st, _ = response(t)
+report(code(st) == "200" and GOOD.last()[0].get("x-custom-key") == [VALUE],
+       "a secret's own credential header (--secret-header X-Custom-Key) carries the value")
+t.sendall(req("/twice", [("x-api-key", PH), ("X-API-Key", PH)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "400" and h.wait_event("a credential header sent twice"),
+       "the same credential header twice: 400, recorded (%s)" % st)
+
+# The tripwire: another secret's placeholder in base64 of any shape.
+b64 = base64.b64encode(PH_B.encode()).decode()
+for form, what in ((b64.rstrip("="), "unpadded"),
+                   (base64.urlsafe_b64encode(b"u:" + PH_B.encode()).decode(), "URL-safe"),
+                   (b64[:20] + " " + b64[20:], "split by a blank"),
+                   ("Token " + base64.b64encode(b"xy" + PH_B.encode()).decode(), "behind a scheme")):
+    before = len(GOOD.requests)
+    t = h.tls()
+    t.sendall(req("/", [("X-Data", form)]))
+    st, _ = response(t)
+    t.close()
+    report(code(st) == "403" and len(GOOD.requests) == before,
+           "GH_TOKEN's placeholder in %s base64 in X-Data to api.anthropic.test: 403 (%s)" % (what, st))
+report(h.wait_event("secret GH_TOKEN sent to api.anthropic.test: refused") is not None,
+       "and recorded")
+
+# Trailers: a placeholder there is refused; the upstream never gets the end.
+before = len(GOOD.requests)
+t = h.tls()
+t.sendall(b"POST /tr HTTP/1.1\r\nHost: api.anthropic.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+          b"2\r\nhi\r\n0\r\nX-Key: %s\r\n\r\n" % PH.encode())
+st, _ = response(t)
+t.close()
+report(code(st) == "403" and len(GOOD.requests) == before and
+       h.wait_event("secret ANTHROPIC_API_KEY in a chunk trailer to api.anthropic.test: refused"),
+       "a placeholder in a chunk trailer: 403, recorded, no complete request upstream (%s)" % st)
+h.close()
+
+# No length oracle: only what the guest sent counts against the head bound;
+# the grown head has none (the old one, 256 KiB, told a value's length).
+h = Custom(
+    "--connect-ports", PORTS, "--upstream-ca", os.path.join(TMP, "ca.pem"),
+    "--ca-out", LANE_CA, "--trust", "api.anthropic.test=127.0.0.1", "--max-header", "270000",
+    "--secret", "LONG_KEY=%s=%s@api.anthropic.test" % (PH, LONG))
+t = h.tls()
+pad = 262144 - 64 - len(req("/", [("x-api-key", PH), ("X-Pad", "")]))
+t.sendall(req("/", [("x-api-key", PH), ("X-Pad", "p" * pad)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "200" and GOOD.last()[0].get("x-api-key") == [LONG],
+       "a head just under the bound whose value makes it grow past it is sent (%s)" % st)
+h.close()
+
+# ---- Responses: values redacted, unscannable bodies refused, streams flow ---
+SEEN_AE = []
+SSE_GO = threading.Event()
+
+
+def echo(t, raw):
+    """Echoes the request's x-api-key in a header and in the body, the
+    body in two writes (or chunks), one request per connection."""
+    if not read_until(t, raw, b"\r\n\r\n"):
+        return
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    fields = dict((l.split(":", 1)[0].strip().lower(), l.split(":", 1)[1].strip())
+                  for l in head[1:])
+    SEEN_AE.append(fields.get("accept-encoding"))
+    v = fields.get("x-api-key", "").encode()
+    body = b"echo:" + v + b":end"
+    cut = 5 + len(v) // 2
+    if head[0].split()[1] == "/sse":
+        ev = b"data: " + v + b"\n\n"
+        t.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                  b"Transfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(ev), ev))
+        # The rest only once the guest saw the first event: a proxy that
+        # buffers the response never gets there.
+        SSE_GO.wait(WAIT)
+        t.sendall(b"5\r\nlast\n\r\n0\r\n\r\n")
+    elif head[0].split()[1] == "/gzip":
+        t.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00")
+    elif head[0].split()[1] == "/chunked":
+        t.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (cut, body[:cut]))
+        t.sendall(b"%x\r\n%s\r\n0\r\n\r\n" % (len(body) - cut, body[cut:]))
+    else:
+        t.sendall(b"HTTP/1.1 200 OK\r\nX-Echo: %s\r\nContent-Length: %d\r\n\r\n%s" % (v, len(body), body[:cut]))
+        t.sendall(body[cut:])
+
+
+def chunked_body(t):
+    """Reads one chunked response: (status line, head, data)."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = t.recv(4096)
+        if not d:
+            return "", b"", b""
+        buf += d
+    head, rest = buf.split(b"\r\n\r\n", 1)
+    data = b""
+    while True:
+        while b"\r\n" not in rest:
+            rest += t.recv(4096)
+        size, rest = rest.split(b"\r\n", 1)
+        size = int(size, 16)
+        while len(rest) < size + 2:
+            rest += t.recv(4096)
+        data += rest[:size]
+        rest = rest[size + 2:]
+        if size == 0:
+            return head.split(b"\r\n")[0].decode(), head, data
+
+
+ECHO = RawUpstream(echo)
+h = Custom(
+    "--connect-ports", ",".join(str(u.port) for u in (GOOD, ECHO)),
+    "--upstream-ca", os.path.join(TMP, "ca.pem"), "--ca-out", LANE_CA,
+    "--trust", "api.anthropic.test=127.0.0.1",
+    "--secret", "ANTHROPIC_API_KEY=%s=%s@*.anthropic.test" % (PH, VALUE))
+t = h.tls(port=ECHO.port)
+t.sendall(req("/echo", [("x-api-key", PH), ("Accept-Encoding", "gzip, br")]))
+buf = b""
+while b":end" not in buf:
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+t.close()
+head, body = (buf.split(b"\r\n\r\n", 1) + [b""])[:2]
+echoed = [l[8:] for l in head.split(b"\r\n") if l.lower().startswith(b"x-echo: ")]
+report(VALUE.encode() not in buf and echoed and len(echoed[0]) == len(VALUE) and
+       len(set(echoed[0])) == 1 and body.startswith(b"echo:") and
+       len(body) == len(b"echo:" + VALUE.encode() + b":end") and len(set(body[5:5 + len(VALUE)])) == 1,
+       "a value echoed in a response header and body (split across writes) comes back "
+       "redacted, same length (%r)" % body)
+report(h.wait_event("secret-redacted secret ANTHROPIC_API_KEY redacted in a response from "
+                    "api.anthropic.test (2 times)") is not None,
+       "and the redaction is recorded, with its count")
+report(SEEN_AE[-1:] == ["identity"],
+       "the upstream was asked for Accept-Encoding: identity, not the guest's gzip (%s)" % SEEN_AE[-1:])
+t = h.tls(port=ECHO.port)
+t.sendall(req("/chunked", [("x-api-key", PH)]))
+st, _, data = chunked_body(t)
+t.close()
+report(code(st) == "200" and VALUE.encode() not in data and len(data) == len(VALUE) + 9,
+       "a value split across two chunks of a chunked response is redacted (%r)" % data)
+t = h.tls(port=ECHO.port)
+t.sendall(req("/sse", [("x-api-key", PH)]))
+buf = b""
+while b"data: " not in buf or not buf.endswith(b"\n\n\r\n"):
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+first = buf
+SSE_GO.set()
+while not buf.endswith(b"0\r\n\r\n"):
+    d = t.recv(4096)
+    if not d:
+        break
+    buf += d
+t.close()
+report(b"data: " in first and VALUE.encode() not in buf and b"last" not in first and b"last" in buf,
+       "a streamed (SSE) response flows unbuffered, its value redacted in the first event (%r)"
+       % first[-50:])
+t = h.tls(port=ECHO.port)
+t.sendall(req("/gzip", [("x-api-key", PH)]))
+st, _ = response(t)
+t.close()
+report(code(st) == "502" and h.wait_event("response refused (unscannable)") is not None,
+       "a compressed response is refused (502) and recorded, never passed on (%s)" % st)
 h.close()
 
 report(EXITS and all(rc == 0 for rc in EXITS),

@@ -1,7 +1,8 @@
 /*
- * daemon/secret.c and daemon/proxysecret.c: what a secret set accepts,
- * where a placeholder is replaced (only a whole credential, only for its
- * hosts), where it is refused, and that a body scan finds it across seams.
+ * daemon/secret.c, proxysecret.c and proxyfwd.c: what a secret set
+ * accepts, where a placeholder is replaced (only a whole credential, only
+ * in a credential header, only for its hosts), where it is refused (base64
+ * of any shape too), and that a body scan finds it across seams.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,9 +11,11 @@
 #include <cmocka.h>
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxyfwd.h"
 #include "proxyreq.h"
 #include "proxysecret.h"
 #include "secret.h"
@@ -65,18 +68,21 @@ test_set_checks(void **state)
 	secret_set_free(s);
 }
 
-/* The head proxysecret_head sends, as a string (NULL when refused). */
+static char last_header[PROXYFWD_NAME_MAX + 1];
+
+/* The head proxyfwd_head sends in a tunnel, as a string (NULL: refused). */
 static char *
 send_head(struct secret_set *s, const char *head, const char *host, int *st,
     int *refused)
 {
 	struct proxyreq r;
-	struct proxysecret_head h;
+	struct proxyfwd_head h;
 	const char *why;
 
 	assert_int_equal(proxyreq_parse_origin(head, strlen(head), &r, &why), 0);
-	*st = proxysecret_head(s, head, &r, host, true, true, &h);
+	*st = proxyfwd_head(s, head, &r, host, PROXYFWD_TUNNEL, &h);
 	*refused = h.refused;
+	memcpy(last_header, h.header, sizeof(last_header));
 	if (*st != 0)
 		return NULL;
 	char *out = malloc(h.len + 1);
@@ -94,12 +100,17 @@ test_replace(void **state)
 	char *o;
 
 	o = send_head(s, "GET /v1 HTTP/1.1\r\nHost: api.anthropic.com\r\n"
-	    "x-api-key: " PH_A "\r\nX-Note: see " PH_A "\r\n\r\n",
+	    "x-api-key: " PH_A "\r\nX-Note: see\r\n\r\n",
 	    "api.anthropic.com", &st, &ref);
 	assert_int_equal(st, 0);
 	assert_non_null(strstr(o, "x-api-key: sk-A\r\n"));
-	assert_non_null(strstr(o, "X-Note: see " PH_A "\r\n"));	/* not whole */
 	free(o);
+	/* Not a credential header: refused even to its own host. */
+	assert_null(send_head(s, "GET /v1 HTTP/1.1\r\nHost: api.anthropic.com\r\n"
+	    "X-Request-Id: " PH_A "\r\n\r\n", "api.anthropic.com", &st, &ref));
+	assert_int_equal(st, 403);
+	assert_int_equal(ref, 0);
+	assert_string_equal(last_header, "X-Request-Id");
 	o = send_head(s, "GET /?q=" PH_B " HTTP/1.1\r\nHost: github.com\r\n"
 	    "Authorization: token " PH_B "\r\nConnection: close, X-Hop\r\n"
 	    "X-Hop: 1\r\n\r\n", "github.com", &st, &ref);
@@ -107,7 +118,8 @@ test_replace(void **state)
 	assert_non_null(strstr(o, "GET /?q=" PH_B " HTTP/1.1\r\n"));	/* line as is */
 	assert_non_null(strstr(o, "Authorization: token ghp_B\r\n"));
 	assert_null(strstr(o, "X-Hop"));
-	assert_non_null(strstr(o, "Connection: close\r\n\r\n"));
+	assert_non_null(strstr(o, "Accept-Encoding: identity\r\n"
+	    "Connection: close\r\n\r\n"));
 	free(o);
 	/* Basic: x-access-token:PH_B is "eC1hY2Nlc3MtdG9rZW46" + ... */
 	o = send_head(s, "GET / HTTP/1.1\r\nHost: github.com\r\nAuthorization: "
@@ -160,6 +172,65 @@ test_scan_seams(void **state)
 	secret_set_free(s);
 }
 
+/* A secret's own header carries it; the same header twice is refused. */
+static void
+test_credential_headers(void **state)
+{
+	struct secret_set *s = two();
+	const char *extra[] = { "X-Custom-Key" };
+	char err[128];
+	int st, ref;
+	char *o;
+
+	assert_int_equal(secret_set_headers(s, 0, extra, 1, err, sizeof err), 0);
+	o = send_head(s, "GET / HTTP/1.1\r\nHost: api.anthropic.com\r\n"
+	    "x-custom-key: " PH_A "\r\n\r\n", "api.anthropic.com", &st, &ref);
+	assert_int_equal(st, 0);
+	assert_non_null(strstr(o, "x-custom-key: sk-A\r\n"));
+	free(o);
+	/* Not GH_TOKEN's header, even on its own host. */
+	assert_null(send_head(s, "GET / HTTP/1.1\r\nHost: github.com\r\n"
+	    "x-custom-key: " PH_B "\r\n\r\n", "github.com", &st, &ref));
+	assert_int_equal(st, 403);
+	assert_null(send_head(s, "GET / HTTP/1.1\r\nHost: api.anthropic.com\r\n"
+	    "x-api-key: " PH_A "\r\nX-API-Key: " PH_A "\r\n\r\n",
+	    "api.anthropic.com", &st, &ref));
+	assert_int_equal(st, 400);
+	assert_null(send_head(s, "GET / HTTP/1.1\r\nHost: api.anthropic.com\r\n"
+	    "Connection: x-api-key\r\nx-api-key: " PH_A "\r\n\r\n",
+	    "api.anthropic.com", &st, &ref));
+	assert_int_equal(st, 400);
+	secret_set_free(s);
+}
+
+/*
+ * The tripwire reads base64 in any header: padded or not, either
+ * alphabet, split by blanks, behind any prefix.
+ */
+static void
+test_base64_tripwire(void **state)
+{
+	struct secret_set *s = two();
+	/* base64("u:" PH_B) and base64("xx" PH_B), URL-safe, no padding. */
+	static const char *const forms[] = {
+		"QUdFTlRMQU5FX1BIX2ZlZGNiYTk4NzY1NDMyMTBmZWRjYmE5ODc2NTQzMjEw",
+		"QUdFTlRMQU5F X1BIX2ZlZGNi\tYTk4NzY1NDMyMTBmZWRjYmE5ODc2NTQzMjEw",
+		"Token dTpBR0VOVExBTkVfUEhfZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA",
+		"eHhBR0VOVExBTkVfUEhfZmVkY2JhOTg3NjU0MzIxMGZlZGNiYTk4NzY1NDMyMTA=",
+	};
+	char head[512];
+	int st, ref;
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		snprintf(head, sizeof head, "GET / HTTP/1.1\r\nHost: "
+		    "api.anthropic.com\r\nX-Data: %s\r\n\r\n", forms[i]);
+		assert_null(send_head(s, head, "api.anthropic.com", &st, &ref));
+		assert_int_equal(st, 403);
+		assert_int_equal(ref, 1);
+	}
+	secret_set_free(s);
+}
+
 int
 main(void)
 {
@@ -168,6 +239,8 @@ main(void)
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_refuse),
 		cmocka_unit_test(test_scan_seams),
+		cmocka_unit_test(test_credential_headers),
+		cmocka_unit_test(test_base64_tripwire),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,23 +1,45 @@
 /*
- * What proxy.c (connections, heads, resolving, splicing) and proxytls.c
- * (interception, request relay) share. Private to the two.
+ * The lane proxy's connection layer, at the bottom of its stack:
+ *
+ *   proxy.c        accepts, reads the head, asks the policy, resolves,
+ *                  connects, and hands a connection to one of:
+ *   proxyhttp.c    the request relay (requests framed again, responses
+ *                  scanned), and
+ *   proxytls.c     the two TLS handshakes of an interception;
+ *   pconn.c        this layer: one struct pconn per guest connection, its
+ *                  bufferevents, timers, byte caps, splicing, refusals and
+ *                  records;
+ *   proxypolicy.c, proxyfwd.c, proxyreq.c, proxyresp.c, proxysecret.c
+ *                  pure functions over bytes, fuzzed.
+ *
+ * Each layer calls only those below it. What flows up goes through the
+ * callbacks a connection carries (on_idle, tls_done), set by the layer
+ * that owns its state at the time. Private to the proxy's files.
  */
-#ifndef LANED_PROXYINT_H
-#define LANED_PROXYINT_H
+#ifndef LANED_PCONN_H
+#define LANED_PCONN_H
 
 #include <sys/queue.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "proxy.h"
+#include "proxyfwd.h"
+#include "proxypolicy.h"
 #include "proxyreq.h"
+#include "proxyresp.h"
 #include "proxysecret.h"
+
+#include <event2/util.h>
 
 struct bufferevent;
 struct event;
 struct evconnlistener;
 struct evdns_getaddrinfo_request;
 typedef struct ssl_ctx_st SSL_CTX;
+
+/* A response head on an intercepted connection, at most (proxyresp.h). */
+#define PROXY_RESP_HEAD_MAX	(64 * 1024)
 
 /* Per-direction buffering: reads from one side stop above this much. */
 #define SPLICE_HIGH	(256 * 1024)
@@ -37,6 +59,9 @@ enum pstate {
 /* Where a PS_HTTP connection is in its current request. */
 enum rqstate { RQ_HEAD, RQ_BODY, RQ_DONE };
 
+struct pconn;
+typedef void pconn_fn(struct pconn *);
+
 struct pconn {
 	TAILQ_ENTRY(pconn) entry;
 	struct proxy *px;
@@ -45,17 +70,27 @@ struct pconn {
 	struct event *idle;
 	struct evdns_getaddrinfo_request *dnsreq;
 	struct proxyreq req;
-	char *fwd;		/* rewritten head of an http:// request */
+	char *fwd;		/* the head of an http:// request, to send */
 	size_t fwdlen;
 	uint64_t bytes;
 	char what[PROXYREQ_HOST_MAX + 32];	/* "CONNECT host:443" */
-	/* Interception and request relay (proxytls.c). */
+	/* Up-calls, set by the layer that owns the state. */
+	pconn_fn *on_idle;	/* idle in PS_CLITLS or PS_HTTP; else freed */
+	pconn_fn *tls_done;	/* both handshakes done, SNI agreed */
+	/* Interception and request relay (proxytls.c, proxyhttp.c). */
 	bool intercept;		/* CONNECT to a host of a secret */
 	enum rqstate rq;
 	struct event *deadline;	/* a keep-alive request's head deadline */
 	struct proxyreq rreq;	/* the request being relayed */
-	struct proxyreq_body body;
-	struct proxysecret_scan scan;
+	struct proxyfwd_body fbody;	/* its body, framed again */
+	/* The responses of an intercepted connection, scanned (proxyresp.h). */
+	struct proxyresp *resp;
+	uint64_t expected;	/* requests whose responses were awaited */
+	uint64_t out_at;	/* responses complete when a byte last went */
+	bool resp_out;		/* some response byte went to the guest */
+	proxysecret_mask redacted;	/* in the response under way */
+	uint64_t nredacted;
+	uint64_t rec_done;	/* responses complete at the last record */
 	proxysecret_mask used;	/* secrets recorded as used */
 };
 
@@ -91,6 +126,7 @@ struct proxy {
 	uint64_t suppressed;
 };
 
+/* Closes both sides at once and frees c. */
 void pconn_free(struct pconn *);
 void pconn_state(struct pconn *, enum pstate);
 /* False: c is freed. */
@@ -100,26 +136,22 @@ bool idle_touch(struct pconn *);
 uint64_t head_ms(const struct proxy *);
 /* Answers status on the client side (plain or TLS) and closes. */
 void pconn_refuse(struct pconn *, int status, const char *reason);
+/* A policy's refusal: its record (after c->what if it wants), its answer. */
+void pconn_deny(struct pconn *, const struct proxypolicy_decision *);
+/* Counts n bytes against the caps; false: over (c is freed). */
+bool pconn_count(struct pconn *, size_t n);
 /* Opaque bytes src -> dst within the caps; false: c is freed or closing. */
 bool splice_move(struct pconn *, struct bufferevent *src,
     struct bufferevent *dst);
-void splice_write_cb(struct bufferevent *, void *);
+/* A CONNECT without interception: opaque bytes both ways from now on. */
+void splice_start(struct pconn *);
 /* bev's side ended: free it, write out what the other side holds, close. */
 void pconn_close_side(struct pconn *, struct bufferevent *bev);
 void px_record(struct proxy *, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* proxytls.c */
-/* Upstream TCP is up for an intercepted CONNECT: start its TLS. */
-void ptls_upstream(struct pconn *);
-/* Upstream is up for a plain http:// request: send it, relay its body. */
-void phttp_start_plain(struct pconn *);
-/*
- * Checks a head parsed by proxyreq_parse for placeholders sent to a host
- * not theirs; false: refused (c is closing).
- */
-bool phttp_check_proxy_head(struct pconn *, const char *head);
-void ptls_idle(struct pconn *);
-void ptls_free(struct proxy *);
+/* The callbacks of a new connection's timer and of a closing side. */
+void pconn_idle_cb(evutil_socket_t, short, void *);
+void pconn_closing_write_cb(struct bufferevent *, void *);
+void pconn_free_event_cb(struct bufferevent *, short, void *);
 
 #endif
