@@ -412,7 +412,10 @@ record_secrets(struct conn *c, struct lane_create_plan *plan,
 	return true;
 }
 
-/* The lane's events name its secrets and their hosts (never a value). */
+/*
+ * The lane's events name its secrets, their hosts and their own headers
+ * (never a value).
+ */
 static void
 secrets_event(struct lane *l)
 {
@@ -427,6 +430,9 @@ secrets_event(struct lane *l)
 		for (size_t k = 0; k < sc->nhosts && off < sizeof detail; k++)
 			off += (size_t)snprintf(detail + off, sizeof detail - off,
 			    "%s%s", k > 0 ? "," : "", sc->hosts[k]);
+		for (size_t k = 0; k < sc->nheaders && off < sizeof detail; k++)
+			off += (size_t)snprintf(detail + off, sizeof detail - off,
+			    "%s%s", k > 0 ? "," : " in headers ", sc->headers[k]);
 		lane_event(l, "secret", detail);
 	}
 }
