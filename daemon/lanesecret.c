@@ -98,8 +98,8 @@ headers_add(struct lanesecret *s, const char *h, char *err, size_t errlen)
 	size_t n;
 
 	if (!text_secret_header_valid(h)) {
-		snprintf(err, errlen, "secret %s: header \"%.80s\" cannot carry "
-		    "a credential: a header name is an HTTP token of 1-%d "
+		snprintf(err, errlen, "secret %s: header \"%.80s\" cannot "
+		    "carry a credential: a header name is an HTTP token of 1-%d "
 		    "characters, and not Host, Connection, Content-Length, "
 		    "Transfer-Encoding, another framing or hop-by-hop header, "
 		    "or Cookie", s->name, h, TEXT_SECRET_HEADER_MAX);
@@ -132,14 +132,16 @@ entry_add(struct lanesecret *s, const char *line, bool hosts, bool headers,
 	char buf[LANESECRET_TEXT_MAX + 1], *save = NULL, *tok;
 
 	if (strlen(line) >= sizeof buf) {
-		snprintf(err, errlen, "secret %s: the line is too long", s->name);
+		snprintf(err, errlen, "secret %s: the line is too long",
+		    s->name);
 		return -1;
 	}
 	str_copy(buf, line, sizeof buf);
 	for (tok = strtok_r(buf, " ", &save); tok != NULL;
 	    tok = strtok_r(NULL, " ", &save)) {
 		if (tok[0] == ':') {
-			if (headers && headers_add(s, tok + 1, err, errlen) == -1)
+			if (headers && headers_add(s, tok + 1, err,
+			    errlen) == -1)
 				return -1;
 		} else if (hosts && hosts_add(s, tok, err, errlen) == -1)
 			return -1;
@@ -279,7 +281,8 @@ lanesecret_config_header(char **conf, const char *spec, char *err,
 	if (headers_add_list(&s, list, &n, err, errlen) == -1)
 		return -1;
 	if (n == 0) {
-		snprintf(err, errlen, "secret_header: %s names no header", name);
+		snprintf(err, errlen, "secret_header: %s names no header",
+		    name);
 		return -1;
 	}
 	add[0] = '\0';
@@ -409,8 +412,8 @@ lanesecret_plan(const char *conf, Agentlane__V1__Secret *const *req,
 		rc = plan_configured(conf != NULL ? conf : "", set, err,
 		    errlen);
 	if (rc == 0 && lanesecret_text(set, text, sizeof text) == -1) {
-		snprintf(err, errlen, "the secrets' names and hosts are longer "
-		    "than %d bytes together", LANESECRET_TEXT_MAX);
+		snprintf(err, errlen, "the secrets' names, hosts and headers are "
+		    "longer than %d bytes together", LANESECRET_TEXT_MAX);
 		rc = AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 	}
 	if (rc != 0) {
@@ -539,7 +542,8 @@ lanesecret_text(const struct lanesecret_set *set, char *buf, size_t len)
 				buf[k] = ' ';
 		off += (size_t)n;
 		for (size_t k = 0; k < s->nheaders; k++) {
-			n = snprintf(buf + off, len - off, " :%s", s->headers[k]);
+			n = snprintf(buf + off, len - off, " :%s",
+			    s->headers[k]);
 			if (n < 0 || (size_t)n >= len - off)
 				return -1;
 			off += (size_t)n;

@@ -1,7 +1,8 @@
 /*
  * Lane secrets: credentials a lane uses without holding them (create
- * --secret NAME@HOST[,HOST...], and --secret-header NAME=HEADER[,HEADER...]
- * for headers the value may go in besides the default credential ones). The guest gets a placeholder in NAME; the
+ * --secret NAME@HOST[,HOST...], and --secret-header
+ * NAME=HEADER[,HEADER...] for headers the value may go in besides the
+ * default credential ones). The guest gets a placeholder in NAME; the
  * lane's egress proxy puts the value in its place only in requests to the
  * secret's hosts (the proxy's side, and the set the lane keeps its values
  * in, is daemon/secret.h). This module is the way there:
@@ -76,9 +77,10 @@ struct lanesecret_set {
  * (conf: lanesecret_config_add's text, may be ""). Every configured name
  * must be in the request (FAILED_PRECONDITION otherwise: the daemon never
  * has a value of its own); a request entry without hosts takes the
- * configured ones, and one without headers the configured headers. Returns 0 with *out set (NULL when there are no
- * secrets; placeholders not made yet), or the agentlane.v1.ErrorCode with
- * err. No I/O: unit-tested like lane_create_check.
+ * configured ones, and one without headers the configured headers. Returns
+ * 0 with *out set (NULL when there are no secrets; placeholders not made
+ * yet), or the agentlane.v1.ErrorCode with err. No I/O: unit-tested like
+ * lane_create_check.
  */
 int lanesecret_plan(const char *conf, Agentlane__V1__Secret *const *req,
     size_t nreq, struct lanesecret_set **out, char *err, size_t errlen);

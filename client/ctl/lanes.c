@@ -155,16 +155,16 @@ parse_secret_header(const char *v, struct al_create_opts *o,
 	size_t k = 0, added = 0;
 
 	if (!text_secret_header_spec(v, name, &hl))
-		return ctl_usage("--secret-header needs NAME=HEADER[,HEADER...], "
-		    "NAME one of the --secret names");
+		return ctl_usage("--secret-header needs NAME=HEADER"
+		    "[,HEADER...], NAME one of the --secret names");
 	while (k < o->nsecrets && strcmp(a->secrets[k].name, name) != 0)
 		k++;
 	if (k == o->nsecrets)
 		return ctl_usage("--secret-header %s: no --secret %s", name,
 		    name);
 	if (strlen(hl) >= sizeof list)
-		return ctl_usage("--secret-header %s: the header list is longer "
-		    "than %zu bytes", name, sizeof list - 1);
+		return ctl_usage("--secret-header %s: the header list is "
+		    "longer than %zu bytes", name, sizeof list - 1);
 	snprintf(list, sizeof list, "%s", hl);
 	for (h = strtok_r(list, ",", &save); h != NULL;
 	    h = strtok_r(NULL, ",", &save), added++) {
@@ -173,12 +173,12 @@ parse_secret_header(const char *v, struct al_create_opts *o,
 		char *d;
 
 		if (!text_secret_header_valid(h))
-			return ctl_usage("--secret-header %s: \"%.80s\" cannot "
-			    "carry a credential: a header name is an HTTP token "
-			    "of 1-%d characters, and not Host, Connection, "
-			    "Content-Length, Transfer-Encoding, another framing "
-			    "or hop-by-hop header, or Cookie", name, h,
-			    AL_SECRET_HEADER_MAX);
+			return ctl_usage("--secret-header %s: \"%.80s\" "
+			    "cannot carry a credential: a header name is an "
+			    "HTTP token of 1-%d characters, and not Host, "
+			    "Connection, Content-Length, Transfer-Encoding, "
+			    "another framing or hop-by-hop header, or Cookie",
+			    name, h, AL_SECRET_HEADER_MAX);
 		for (size_t j = 0; j < o->nsecret_headers; j++) {
 			if (strcmp(a->secret_headers[j].secret, name) != 0)
 				continue;
@@ -188,8 +188,8 @@ parse_secret_header(const char *v, struct al_create_opts *o,
 		if (dup)
 			continue;	/* named already */
 		if (n == AL_SECRET_HEADERS_MAX)
-			return ctl_usage("--secret-header %s: at most %d headers",
-			    name, AL_SECRET_HEADERS_MAX);
+			return ctl_usage("--secret-header %s: at most %d "
+			    "headers", name, AL_SECRET_HEADERS_MAX);
 		d = a->secret_header_names[o->nsecret_headers];
 		snprintf(d, AL_SECRET_HEADER_MAX + 1, "%s", h);
 		a->secret_headers[o->nsecret_headers].secret =

@@ -98,8 +98,11 @@ secrets_from_proto(struct al_lane_secrets *s, const Agentlane__V1__Lane *p,
 	    _Alignof(struct secret_headers) == 0, "headers misaligned");
 	memset(s, 0, sizeof *s);
 	snprintf(s->name, sizeof s->name, "%s", p->name != NULL ? p->name : "");
-	for (size_t i = 0; i < p->n_secrets && n < AL_SECRETS_MAX; i++)
-		n += p->secrets[i]->name != NULL && p->secrets[i]->name[0] != '\0';
+	for (size_t i = 0; i < p->n_secrets && n < AL_SECRETS_MAX; i++) {
+		const char *nm = p->secrets[i]->name;
+
+		n += nm != NULL && nm[0] != '\0';
+	}
 	if (n == 0)
 		return 0;
 	if ((s->v = calloc(n, sizeof *s->v + sizeof *h)) == NULL) {
@@ -267,17 +270,18 @@ secret_headers_to_proto(const struct al_create_opts *o,
 			return -1;
 		}
 		if (!text_secret_header_valid(sh->header)) {
-			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: header "
-			    "\"%.80s\" cannot carry a credential: a header name is "
-			    "an HTTP token of 1-%d characters, and not Host, "
-			    "Connection, Content-Length, Transfer-Encoding, another "
-			    "framing or hop-by-hop header, or Cookie", sh->secret,
-			    sh->header != NULL ? sh->header : "", AL_SECRET_HEADER_MAX);
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: "
+			    "header \"%.80s\" cannot carry a credential: a "
+			    "header name is an HTTP token of 1-%d characters, "
+			    "and not Host, Connection, Content-Length, "
+			    "Transfer-Encoding, another framing or hop-by-hop "
+			    "header, or Cookie", sh->secret, sh->header != NULL ?
+			    sh->header : "", AL_SECRET_HEADER_MAX);
 			return -1;
 		}
 		if (msgs[i].n_headers == AL_SECRET_HEADERS_MAX) {
-			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: at most "
-			    "%d headers", sh->secret, AL_SECRET_HEADERS_MAX);
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: at "
+			    "most %d headers", sh->secret, AL_SECRET_HEADERS_MAX);
 			return -1;
 		}
 		hdrv[i][msgs[i].n_headers++] = sh->header;

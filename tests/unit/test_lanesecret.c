@@ -1,8 +1,9 @@
 /*
  * Lane secrets: the placeholders (daemon/lanesecret.c), the check of a
  * create's secrets against the configured ones, the `secret` and
- * `secret_header` config lines, a secret's own headers, the registry's text, sealing into the proxy's set, and the
- * shared text checks the CLI uses too (proto/text.c).
+ * `secret_header` config lines, a secret's own headers, the registry's
+ * text, sealing into the proxy's set, and the shared text checks the CLI
+ * uses too (proto/text.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
