@@ -194,6 +194,11 @@ AL_API enum al_code al_hello(struct al_client *, struct al_daemon_info *,
 #define AL_SECRET_VALUE_MAX 8192	/* bytes of a secret's value */
 #define AL_SECRET_HOSTS_MAX 16		/* hosts of one secret */
 #define AL_SECRET_HOSTS_TEXT_MAX 1024	/* their text, '\n' separators in */
+#define AL_SECRET_HEADERS_MAX 8		/* a secret's own headers */
+#define AL_SECRET_HEADER_MAX 64		/* bytes of one header name */
+/* Their text, '\n' separators in (al_lane_secret_headers). */
+#define AL_SECRET_HEADERS_TEXT_MAX (AL_SECRET_HEADERS_MAX * \
+	(AL_SECRET_HEADER_MAX + 1))
 
 /* A lane secret as al_create_opts carries it. */
 struct al_secret {
@@ -211,6 +216,21 @@ struct al_secret {
 	 */
 	const char *const *hosts;
 	size_t nhosts;
+};
+
+/*
+ * A header a secret's value may go in besides the default credential
+ * headers (Authorization, x-api-key, api-key, x-goog-api-key,
+ * private-token, x-auth-token), as al_create_opts.secret_headers carries
+ * it: secret names one of al_create_opts.secrets, header is an HTTP token
+ * of 1-AL_SECRET_HEADER_MAX bytes (any case) that is not Host, Cookie,
+ * Set-Cookie, or a header the proxy frames or drops (Connection,
+ * Content-Length, Transfer-Encoding, TE, Trailer, Upgrade, Expect,
+ * Keep-Alive, Proxy-*). At most AL_SECRET_HEADERS_MAX a secret.
+ */
+struct al_secret_header {
+	const char *secret;
+	const char *header;
 };
 
 /*
@@ -388,6 +408,13 @@ struct al_create_opts {
 	 */
 	const struct al_secret *secrets;
 	size_t nsecrets;
+	/*
+	 * Headers each secret's value may go in besides the default
+	 * credential headers (struct al_secret_header). A secret that none
+	 * names takes those agent-laned.conf's `secret_header` gives it.
+	 */
+	const struct al_secret_header *secret_headers;
+	size_t nsecret_headers;
 };
 #define AL_CREATE_OPTS_INIT { .size = sizeof(struct al_create_opts) }
 
@@ -491,6 +518,16 @@ AL_API enum al_code al_list_secrets(struct al_client *, bool all,
     struct al_lane **lanes, struct al_lane_net **nets,
     struct al_lane_secrets **secrets, size_t *n, struct al_error *);
 AL_API void al_lane_secrets_free(struct al_lane_secrets *, size_t n);
+/*
+ * The headers secret i of s (as al_get_secrets or al_list_secrets gave
+ * it) may go in besides the default credential headers: lower case,
+ * '\n'-separated, "" when none (at most AL_SECRET_HEADERS_TEXT_MAX bytes);
+ * their count into *nheaders unless it is NULL. NULL when i is not below
+ * s->n. Kept beside s->v, so that struct al_lane_secret keeps its size; it
+ * lives as long as s.
+ */
+AL_API const char *al_lane_secret_headers(const struct al_lane_secrets *s,
+    size_t i, size_t *nheaders);
 
 /* Waits until the VM is deleted; the final lane is returned. */
 AL_API enum al_code al_destroy(struct al_client *, const char *name,

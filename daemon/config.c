@@ -34,6 +34,7 @@ enum config_type {
 	CT_ALLOW,	/* host patterns, comma or space separated, repeatable */
 	CT_PORTS,	/* "443,8443": 1-16 ports */
 	CT_SECRET,	/* NAME@HOST[,HOST...], repeatable */
+	CT_SECRET_HEADER, /* NAME=HEADER[,HEADER...], into secret's lines */
 };
 
 struct config_key {
@@ -97,6 +98,9 @@ static const struct config_key config_keys[] = {
 	K(proxy_connect_ports, CT_PORTS, 0, 0, "allow lanes: ports CONNECT may reach (\"443,8443\")"),
 	K(proxy_http_ports, CT_PORTS, 0, 0, "allow lanes: ports plain-HTTP requests may reach (\"80\")"),
 	K(secret, CT_SECRET, 0, 0, "NAME@HOST[,HOST...]: every create must bring variable NAME's value as a secret for these hosts (repeatable)"),
+	/* Kept in secret's lines (lanesecret.h), after the hosts. */
+	{ "secret_header", CT_SECRET_HEADER, offsetof(struct config, secret),
+	    0, 0, "NAME=HEADER[,HEADER...]: headers secret NAME's value may go in besides the default credential ones (repeatable, up to 8 a name)" },
 };
 
 #undef K
@@ -391,6 +395,8 @@ config_set(struct config *c, const char *key, const char *value, char *err,
 		return config_add_allow(c, value, err, errlen);
 	case CT_SECRET:
 		return lanesecret_config_add(&c->secret, value, err, errlen);
+	case CT_SECRET_HEADER:
+		return lanesecret_config_header(&c->secret, value, err, errlen);
 	case CT_NETMODE: {
 		enum netpolicy_mode m;
 
@@ -635,6 +641,37 @@ config_finalize(struct config *c, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * "NAME HOST HOST :HEADER" lines: NAME@HOST,HOST again (CT_SECRET), or
+ * NAME=HEADER,HEADER for the lines with headers (CT_SECRET_HEADER).
+ */
+static void
+config_print_secrets(const struct config *c, enum config_type t,
+    const char *key, FILE *f)
+{
+	bool headers = t == CT_SECRET_HEADER;
+
+	for (const char *p = c->secret; *p != '\0';) {
+		size_t n = strcspn(p, "\n"), sp = strcspn(p, " "), k = 0;
+
+		for (size_t j = sp; j < n; j++) {
+			const char *tok = p + j + 1 + headers;
+
+			if (p[j] != ' ' || (p[j + 1] == ':') != headers)
+				continue;
+			if (k++ == 0)
+				fprintf(f, "%s = %.*s%c", key, (int)sp, p,
+				    headers ? '=' : '@');
+			else
+				fputc(',', f);
+			fprintf(f, "%.*s", (int)strcspn(tok, " \n"), tok);
+		}
+		if (k > 0)
+			fputc('\n', f);
+		p += n + (p[n] == '\n');
+	}
+}
+
 void
 config_print(const struct config *c, FILE *f)
 {
@@ -690,16 +727,8 @@ config_print(const struct config *c, FILE *f)
 			}
 			break;
 		case CT_SECRET:
-			/* "NAME HOST HOST" lines: NAME@HOST,HOST again. */
-			for (const char *p = c->secret; *p != '\0';) {
-				size_t n = strcspn(p, "\n"), sp = strcspn(p, " ");
-
-				fprintf(f, "%s = %.*s@", name, (int)sp, p);
-				for (size_t j = sp + 1; j < n; j++)
-					fputc(p[j] == ' ' ? ',' : p[j], f);
-				fputc('\n', f);
-				p += n + (p[n] == '\n');
-			}
+		case CT_SECRET_HEADER:
+			config_print_secrets(c, k->type, name, f);
 			break;
 		case CT_SHAPE:
 			for (uint32_t j = 0; j < c->npool_shapes; j++) {

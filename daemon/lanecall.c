@@ -102,6 +102,8 @@ lane_record_secrets_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl)
 		v->msg[i].name = (char *)v->info[i].name;
 		v->msg[i].hosts = (char **)v->info[i].hosts;
 		v->msg[i].n_hosts = v->info[i].nhosts;
+		v->msg[i].headers = (char **)v->info[i].headers;
+		v->msg[i].n_headers = v->info[i].nheaders;
 		v->ptr[i] = &v->msg[i];
 	}
 	pl->secrets = v->ptr;

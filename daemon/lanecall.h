@@ -50,9 +50,9 @@ void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,
 void lane_record_net_to_proto(struct lane_record *, Agentlane__V1__Lane *,
     char **allowv);
 /*
- * Adds the secrets' names and hosts (split in rec->secrets itself) from
- * storage it allocates: NULL when the lane has none, else what the caller
- * frees once the answer is sent.
+ * Adds the secrets' names, hosts and headers (split in rec->secrets
+ * itself) from storage it allocates: NULL when the lane has none, else
+ * what the caller frees once the answer is sent.
  */
 void *lane_record_secrets_to_proto(struct lane_record *, Agentlane__V1__Lane *);
 

@@ -381,10 +381,10 @@ lane_new_init(struct lane_new *n, struct laned *d, uint32_t cpus,
 }
 
 /*
- * The secrets of a new row: names and hosts for the registry, the values
- * sealed with their placeholders into *sealed (the lane's, once it is
- * registered). False (c answered) if that failed; the plan's set is gone
- * either way.
+ * The secrets of a new row: names, hosts and headers for the registry,
+ * the values sealed with their placeholders into *sealed (the lane's,
+ * once it is registered). False (c answered) if that failed; the plan's
+ * set is gone either way.
  */
 static bool
 record_secrets(struct conn *c, struct lane_create_plan *plan,
@@ -399,7 +399,8 @@ record_secrets(struct conn *c, struct lane_create_plan *plan,
 	    sizeof rec->secrets) == -1) {
 		lane_create_plan_clear(plan);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "the secrets' names and hosts do not fit the registry");
+		    "the secrets' names, hosts and headers do not fit the "
+		    "registry");
 		return false;
 	}
 	*sealed = lanesecret_seal(plan->secrets, err, sizeof err);
@@ -412,7 +413,10 @@ record_secrets(struct conn *c, struct lane_create_plan *plan,
 	return true;
 }
 
-/* The lane's events name its secrets and their hosts (never a value). */
+/*
+ * The lane's events name its secrets, their hosts and their own headers
+ * (never a value).
+ */
 static void
 secrets_event(struct lane *l)
 {
@@ -427,6 +431,10 @@ secrets_event(struct lane *l)
 		for (size_t k = 0; k < sc->nhosts && off < sizeof detail; k++)
 			off += (size_t)snprintf(detail + off, sizeof detail - off,
 			    "%s%s", k > 0 ? "," : "", sc->hosts[k]);
+		for (size_t k = 0; k < sc->nheaders && off < sizeof detail; k++)
+			off += (size_t)snprintf(detail + off, sizeof detail -
+			    off, "%s%s", k > 0 ? "," : " in headers ",
+			    sc->headers[k]);
 		lane_event(l, "secret", detail);
 	}
 }

@@ -1,3 +1,4 @@
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,11 +66,72 @@ hosts_add_list(struct lanesecret *s, const char *list, const char *sep,
 	return 0;
 }
 
+/* ---- Headers ---- */
+
+/* Appends one header name to s, lower case (a duplicate adds nothing). */
+static int
+headers_add(struct lanesecret *s, const char *h, char *err, size_t errlen)
+{
+	char low[TEXT_SECRET_HEADER_MAX + 1];
+	size_t n;
+
+	if (!text_secret_header_valid(h)) {
+		snprintf(err, errlen, "secret %s: header \"%.80s\" cannot "
+		    "carry a credential: a header name is an HTTP token of 1-%d "
+		    "characters, and not Host, Connection, Content-Length, "
+		    "Transfer-Encoding, another framing or hop-by-hop header, "
+		    "or Cookie", s->name, h, TEXT_SECRET_HEADER_MAX);
+		str_sanitize(err);
+		return -1;
+	}
+	n = strlen(h);
+	for (size_t i = 0; i <= n; i++)
+		low[i] = (char)tolower((unsigned char)h[i]);
+	for (size_t i = 0; i < s->nheaders; i++)
+		if (strcmp(s->headers[i], low) == 0)
+			return 0;
+	if (s->nheaders == LANESECRET_HEADERS_MAX) {
+		snprintf(err, errlen, "secret %s: at most %d headers", s->name,
+		    LANESECRET_HEADERS_MAX);
+		return -1;
+	}
+	memcpy(s->headers[s->nheaders++], low, n + 1);
+	return 0;
+}
+
+/*
+ * The tokens of a configured or registry line after its name into s:
+ * hosts (when hosts) and ':'-prefixed headers (when headers).
+ */
+static int
+entry_add(struct lanesecret *s, const char *line, bool hosts, bool headers,
+    char *err, size_t errlen)
+{
+	char buf[LANESECRET_TEXT_MAX + 1], *save = NULL, *tok;
+
+	if (strlen(line) >= sizeof buf) {
+		snprintf(err, errlen, "secret %s: the line is too long",
+		    s->name);
+		return -1;
+	}
+	str_copy(buf, line, sizeof buf);
+	for (tok = strtok_r(buf, " ", &save); tok != NULL;
+	    tok = strtok_r(NULL, " ", &save)) {
+		if (tok[0] == ':') {
+			if (headers && headers_add(s, tok + 1, err,
+			    errlen) == -1)
+				return -1;
+		} else if (hosts && hosts_add(s, tok, err, errlen) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 /* ---- The configured secrets ---- */
 
-/* The configured line for name: its hosts (space-separated) into buf. */
-static bool
-conf_hosts(const char *conf, const char *name, char *buf, size_t len)
+/* The configured line of name (its length into *len), or NULL. */
+static const char *
+conf_line(const char *conf, const char *name, size_t *len)
 {
 	size_t nl = strlen(name);
 
@@ -77,12 +139,25 @@ conf_hosts(const char *conf, const char *name, char *buf, size_t len)
 		size_t n = strcspn(p, "\n");
 
 		if (n > nl && strncmp(p, name, nl) == 0 && p[nl] == ' ') {
-			snprintf(buf, len, "%.*s", (int)(n - nl - 1), p + nl + 1);
-			return true;
+			*len = n;
+			return p;
 		}
 		p += n + (p[n] == '\n');
 	}
-	return false;
+	return NULL;
+}
+
+/* The configured line for name: what follows the name into buf. */
+static bool
+conf_hosts(const char *conf, const char *name, char *buf, size_t len)
+{
+	size_t n, nl = strlen(name);
+	const char *p = conf_line(conf, name, &n);
+
+	if (p == NULL)
+		return false;
+	snprintf(buf, len, "%.*s", (int)(n - nl - 1), p + nl + 1);
+	return true;
 }
 
 int
@@ -132,6 +207,79 @@ lanesecret_config_add(char **conf, const char *spec, char *err, size_t errlen)
 	return 0;
 }
 
+/* The headers of spec's list (',' between) into s; how many in *n. */
+static int
+headers_add_list(struct lanesecret *s, const char *list, size_t *n,
+    char *err, size_t errlen)
+{
+	char buf[LANESECRET_TEXT_MAX + 1], *save = NULL, *tok;
+
+	*n = 0;
+	if (strlen(list) >= sizeof buf) {
+		snprintf(err, errlen, "secret %s: the header list is too long",
+		    s->name);
+		return -1;
+	}
+	str_copy(buf, list, sizeof buf);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save), (*n)++)
+		if (headers_add(s, tok, err, errlen) == -1)
+			return -1;
+	return 0;
+}
+
+int
+lanesecret_config_header(char **conf, const char *spec, char *err,
+    size_t errlen)
+{
+	struct lanesecret s;
+	char name[TEXT_SECRET_NAME_MAX + 1], rest[LANESECRET_TEXT_MAX];
+	char add[LANESECRET_HEADERS_MAX * (TEXT_SECRET_HEADER_MAX + 2) + 1];
+	const char *list, *line;
+	size_t len, had, n, off = 0;
+	char *next;
+
+	memset(&s, 0, sizeof s);
+	if (!text_secret_header_spec(spec, name, &list)) {
+		snprintf(err, errlen, "secret_header: \"%.80s\" is not "
+		    "NAME=HEADER[,HEADER...]", spec);
+		str_sanitize(err);
+		return -1;
+	}
+	str_copy(s.name, name, sizeof s.name);
+	if ((line = conf_line(*conf, name, &len)) == NULL ||
+	    !conf_hosts(*conf, name, rest, sizeof rest)) {
+		snprintf(err, errlen, "secret_header: %s has no `secret` line "
+		    "before it", name);
+		return -1;
+	}
+	if (entry_add(&s, rest, false, true, err, errlen) == -1)
+		return -1;
+	had = s.nheaders;
+	if (headers_add_list(&s, list, &n, err, errlen) == -1)
+		return -1;
+	if (n == 0) {
+		snprintf(err, errlen, "secret_header: %s names no header",
+		    name);
+		return -1;
+	}
+	add[0] = '\0';
+	for (size_t i = had; i < s.nheaders; i++)
+		off += (size_t)snprintf(add + off, sizeof add - off, " :%s",
+		    s.headers[i]);
+	xasprintf(&next, "%.*s%s%s", (int)(line - *conf + len), *conf, add,
+	    line + len);
+	if (strlen(next) > LANESECRET_TEXT_MAX) {
+		free(next);
+		snprintf(err, errlen, "secret: the lines are longer than %d "
+		    "bytes together", LANESECRET_TEXT_MAX);
+		return -1;
+	}
+	free(*conf);
+	*conf = next;
+	return 0;
+}
+
 /* ---- A create's secrets ---- */
 
 /* One requested secret into s: name, hosts (or the configured), value. */
@@ -164,17 +312,26 @@ plan_one(const char *conf, const Agentlane__V1__Secret *r,
 		if (hosts_add(s, r->hosts[i] != NULL ? r->hosts[i] : "", err,
 		    errlen) == -1)
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
-	if (r->n_hosts == 0) {
-		if (!conf_hosts(conf, s->name, hosts, sizeof hosts)) {
+	if (r->n_headers > LANESECRET_HEADERS_MAX) {
+		snprintf(err, errlen, "secret %s: at most %d headers", s->name,
+		    LANESECRET_HEADERS_MAX);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	for (size_t i = 0; i < r->n_headers; i++)
+		if (headers_add(s, r->headers[i] != NULL ? r->headers[i] : "",
+		    err, errlen) == -1)
+			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	if (!conf_hosts(conf, s->name, hosts, sizeof hosts)) {
+		if (r->n_hosts == 0) {
 			snprintf(err, errlen, "secret %s names no host (NAME@HOST"
 			    "[,HOST...]), and agent-laned.conf has no `secret` "
 			    "line for it", s->name);
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 		}
+	} else if (entry_add(s, hosts, r->n_hosts == 0, r->n_headers == 0,
+	    err, errlen) == -1)
 		/* Checked when the configuration was read. */
-		if (hosts_add_list(s, hosts, " ", err, errlen) == -1)
-			return AGENTLANE__V1__ERROR_CODE__INTERNAL;
-	}
+		return AGENTLANE__V1__ERROR_CODE__INTERNAL;
 	s->value = xmalloc(r->value.len);
 	memcpy(s->value, r->value.data, r->value.len);
 	s->value_len = r->value.len;
@@ -233,8 +390,8 @@ lanesecret_plan(const char *conf, Agentlane__V1__Secret *const *req,
 		rc = plan_configured(conf != NULL ? conf : "", set, err,
 		    errlen);
 	if (rc == 0 && lanesecret_text(set, text, sizeof text) == -1) {
-		snprintf(err, errlen, "the secrets' names and hosts are longer "
-		    "than %d bytes together", LANESECRET_TEXT_MAX);
+		snprintf(err, errlen, "the secrets' names, hosts and headers are "
+		    "longer than %d bytes together", LANESECRET_TEXT_MAX);
 		rc = AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 	}
 	if (rc != 0) {
@@ -284,6 +441,7 @@ lanesecret_seal(struct lanesecret_set *set, char *err, size_t errlen)
 		const struct lanesecret *s = &set->s[i];
 		char hosts[LANESECRET_HOSTS_TEXT_MAX + 1], *save = NULL;
 		const char *hv[LANESECRET_HOSTS_MAX];
+		const char *hdv[LANESECRET_HEADERS_MAX];
 		size_t nh = 0;
 		bool drawn = false;
 		int rc = -1;
@@ -310,6 +468,11 @@ lanesecret_seal(struct lanesecret_set *set, char *err, size_t errlen)
 		else
 			rc = secret_set_add(sealed, s->name, ph, s->value,
 			    s->value_len, hv, nh, err, errlen);
+		for (size_t k = 0; k < s->nheaders; k++)
+			hdv[k] = s->headers[k];
+		if (rc == 0 && s->nheaders > 0)
+			rc = secret_set_headers(sealed, sealed->n - 1, hdv,
+			    s->nheaders, err, errlen);
 		if (rc == -1) {
 			secret_set_free(sealed);
 			sealed = NULL;
@@ -356,6 +519,13 @@ lanesecret_text(const struct lanesecret_set *set, char *buf, size_t len)
 			if (buf[k] == '\n')
 				buf[k] = ' ';
 		off += (size_t)n;
+		for (size_t k = 0; k < s->nheaders; k++) {
+			n = snprintf(buf + off, len - off, " :%s",
+			    s->headers[k]);
+			if (n < 0 || (size_t)n >= len - off)
+				return -1;
+			off += (size_t)n;
+		}
 	}
 	return (int)off;
 }
@@ -374,9 +544,14 @@ lanesecret_text_split(char *text, struct lanesecret_info *v, size_t max)
 		memset(&v[n], 0, sizeof v[n]);
 		if ((tok = strtok_r(line, " ", &save)) != NULL) {
 			v[n].name = tok;
-			while ((tok = strtok_r(NULL, " ", &save)) != NULL &&
-			    v[n].nhosts < LANESECRET_HOSTS_MAX)
-				v[n].hosts[v[n].nhosts++] = tok;
+			while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
+				if (tok[0] == ':' && tok[1] != '\0' &&
+				    v[n].nheaders < LANESECRET_HEADERS_MAX)
+					v[n].headers[v[n].nheaders++] = tok + 1;
+				else if (tok[0] != ':' &&
+				    v[n].nhosts < LANESECRET_HOSTS_MAX)
+					v[n].hosts[v[n].nhosts++] = tok;
+			}
 			n++;
 		}
 		line = nl != NULL ? nl + 1 : NULL;

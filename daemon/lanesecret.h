@@ -1,6 +1,8 @@
 /*
  * Lane secrets: credentials a lane uses without holding them (create
- * --secret NAME@HOST[,HOST...]). The guest gets a placeholder in NAME; the
+ * --secret NAME@HOST[,HOST...], and --secret-header
+ * NAME=HEADER[,HEADER...] for headers the value may go in besides the
+ * default credential ones). The guest gets a placeholder in NAME; the
  * lane's egress proxy puts the value in its place only in requests to the
  * secret's hosts (the proxy's side, and the set the lane keeps its values
  * in, is daemon/secret.h). This module is the way there:
@@ -10,7 +12,8 @@
  *    hosts), with the values copied off the request;
  *  - the placeholders: a fixed prefix and 192 bits from the OS random
  *    source, all of one length, so that none is a part of another;
- *  - the text the registry keeps (names and hosts, never values);
+ *  - the text the registry keeps (names, hosts and headers, never
+ *    values);
  *  - sealing a checked set into the proxy's struct secret_set, which the
  *    lane holds for its life and wipes when it ends.
  *
@@ -32,7 +35,11 @@
 #define LANESECRET_MAX 16		/* secrets of one lane */
 #define LANESECRET_HOSTS_MAX 16		/* host patterns of one secret */
 #define LANESECRET_HOSTS_TEXT_MAX 1024	/* one secret's patterns, '\n' between */
-/* A lane's names and hosts as the registry keeps them (lanesecret_text). */
+#define LANESECRET_HEADERS_MAX TEXT_SECRET_HEADERS_MAX	/* of one secret */
+/*
+ * A lane's names, hosts and headers as the registry keeps them
+ * (lanesecret_text), and the configured ones likewise.
+ */
 #define LANESECRET_TEXT_MAX 2048
 
 /*
@@ -53,6 +60,9 @@ struct lanesecret {
 	/* Normalised patterns (hostrule_check), '\n' between. */
 	char hosts[LANESECRET_HOSTS_TEXT_MAX + 1];
 	size_t nhosts;
+	/* Its own credential headers (text_secret_header_valid), lower case. */
+	char headers[LANESECRET_HEADERS_MAX][TEXT_SECRET_HEADER_MAX + 1];
+	size_t nheaders;
 	uint8_t *value;			/* wiped by lanesecret_set_free */
 	size_t value_len;
 };
@@ -67,9 +77,10 @@ struct lanesecret_set {
  * (conf: lanesecret_config_add's text, may be ""). Every configured name
  * must be in the request (FAILED_PRECONDITION otherwise: the daemon never
  * has a value of its own); a request entry without hosts takes the
- * configured ones. Returns 0 with *out set (NULL when there are no
- * secrets; placeholders not made yet), or the agentlane.v1.ErrorCode with
- * err. No I/O: unit-tested like lane_create_check.
+ * configured ones, and one without headers the configured headers. Returns
+ * 0 with *out set (NULL when there are no secrets; placeholders not made
+ * yet), or the agentlane.v1.ErrorCode with err. No I/O: unit-tested like
+ * lane_create_check.
  */
 int lanesecret_plan(const char *conf, Agentlane__V1__Secret *const *req,
     size_t nreq, struct lanesecret_set **out, char *err, size_t errlen);
@@ -91,8 +102,10 @@ int lanesecret_placeholder_make(char *buf, size_t len);
 void lanesecret_set_free(struct lanesecret_set *);
 
 /*
- * The names and hosts of a set, as the registry keeps them: a line a
- * secret, "NAME HOST HOST...", '\n' between. -1 if len is too small.
+ * The names, hosts and headers of a set, as the registry keeps them: a
+ * line a secret, "NAME HOST HOST... :HEADER :HEADER...", '\n' between
+ * (no host or header name has a ':', so a text from before headers is
+ * one without). -1 if len is too small.
  */
 int lanesecret_text(const struct lanesecret_set *, char *buf, size_t len);
 
@@ -101,6 +114,8 @@ struct lanesecret_info {
 	const char *name;
 	const char *hosts[LANESECRET_HOSTS_MAX];
 	size_t nhosts;
+	const char *headers[LANESECRET_HEADERS_MAX];	/* without the ':' */
+	size_t nheaders;
 };
 
 /* Splits text in place into up to max entries; returns the count. */
@@ -112,6 +127,14 @@ size_t lanesecret_text_split(char *text, struct lanesecret_info *, size_t max);
  * bad line, a name given twice, or too many.
  */
 int lanesecret_config_add(char **conf, const char *spec, char *err,
+    size_t errlen);
+/*
+ * A `secret_header` configuration line, NAME=HEADER[,HEADER...]: the
+ * headers added to NAME's line at *conf, which a `secret` line must have
+ * made before. -1 with err for a bad line, an unknown name, a header
+ * text_secret_header_valid refuses, or more than LANESECRET_HEADERS_MAX.
+ */
+int lanesecret_config_header(char **conf, const char *spec, char *err,
     size_t errlen);
 
 /* Wipes the secrets' values in a request before it is freed. */

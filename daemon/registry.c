@@ -117,7 +117,9 @@ static const char *const migrations[] = {
 	"  alias IS NOT NULL AND state IN ('creating','ready','destroying');",
 	/*
 	 * Lane secrets (daemon/lanesecret.h): their names and hosts, never
-	 * their values, which only the daemon's memory holds.
+	 * their values, which only the daemon's memory holds. Their headers
+	 * came later as ':' tokens of the same text, so rows from before
+	 * need no migration: they have none.
 	 */
 	"ALTER TABLE lanes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';",
 };

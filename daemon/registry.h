@@ -25,7 +25,7 @@
 /* create --name: [a-z0-9][a-z0-9._-]{0,62}, not beginning "al-". */
 #define LANE_ALIAS_MAX 63
 #define LANE_ALIAS_SIZE (LANE_ALIAS_MAX + 1)
-/* create --secret: names and hosts, LANESECRET_TEXT_MAX. */
+/* create --secret: names, hosts and headers, LANESECRET_TEXT_MAX. */
 #define LANE_SECRETS_TEXT_MAX 2048
 /* How long a write waits for another process's lock before failing. */
 #define REGISTRY_BUSY_MS 1000
@@ -81,8 +81,9 @@ struct lane_record {
 	/* Destroyed when its creating connection closes (run). */
 	bool owned;
 	/*
-	 * create --secret: names and hosts (lanesecret_text), never values.
-	 * Non-empty: a restart destroys the lane (its values are gone).
+	 * create --secret: names, hosts and headers (lanesecret_text), never
+	 * values. Non-empty: a restart destroys the lane (its values are
+	 * gone).
 	 */
 	char secrets[LANE_SECRETS_TEXT_MAX + 1];
 };

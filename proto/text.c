@@ -1,6 +1,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 #include "text.h"
 
@@ -269,5 +270,51 @@ text_secret_spec(const char *spec, char name[TEXT_SECRET_NAME_MAX + 1],
 			return false;
 		*hosts = spec + n + 1;
 	}
+	return true;
+}
+
+/* Never a credential header: the proxy frames, routes or drops these. */
+static const char *const secret_header_forbidden[] = {
+	"host", "connection", "proxy-connection", "keep-alive", "te",
+	"trailer", "transfer-encoding", "content-length", "upgrade", "expect",
+	"proxy-authorization", "proxy-authenticate", "cookie", "set-cookie",
+	NULL,
+};
+
+bool
+text_secret_header_valid(const char *s)
+{
+	size_t n;
+
+	if (s == NULL || (n = strlen(s)) == 0 || n > TEXT_SECRET_HEADER_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("!#$%&'*+-.^_`|~", c) !=
+		    NULL))
+			return false;
+	}
+	for (size_t i = 0; secret_header_forbidden[i] != NULL; i++)
+		if (strcasecmp(secret_header_forbidden[i], s) == 0)
+			return false;
+	return true;
+}
+
+bool
+text_secret_header_spec(const char *spec, char name[TEXT_SECRET_NAME_MAX + 1],
+    const char **headers)
+{
+	size_t n = strcspn(spec, "=");
+
+	if (n == 0 || n > TEXT_SECRET_NAME_MAX || spec[n] != '=' ||
+	    spec[n + 1] == '\0')
+		return false;
+	memcpy(name, spec, n);
+	name[n] = '\0';
+	if (!text_secret_name_valid(name))
+		return false;
+	*headers = spec + n + 1;
 	return true;
 }

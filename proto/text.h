@@ -82,4 +82,31 @@ bool text_secret_value_valid(const void *, size_t);
 bool text_secret_spec(const char *spec, char name[TEXT_SECRET_NAME_MAX + 1],
     const char **hosts);
 
+/*
+ * A secret's own credential headers (create --secret-header
+ * NAME=HEADER[,HEADER...], agent-laned.conf's secret_header): the headers
+ * the proxy may put its value in besides the default ones (Authorization,
+ * x-api-key, ...). The same rules as the proxy's secret_set_headers
+ * (daemon/secret.h), which has the last word.
+ */
+#define TEXT_SECRET_HEADERS_MAX 8	/* a secret's own headers */
+#define TEXT_SECRET_HEADER_MAX 64	/* bytes of one header name */
+
+/*
+ * A header name a value may go in: an HTTP token (RFC 9110) of 1 to
+ * TEXT_SECRET_HEADER_MAX bytes, and not a header the proxy frames, routes
+ * or drops (Host, Connection, Content-Length, Transfer-Encoding, TE,
+ * Trailer, Upgrade, Expect, Keep-Alive, Proxy-*) nor Cookie or Set-Cookie,
+ * in any case.
+ */
+bool text_secret_header_valid(const char *);
+/*
+ * Splits NAME=HEADER[,HEADER...] at the first '=': the name into name, as
+ * text_secret_spec does, *headers to the text after the '='. False when
+ * the name is invalid or there is no '=' or nothing after it (the headers
+ * themselves are the caller's to check).
+ */
+bool text_secret_header_spec(const char *spec,
+    char name[TEXT_SECRET_NAME_MAX + 1], const char **headers);
+
 #endif

@@ -35,6 +35,9 @@
 	    "is then advisory)" }, \
 	{ 0, "secret", "NAME[@HOST,...]", "a credential the lane uses but " \
 	    "never holds: $NAME's value, put in by the proxy for HOST only; " \
+	    "repeatable" }, \
+	{ 0, "secret-header", "NAME=HEADER[,...]", "a header --secret NAME's " \
+	    "value may go in besides Authorization and the API-key ones; " \
 	    "repeatable" }
 
 static const struct ctl_option create_options[] = {
@@ -187,7 +190,10 @@ const struct ctl_command ctl_commands[] = {
 		    "value is our $NAME; every exec sees NAME set to a placeholder, and\n"
 		    "the lane's proxy puts the value in its place only in requests to\n"
 		    "HOST (HTTPS intercepted with a CA the guest trusts). The daemon\n"
-		    "keeps it in memory for the lane's life; a restart destroys the lane.\n",
+		    "keeps it in memory for the lane's life; a restart destroys the lane.\n"
+		    "The value goes only in credential headers: Authorization,\n"
+		    "x-api-key, api-key, x-goog-api-key, private-token, x-auth-token,\n"
+		    "and those --secret-header NAME=HEADER names for it.\n",
 		.options = create_options,
 		.json = true,
 		.units = true,

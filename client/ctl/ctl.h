@@ -265,6 +265,11 @@ struct ctl_create_args {
 	char secret_names[AL_SECRETS_MAX][AL_SECRET_NAME_MAX];
 	char secret_hosts[AL_SECRETS_MAX][AL_SECRET_HOSTS_TEXT_MAX + 1];
 	const char *secret_hostv[AL_SECRETS_MAX][AL_SECRET_HOSTS_MAX];
+	/* --secret-header NAME=HEADER[,HEADER...]: one entry a header. */
+	struct al_secret_header secret_headers[AL_SECRETS_MAX *
+	    AL_SECRET_HEADERS_MAX];
+	char secret_header_names[AL_SECRETS_MAX * AL_SECRET_HEADERS_MAX]
+	    [AL_SECRET_HEADER_MAX + 1];
 	struct al_image im;		/* of --provision */
 	bool quiet;			/* -q: no progress line */
 };

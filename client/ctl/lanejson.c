@@ -13,8 +13,8 @@
 
 /*
  * Each key: its name, how it is written (a put_* below) and the value, an
- * expression of the lane l, its network policy n and its secrets s (names
- * and hosts). In output order.
+ * expression of the lane l, its network policy n and its secrets s (names,
+ * hosts and headers). In output order.
  */
 #define LANE_KEYS(K) \
 	K("name", str, l->name) \
@@ -154,7 +154,11 @@ put_allow(FILE *f, bool *first, const char *k, const struct al_lane_net *n)
 	put_lines(f, n->allow, n->nallow);
 }
 
-/* [{"name": NAME, "hosts": [HOST...]}...]: never a value. */
+/*
+ * [{"name": NAME, "hosts": [HOST...], "headers": [HEADER...]}...]: never
+ * a value. headers: the secret's own, besides the default credential
+ * headers, which are implied.
+ */
 static void
 put_secrets(FILE *f, bool *first, const char *k,
     const struct al_lane_secrets *s)
@@ -162,10 +166,16 @@ put_secrets(FILE *f, bool *first, const char *k,
 	key(f, first, k);
 	fputc('[', f);
 	for (size_t i = 0; s != NULL && i < s->n; i++) {
+		const char *hdrs;
+		size_t nh = 0;
+
 		fputs(i > 0 ? ",{\"name\":" : "{\"name\":", f);
 		ctl_json_string(f, s->v[i].name);
 		fputs(",\"hosts\":", f);
 		put_lines(f, s->v[i].hosts, s->v[i].nhosts);
+		fputs(",\"headers\":", f);
+		hdrs = al_lane_secret_headers(s, i, &nh);
+		put_lines(f, hdrs != NULL ? hdrs : "", hdrs != NULL ? nh : 0);
 		fputc('}', f);
 	}
 	fputc(']', f);

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,6 +139,83 @@ parse_secret(const char *v, struct ctl_create_args *a, size_t *n)
 	return 0;
 }
 
+/*
+ * One --secret-header NAME=HEADER[,HEADER...] into a->secret_headers;
+ * NAME is one of the --secret names, given before or after. The headers
+ * are checked here as the daemon checks them, so that a bad one is a
+ * usage error before any value travels.
+ */
+static int
+parse_secret_header(const char *v, struct al_create_opts *o,
+    struct ctl_create_args *a)
+{
+	char name[TEXT_SECRET_NAME_MAX + 1], list[AL_SECRET_HEADERS_TEXT_MAX];
+	char *save = NULL, *h;
+	const char *hl;
+	size_t k = 0, added = 0;
+
+	if (!text_secret_header_spec(v, name, &hl))
+		return ctl_usage("--secret-header needs NAME=HEADER"
+		    "[,HEADER...], NAME one of the --secret names");
+	while (k < o->nsecrets && strcmp(a->secrets[k].name, name) != 0)
+		k++;
+	if (k == o->nsecrets)
+		return ctl_usage("--secret-header %s: no --secret %s", name,
+		    name);
+	if (strlen(hl) >= sizeof list)
+		return ctl_usage("--secret-header %s: the header list is "
+		    "longer than %zu bytes", name, sizeof list - 1);
+	snprintf(list, sizeof list, "%s", hl);
+	for (h = strtok_r(list, ",", &save); h != NULL;
+	    h = strtok_r(NULL, ",", &save), added++) {
+		size_t n = 0;
+		bool dup = false;
+		char *d;
+
+		if (!text_secret_header_valid(h))
+			return ctl_usage("--secret-header %s: \"%.80s\" "
+			    "cannot carry a credential: a header name is an "
+			    "HTTP token of 1-%d characters, and not Host, "
+			    "Connection, Content-Length, Transfer-Encoding, "
+			    "another framing or hop-by-hop header, or Cookie",
+			    name, h, AL_SECRET_HEADER_MAX);
+		for (size_t j = 0; j < o->nsecret_headers; j++) {
+			if (strcmp(a->secret_headers[j].secret, name) != 0)
+				continue;
+			n++;
+			dup |= strcasecmp(a->secret_headers[j].header, h) == 0;
+		}
+		if (dup)
+			continue;	/* named already */
+		if (n == AL_SECRET_HEADERS_MAX)
+			return ctl_usage("--secret-header %s: at most %d "
+			    "headers", name, AL_SECRET_HEADERS_MAX);
+		d = a->secret_header_names[o->nsecret_headers];
+		snprintf(d, AL_SECRET_HEADER_MAX + 1, "%s", h);
+		a->secret_headers[o->nsecret_headers].secret =
+		    a->secrets[k].name;
+		a->secret_headers[o->nsecret_headers++].header = d;
+	}
+	if (added == 0)
+		return ctl_usage("--secret-header %s: no header", name);
+	return 0;
+}
+
+/* Every --secret-header, once every --secret is known. */
+static int
+parse_secret_headers(const struct ctl_parsed *p, struct al_create_opts *o,
+    struct ctl_create_args *a)
+{
+	int rc;
+
+	o->secret_headers = a->secret_headers;
+	for (size_t i = 0; i < p->nopts; i++)
+		if (ctl_is(&p->opts[i], "secret-header") &&
+		    (rc = parse_secret_header(p->opts[i].value, o, a)) != 0)
+			return rc;
+	return 0;
+}
+
 int
 ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
     struct al_create_opts *o, struct ctl_create_args *a)
@@ -220,6 +298,8 @@ ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
 		}
 	}
 	o->secrets = a->secrets;
+	if ((rc = parse_secret_headers(p, o, a)) != 0)
+		return rc;
 	/* The daemon's default may be allow: only it can tell. */
 	if (o->nallow > 0 && o->network != NULL &&
 	    strcmp(o->network, "allow") != 0)
@@ -529,14 +609,24 @@ show_net(const struct al_lane_net *net)
 		printf("policy note:  %s\n", net->note);
 }
 
-/* The secrets lines of show: names and hosts (the values are not ours). */
+/*
+ * The secrets lines of show: names, hosts and the secret's own headers
+ * (the values are not ours; the default credential headers are implied).
+ */
 static void
 show_secrets(const struct al_lane_secrets *sec)
 {
 	for (size_t i = 0; i < sec->n; i++) {
+		const char *h = al_lane_secret_headers(sec, i, NULL);
+
 		printf("secret:       %s for ", sec->v[i].name);
 		for (const char *p = sec->v[i].hosts; *p != '\0'; p++)
 			putchar(*p == '\n' ? ' ' : *p);
+		if (h != NULL && *h != '\0') {
+			fputs(", also in headers ", stdout);
+			for (const char *p = h; *p != '\0'; p++)
+				putchar(*p == '\n' ? ',' : *p);
+		}
 		putchar('\n');
 	}
 }

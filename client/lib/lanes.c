@@ -66,22 +66,53 @@ lane_call_keep(struct al_client *c, const AlRequest *req,
 	return lane_call_full(c, req, co, out, net, NULL, keep, err);
 }
 
-/* Secrets' names and hosts of a Lane; -1 (AL_IO) out of memory. */
+/*
+ * A secret's headers, kept after the n entries of al_lane_secrets.v in
+ * the same allocation: struct al_lane_secret is an array element of the
+ * ABI, so it cannot grow (al_lane_secret_headers reads these).
+ */
+_Static_assert(AL_SECRET_HEADERS_MAX == TEXT_SECRET_HEADERS_MAX &&
+    AL_SECRET_HEADER_MAX == TEXT_SECRET_HEADER_MAX, "header bounds differ");
+
+struct secret_headers {
+	size_t n;
+	char text[AL_SECRET_HEADERS_TEXT_MAX + 1];
+};
+
+static struct secret_headers *
+secret_headers_of(const struct al_lane_secrets *s)
+{
+	return (struct secret_headers *)(void *)((char *)s->v +
+	    s->n * sizeof *s->v);
+}
+
+/* Secrets' names, hosts and headers of a Lane; -1 (AL_IO) out of memory. */
 static int
 secrets_from_proto(struct al_lane_secrets *s, const Agentlane__V1__Lane *p,
     struct al_error *err)
 {
+	struct secret_headers *h;
+	size_t n = 0;
+
+	_Static_assert(sizeof(struct al_lane_secret) %
+	    _Alignof(struct secret_headers) == 0, "headers misaligned");
 	memset(s, 0, sizeof *s);
 	snprintf(s->name, sizeof s->name, "%s", p->name != NULL ? p->name : "");
-	if (p->n_secrets == 0)
+	for (size_t i = 0; i < p->n_secrets && n < AL_SECRETS_MAX; i++) {
+		const char *nm = p->secrets[i]->name;
+
+		n += nm != NULL && nm[0] != '\0';
+	}
+	if (n == 0)
 		return 0;
-	if ((s->v = calloc(p->n_secrets < AL_SECRETS_MAX ? p->n_secrets :
-	    AL_SECRETS_MAX, sizeof *s->v)) == NULL) {
+	if ((s->v = calloc(n, sizeof *s->v + sizeof *h)) == NULL) {
 		al_set_error(err, AL_IO, "out of memory");
 		return -1;
 	}
-	for (size_t i = 0; i < p->n_secrets && s->n < AL_SECRETS_MAX; i++) {
-		struct al_lane_secret *d = &s->v[s->n];
+	s->n = n;
+	h = secret_headers_of(s);
+	for (size_t i = 0, k = 0; i < p->n_secrets && k < n; i++) {
+		struct al_lane_secret *d = &s->v[k];
 		const Agentlane__V1__LaneSecret *m = p->secrets[i];
 
 		if (m->name == NULL || m->name[0] == '\0')
@@ -89,9 +120,25 @@ secrets_from_proto(struct al_lane_secrets *s, const Agentlane__V1__Lane *p,
 		snprintf(d->name, sizeof d->name, "%s", m->name);
 		d->nhosts = al_join_lines(d->hosts, sizeof d->hosts, m->hosts,
 		    m->n_hosts, AL_SECRET_HOSTS_MAX);
-		s->n++;
+		h[k].n = al_join_lines(h[k].text, sizeof h[k].text, m->headers,
+		    m->n_headers, AL_SECRET_HEADERS_MAX);
+		k++;
 	}
 	return 0;
+}
+
+AL_API const char *
+al_lane_secret_headers(const struct al_lane_secrets *s, size_t i,
+    size_t *nheaders)
+{
+	const struct secret_headers *h;
+
+	if (s == NULL || i >= s->n || s->v == NULL)
+		return NULL;
+	h = &secret_headers_of(s)[i];
+	if (nheaders != NULL)
+		*nheaders = h->n;
+	return h->text;
 }
 
 AL_API void
@@ -194,6 +241,55 @@ secrets_to_proto(const struct al_create_opts *o, Agentlane__V1__Secret *msgs,
 	return 0;
 }
 
+/*
+ * The secrets' own headers (o->secret_headers) into hdrv, a row of
+ * AL_SECRET_HEADERS_MAX for each of cl's secrets, checked as the daemon
+ * checks them; msgs are the secrets secrets_to_proto made.
+ */
+static int
+secret_headers_to_proto(const struct al_create_opts *o,
+    Agentlane__V1__Secret *msgs,
+    const char *hdrv[][AL_SECRET_HEADERS_MAX], struct al_error *err)
+{
+	if (o->nsecret_headers > 0 && o->secret_headers == NULL) {
+		al_set_error(err, AL_INVALID_ARGUMENT,
+		    "nsecret_headers without secret_headers");
+		return -1;
+	}
+	for (size_t j = 0; j < o->nsecret_headers; j++) {
+		const struct al_secret_header *sh = &o->secret_headers[j];
+		size_t i = 0;
+
+		while (i < o->nsecrets && (sh->secret == NULL ||
+		    strcmp(o->secrets[i].name, sh->secret) != 0))
+			i++;
+		if (i == o->nsecrets) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret header "
+			    "for %.64s, which is not among the secrets",
+			    sh->secret != NULL ? sh->secret : "(null)");
+			return -1;
+		}
+		if (!text_secret_header_valid(sh->header)) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: "
+			    "header \"%.80s\" cannot carry a credential: a "
+			    "header name is an HTTP token of 1-%d characters, "
+			    "and not Host, Connection, Content-Length, "
+			    "Transfer-Encoding, another framing or hop-by-hop "
+			    "header, or Cookie", sh->secret, sh->header != NULL ?
+			    sh->header : "", AL_SECRET_HEADER_MAX);
+			return -1;
+		}
+		if (msgs[i].n_headers == AL_SECRET_HEADERS_MAX) {
+			al_set_error(err, AL_INVALID_ARGUMENT, "secret %s: at "
+			    "most %d headers", sh->secret, AL_SECRET_HEADERS_MAX);
+			return -1;
+		}
+		hdrv[i][msgs[i].n_headers++] = sh->header;
+		msgs[i].headers = (char **)hdrv[i];
+	}
+	return 0;
+}
+
 static int
 do_create(struct al_client *c, const struct al_create_opts *o,
     struct al_lane *out, struct al_conn *owner, struct al_error *err)
@@ -202,6 +298,7 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 	Agentlane__V1__CreateLane cl = AGENTLANE__V1__CREATE_LANE__INIT;
 	Agentlane__V1__Label labels[AL_LABELS_MAX], *labelv[AL_LABELS_MAX];
 	Agentlane__V1__Secret secrets[AL_SECRETS_MAX], *secretv[AL_SECRETS_MAX];
+	const char *hdrv[AL_SECRETS_MAX][AL_SECRET_HEADERS_MAX];
 
 	if (o != NULL) {
 		if (o->nlabels > AL_LABELS_MAX) {
@@ -239,7 +336,8 @@ do_create(struct al_client *c, const struct al_create_opts *o,
 		cl.n_allow = o->nallow;
 		cl.sudo = o->sudo;
 		cl.alias = (char *)(o->alias != NULL ? o->alias : "");
-		if (secrets_to_proto(o, secrets, secretv, &cl, err) == -1)
+		if (secrets_to_proto(o, secrets, secretv, &cl, err) == -1 ||
+		    secret_headers_to_proto(o, secrets, hdrv, err) == -1)
 			return -1;
 	}
 	cl.owned = owner != NULL;

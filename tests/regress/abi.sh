@@ -87,4 +87,37 @@ if $CC_TEST -Wall -Werror -I"$REPO/client" -o "$T/v" "$T/v.c" -L"$(dirname "$LIB
 else
 	not_ok "a program using the API compiles against the built library: $(head -5 "$T/cc.err")"
 fi
+
+# Array elements of the API keep their size: the caller indexes them with
+# its own sizeof (a secret's headers went beside struct al_lane_secret,
+# al_lane_secret_headers, and into al_create_opts, which has a size).
+cat > "$T/sz.c" <<'C'
+#include <stddef.h>
+#include <stdio.h>
+#include <agentlane.h>
+int main(void) {
+	printf("%zu %zu %zu %zu %d\n", sizeof(struct al_secret),
+	    sizeof(struct al_lane_secret), sizeof(struct al_lane_secrets),
+	    offsetof(struct al_create_opts, secret_headers),
+	    sizeof(void *) == 8 && sizeof(size_t) == 8);
+	return 0;
+}
+C
+if $CC_TEST -Wall -Werror -I"$REPO/client" -o "$T/sz" "$T/sz.c" 2>"$T/cc.err"; then
+	set -- $("$T/sz")
+	if [ "$5" != 1 ]; then
+		ok "# SKIP the sizes below are an LP64 platform's, and this one is not"
+	elif [ "$1 $2 $3" = "32 1104 40" ]; then
+		ok "struct al_secret, al_lane_secret and al_lane_secrets keep their sizes (32, 1104, 40)"
+	else
+		not_ok "array element structs changed size: al_secret $1, al_lane_secret $2, al_lane_secrets $3 (want 32 1104 40)"
+	fi
+	if [ "$5" = 1 ] && [ "$4" = 144 ]; then
+		ok "al_create_opts' secret headers come after every field it had (offset 144, the old size)"
+	elif [ "$5" = 1 ]; then
+		not_ok "al_create_opts.secret_headers is at $4, not after the old end (144)"
+	fi
+else
+	not_ok "the size probe compiles: $(head -5 "$T/cc.err")"
+fi
 [ "$failed" -eq 0 ]

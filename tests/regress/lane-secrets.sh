@@ -2,7 +2,9 @@
 # Lane secrets (create --secret NAME@HOST): every exec sees NAME set to a
 # placeholder unique to the lane and the secret, never the value; the lane
 # gets a proxy (internet and allow modes) and the trust variables; show,
-# ls --json and the events name each secret and its hosts; the value is
+# ls --json and the events name each secret, its hosts and its own
+# headers (create --secret-header, the configured secret_header), which
+# are checked and kept across a restart; the value is
 # found nowhere on disk (state directory, registry, logs, YAML, the guest's
 # files), in no host command line, and leaves the daemon's memory with the
 # lane; aliases and prefixes get the environment full names get; the
@@ -91,21 +93,111 @@ check_match "the alias refuses a secret's variable as well" "INVALID_ARGUMENT" "
 ctl rm "$AL" >/dev/null
 
 # ---- What the daemon reports: names and hosts ----
-check_eq "show --json lists names and hosts" \
-    "[{'name': 'ANTHROPIC_API_KEY', 'hosts': ['api.anthropic.com']}, {'name': 'GH_TOKEN', 'hosts': ['github.com', '*.github.com']}]" \
+check_eq "show --json lists names and hosts (and no header of their own)" \
+    "[{'name': 'ANTHROPIC_API_KEY', 'hosts': ['api.anthropic.com'], 'headers': []}, {'name': 'GH_TOKEN', 'hosts': ['github.com', '*.github.com'], 'headers': []}]" \
     "$(json "$L" 'l["secrets"]')"
 SHOW=$(ctl show "$L")
 check_match "show prints the proxy" "^proxy: +127.0.0.1:$P \\(guest: 192.168.5.2:$P\\)\$" "$SHOW"
 check_match "show prints each secret" "^secret: +ANTHROPIC_API_KEY for api.anthropic.com\$" "$SHOW"
 check_match "with its hosts" "^secret: +GH_TOKEN for github.com \*.github.com\$" "$SHOW"
 LS=$(ctl ls --json)
-check_match "ls --json has them" '"secrets":\[\{"name":"ANTHROPIC_API_KEY","hosts":\["api.anthropic.com"\]\}' "$LS"
+check_match "ls --json has them" '"secrets":\[\{"name":"ANTHROPIC_API_KEY","hosts":\["api.anthropic.com"\],"headers":\[\]\}' "$LS"
 EV=$(ctl events "$L")
 check_match "the events name each secret and its hosts" "secret +ANTHROPIC_API_KEY for api.anthropic.com" "$EV"
 check_match "both" "secret +GH_TOKEN for github.com,\*.github.com" "$EV"
 for out in "$SHOW" "$LS" "$EV" "$(ctl ls --json --all)" "$(ctl events --json "$L")"; do
 	check_nomatch "no report holds a value or a placeholder" "$KEY|$GH|$A|$G" "$out"
 done
+
+# ---- A secret's own headers (--secret-header NAME=HEADER[,HEADER...]) ----
+HL=$(GITLAB_TOKEN=$GH ctl create --secret GITLAB_TOKEN@gitlab.example.org \
+    --secret-header GITLAB_TOKEN=X-Gitlab-Key,x-other \
+    --secret-header GITLAB_TOKEN=X-GITLAB-KEY); RC=$?
+check_eq "create --secret-header makes the lane" 0 "$RC"
+check_eq "show --json lists a secret's own headers, lower case, each once" \
+    "[{'name': 'GITLAB_TOKEN', 'hosts': ['gitlab.example.org'], 'headers': ['x-gitlab-key', 'x-other']}]" \
+    "$(json "$HL" 'l["secrets"]')"
+check_match "show prints them after the hosts" \
+    "^secret: +GITLAB_TOKEN for gitlab.example.org, also in headers x-gitlab-key,x-other\$" "$(ctl show "$HL")"
+check_match "ls --json has them" \
+    '\{"name":"GITLAB_TOKEN","hosts":\["gitlab.example.org"\],"headers":\["x-gitlab-key","x-other"\]\}' "$(ctl ls --json)"
+check_match "the events name them" "secret +GITLAB_TOKEN for gitlab.example.org in headers x-gitlab-key,x-other" \
+    "$(ctl events "$HL")"
+check_eq "the registry keeps them beside the hosts" "GITLAB_TOKEN gitlab.example.org :x-gitlab-key :x-other" \
+    "$(sqlite3 "$STATE/registry.db" "SELECT secrets FROM lanes WHERE name = '$HL'" 2>/dev/null)"
+OUT=$(GITLAB_TOKEN=$GH ctl create --secret GITLAB_TOKEN@gitlab.example.org \
+    --secret-header GITLAB_TOKEN=Host 2>&1); RC=$?
+check_eq "a framing header is refused as a usage error" 2 "$RC"
+check_match "saying which and why" \
+    '^agent-lanectl: --secret-header GITLAB_TOKEN: "Host" cannot carry a credential: a header name is an HTTP token' "$OUT"
+for bad in Content-Length Transfer-Encoding Connection Cookie 'x:y' 'x y' 'x-a,,Te'; do
+	OUT=$(GITLAB_TOKEN=$GH ctl create --secret GITLAB_TOKEN@gitlab.example.org \
+	    --secret-header "GITLAB_TOKEN=$bad" 2>&1); RC=$?
+	check_eq "--secret-header GITLAB_TOKEN=$bad is refused (exit 2)" 2 "$RC"
+done
+OUT=$(GITLAB_TOKEN=$GH ctl create --secret GITLAB_TOKEN@gitlab.example.org \
+    --secret-header GITLAB_TOKEN=h1,h2,h3,h4,h5,h6,h7,h8,h9 2>&1); RC=$?
+check_eq "nine headers are refused" 2 "$RC"
+check_match "at most 8" "GITLAB_TOKEN: at most 8 headers" "$OUT"
+OUT=$(GITLAB_TOKEN=$GH ctl create --secret-header GITLAB_TOKEN=x-key 2>&1); RC=$?
+check_eq "a header for a secret not given is refused" 2 "$RC"
+check_match "naming it" "--secret-header GITLAB_TOKEN: no --secret GITLAB_TOKEN" "$OUT"
+OUT=$(GITLAB_TOKEN=$GH ctl create --secret GITLAB_TOKEN@gitlab.example.org \
+    --secret-header GITLAB_TOKEN 2>&1); RC=$?
+check_eq "NAME without =HEADER is refused" 2 "$RC"
+check_match "saying the syntax" "--secret-header needs NAME=HEADER\\[,HEADER...\\]" "$OUT"
+check_nomatch "no refusal quoted the value" "$GH" "$OUT"
+ctl rm "$HL" >/dev/null
+# The daemon checks them itself, for a client that does not: a CreateLane
+# by hand whose Secret (40) names Content-Length as its header (4).
+raw_create_secret_header() {
+	PYTHONPATH=$(dirname "$0") python3 - "$SOCK" "$1" <<'PY'
+import socket, sys
+from wire import HELLO, frame, split_frames, field
+def uvarint(b, i):
+    n = s = 0
+    while True:
+        n |= (b[i] & 0x7F) << s
+        s += 7
+        i += 1
+        if b[i - 1] < 0x80:
+            return n, i
+sec = field(1, 2, b"K") + field(2, 2, b"sk-raw-value") + \
+    field(3, 2, b"api.example.com") + field(4, 2, sys.argv[2].encode())
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.settimeout(20)
+c.connect(sys.argv[1])
+c.sendall(HELLO + frame(field(2, 2, field(40, 2, sec))))
+data = b""
+while len(split_frames(data)) < 2:
+    got = c.recv(65536)
+    if not got:
+        break
+    data += got
+fr = split_frames(data)
+r = fr[1] if len(fr) > 1 else b""
+if r[:1] != bytes([2 << 3 | 2]):           # Response.error = 2
+    print("no error:", r[:1].hex()); sys.exit(0)
+n, i = uvarint(r, 1)
+body, code, msg = r[i:i + n], 0, ""
+j = 0
+while j < len(body):
+    k, j = uvarint(body, j)
+    if k == 8:
+        code, j = uvarint(body, j)
+    else:
+        ln, j = uvarint(body, j)
+        msg = body[j:j + ln].decode("utf-8", "replace")
+        j += ln
+print("error", code, msg)
+PY
+}
+OUT=$(raw_create_secret_header Content-Length)
+check_match "the daemon refuses a framing header a client sent (INVALID_ARGUMENT)" \
+    '^error 1 secret K: header "Content-Length" cannot carry a credential' "$OUT"
+check_match "and one that is not a token" '^error 1 secret K: header "x y" cannot' \
+    "$(raw_create_secret_header 'x y')"
+check_eq "and made no lane" "" "$(ctl ls -q | grep -v "^$L\$")"
 
 # ---- The YAML: the lane CA installed at boot, the proxy port let through ----
 Y=$(instance_dir "$L")/lima.yaml
@@ -218,7 +310,8 @@ fi
 check_eq "still no file holds a value" "" "$(files_with "$STATE" "$KEY"; files_with "$STATE" "$GH")"
 
 # ---- A restart: the values are gone, and so are the lanes that had them ----
-S=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.anthropic.com)
+S=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.anthropic.com \
+    --secret-header ANTHROPIC_API_KEY=X-Custom-Auth)
 K=$(ctl create)
 SP=$(json "$S" 'l["proxy_port"]')
 stop_daemon
@@ -228,6 +321,8 @@ check_eq "after a restart the lane with secrets is destroyed" destroyed "$(lane_
 check_match "the events say why" "destroying +its secrets were held in memory by the agent-laned that stopped" \
     "$(ctl events "$S")"
 check_eq "a lane without secrets carries on" ready "$(lane_state "$K")"
+check_eq "the ended lane still lists its secret's headers" "['x-custom-auth']" \
+    "$(json "$S" 'l["secrets"][0]["headers"]')"
 S2=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.anthropic.com)
 kill9_daemon
 start_daemon || exit 1
@@ -238,7 +333,17 @@ ctl rm "$K" >/dev/null
 stop_daemon
 
 # ---- The configured secrets: names every create must bring ----
-start_daemon --secret 'ANTHROPIC_API_KEY@api.anthropic.com,*.anthropic.com' || exit 1
+OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+    --secret-header ANTHROPIC_API_KEY=x-key --check-config 2>&1); RC=$?
+check_eq "a configured secret_header without its secret line is refused" 2 "$RC"
+check_match "saying so" "secret_header: ANTHROPIC_API_KEY has no .secret. line before it" "$OUT"
+OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+    --secret ANTHROPIC_API_KEY@api.anthropic.com --secret-header ANTHROPIC_API_KEY=Cookie \
+    --check-config 2>&1); RC=$?
+check_eq "a configured header that cannot carry a credential is refused" 2 "$RC"
+check_match "saying which" '"Cookie" cannot carry a credential' "$OUT"
+start_daemon --secret 'ANTHROPIC_API_KEY@api.anthropic.com,*.anthropic.com' \
+    --secret-header ANTHROPIC_API_KEY=X-Custom-Auth || exit 1
 OUT=$(ctl create 2>&1); RC=$?
 check_eq "a create without a configured secret is refused" 1 "$RC"
 check_match "FAILED_PRECONDITION, naming it" "FAILED_PRECONDITION: agent-laned.conf names secret ANTHROPIC_API_KEY" "$OUT"
@@ -246,6 +351,10 @@ C=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY)
 check_eq "--secret NAME takes the configured hosts" "['api.anthropic.com', '*.anthropic.com']" \
     "$(json "$C" 'l["secrets"][0]["hosts"]')"
 check_match "and the guest gets the placeholder" "$PH" "$(guest_var "$C" ANTHROPIC_API_KEY)"
+check_eq "and the configured headers" "['x-custom-auth']" "$(json "$C" 'l["secrets"][0]["headers"]')"
+C3=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY --secret-header ANTHROPIC_API_KEY=x-mine)
+check_eq "headers given with the create are its own" "['x-mine']" "$(json "$C3" 'l["secrets"][0]["headers"]')"
+ctl rm "$C3" >/dev/null
 C2=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.anthropic.com)
 check_eq "hosts given with the create are its own" "['api.anthropic.com']" \
     "$(json "$C2" 'l["secrets"][0]["hosts"]')"

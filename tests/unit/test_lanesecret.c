@@ -1,8 +1,9 @@
 /*
  * Lane secrets: the placeholders (daemon/lanesecret.c), the check of a
- * create's secrets against the configured ones, the `secret` config
- * lines, the registry's text, sealing into the proxy's set, and the
- * shared text checks the CLI uses too (proto/text.c).
+ * create's secrets against the configured ones, the `secret` and
+ * `secret_header` config lines, a secret's own headers, the registry's
+ * text, sealing into the proxy's set, and the shared text checks the CLI
+ * uses too (proto/text.c).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -378,6 +379,266 @@ test_create_plan(void **state)
 	free_req(v, 1);
 }
 
+/* A request secret with headers of its own. */
+static Agentlane__V1__Secret *
+req_secret_h(const char *name, const char **hosts, size_t nhosts,
+    const char **headers, size_t nheaders)
+{
+	Agentlane__V1__Secret *s = req_secret(name, "sk-value", hosts, nhosts);
+
+	s->headers = (char **)headers;
+	s->n_headers = nheaders;
+	return s;
+}
+
+/* A secret's own headers: checked, lower case, deduplicated, kept, sealed. */
+static void
+test_headers(void **state)
+{
+	const char *h[] = { "api.example.com" };
+	const char *hd[] = { "X-Custom-Key", "x-custom-key", "X-Other" };
+	Agentlane__V1__Secret *v[2] = {
+		req_secret_h("K", h, 1, hd, 3),
+		req_secret("L", "sk-value-2", h, 1),
+	};
+	struct lanesecret_set *set;
+	struct secret_set *sealed;
+	struct lanesecret_info info[LANESECRET_MAX];
+	char text[LANESECRET_TEXT_MAX + 1], err[256];
+
+	assert_int_equal(plan("", v, 2, &set, NULL), 0);
+	assert_int_equal(set->s[0].nheaders, 2);
+	assert_string_equal(set->s[0].headers[0], "x-custom-key");
+	assert_string_equal(set->s[0].headers[1], "x-other");
+	assert_int_equal(set->s[1].nheaders, 0);
+	assert_true(lanesecret_text(set, text, sizeof text) > 0);
+	assert_string_equal(text, "K api.example.com :x-custom-key :x-other\n"
+	    "L api.example.com");
+	/* The registry's text back: hosts and headers apart. */
+	assert_int_equal(lanesecret_text_split(text, info, LANESECRET_MAX), 2);
+	assert_int_equal(info[0].nhosts, 1);
+	assert_string_equal(info[0].hosts[0], "api.example.com");
+	assert_int_equal(info[0].nheaders, 2);
+	assert_string_equal(info[0].headers[1], "x-other");
+	assert_int_equal(info[1].nheaders, 0);
+	/* Sealed: the proxy's set has them as credential headers. */
+	assert_non_null((sealed = lanesecret_seal(set, err, sizeof err)));
+	assert_int_equal(sealed->v[0].nheaders, 2);
+	assert_true(secret_header_is_credential(&sealed->v[0], "X-Other", 7));
+	assert_true(secret_header_is_credential(&sealed->v[0],
+	    "Authorization", 13));
+	assert_false(secret_header_is_credential(&sealed->v[0],
+	    "X-Request-Id", 12));
+	assert_false(secret_header_is_credential(&sealed->v[1], "X-Other", 7));
+	secret_set_free(sealed);
+	free_req(v, 2);
+}
+
+static void
+test_headers_refused(void **state)
+{
+	const char *h[] = { "api.example.com" };
+	const char *bad[] = { "Host", "content-length", "Transfer-Encoding",
+	    "Connection", "COOKIE", "set-cookie", "Proxy-Authorization", "te",
+	    "x custom", "x:custom", "x-\xc3\xa9", "", "x-key\r\nX-Evil" };
+	const char *nine[] = { "h1", "h2", "h3", "h4", "h5", "h6", "h7", "h8",
+	    "h9" };
+	const char *eight[] = { "h1", "H1", "h2", "h3", "h4", "h5", "h6", "h7",
+	    "h8" };
+	char big[TEXT_SECRET_HEADER_MAX + 2];
+	const char *bigv[] = { big };
+	struct lanesecret_set *set;
+	Agentlane__V1__Secret *v[1];
+
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		v[0] = req_secret_h("K", h, 1, &bad[i], 1);
+		assert_int_equal(plan("", v, 1, &set,
+		    "cannot carry a credential"), INVALID);
+		free(v[0]);
+	}
+	v[0] = req_secret_h("K", h, 1, nine, 9);
+	assert_int_equal(plan("", v, 1, &set, "at most 8 headers"), INVALID);
+	free(v[0]);
+	/* Nine names, eight headers: a repeat in another case is one. */
+	v[0] = req_secret_h("K", h, 1, eight, 9);
+	assert_int_equal(plan("", v, 1, &set, "at most 8 headers"), INVALID);
+	free(v[0]);
+	v[0] = req_secret_h("K", h, 1, eight + 1, 8);
+	assert_int_equal(plan("", v, 1, &set, NULL), 0);
+	assert_int_equal(set->s[0].nheaders, 8);
+	lanesecret_set_free(set);
+	free(v[0]);
+	memset(big, 'x', sizeof big - 1);
+	big[TEXT_SECRET_HEADER_MAX] = '\0';
+	v[0] = req_secret_h("K", h, 1, bigv, 1);
+	assert_int_equal(plan("", v, 1, &set, NULL), 0);
+	lanesecret_set_free(set);
+	big[TEXT_SECRET_HEADER_MAX] = 'x';
+	big[TEXT_SECRET_HEADER_MAX + 1] = '\0';
+	assert_int_equal(plan("", v, 1, &set, "cannot carry a credential"),
+	    INVALID);
+	free(v[0]);
+}
+
+/*
+ * The CLI's and the daemon's check (text_secret_header_valid) and the
+ * proxy's (secret_set_headers) agree: neither takes what the other
+ * refuses, so nothing the daemon accepted fails when the lane is sealed.
+ */
+static void
+test_headers_agree(void **state)
+{
+	const char *names[] = { "x-api-key", "X-Custom", "a", "!#$%&'*+-.^_`|~",
+	    "host", "HOST", "connection", "proxy-connection", "keep-alive",
+	    "te", "trailer", "transfer-encoding", "content-length", "upgrade",
+	    "expect", "proxy-authorization", "proxy-authenticate", "cookie",
+	    "set-cookie", "x y", "x:y", "x@y", "x(y)", "x\"y", "x\ty", "",
+	    "x\x7f", "\xff", "x,y", "x/y", "x=y", "x;y", "x{y}", "x[y]",
+	    "x?y", "x\\y" };
+	const char *h[] = { "api.example.com" };
+	char err[256];
+
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+		struct secret_set *s = secret_set_new(1);
+		bool proxy;
+
+		assert_int_equal(secret_set_add(s, "K", LANESECRET_PH_PREFIX
+		    "0123456789abcdef0123456789abcdef0123456789abcdef",
+		    "v", 1, h, 1, err, sizeof err), 0);
+		proxy = secret_set_headers(s, 0, &names[i], 1, err,
+		    sizeof err) == 0;
+		if (proxy != text_secret_header_valid(names[i]))
+			fail_msg("\"%s\": the proxy %s it, the daemon %s it",
+			    names[i], proxy ? "takes" : "refuses", proxy ?
+			    "refuses" : "takes");
+		secret_set_free(s);
+	}
+}
+
+/* agent-laned.conf's secret_header lines, and what a create takes of them. */
+static void
+test_config_headers(void **state)
+{
+	const char *h[] = { "other.example.org" }, *own[] = { "X-Mine" };
+	char *conf = strdup("");
+	char err[256];
+	Agentlane__V1__Secret *v[1];
+	struct lanesecret_set *set;
+
+	assert_int_equal(lanesecret_config_header(&conf, "K=x-key", err,
+	    sizeof err), -1);
+	assert_non_null(strstr(err, "has no `secret` line"));
+	assert_int_equal(lanesecret_config_add(&conf, "K@a.example.org", err,
+	    sizeof err), 0);
+	assert_int_equal(lanesecret_config_add(&conf, "L@b.example.org", err,
+	    sizeof err), 0);
+	assert_int_equal(lanesecret_config_header(&conf, "K=X-Key,x-other",
+	    err, sizeof err), 0);
+	assert_int_equal(lanesecret_config_header(&conf, "K=x-key", err,
+	    sizeof err), 0);
+	assert_string_equal(conf, "K a.example.org :x-key :x-other\n"
+	    "L b.example.org");
+	assert_int_equal(lanesecret_config_header(&conf, "K=Host", err,
+	    sizeof err), -1);
+	assert_non_null(strstr(err, "cannot carry a credential"));
+	assert_int_equal(lanesecret_config_header(&conf, "K=", err,
+	    sizeof err), -1);
+	assert_int_equal(lanesecret_config_header(&conf, "K=,", err,
+	    sizeof err), -1);
+	assert_non_null(strstr(err, "names no header"));
+	assert_int_equal(lanesecret_config_header(&conf, "K", err,
+	    sizeof err), -1);
+	assert_int_equal(lanesecret_config_header(&conf,
+	    "K=h1,h2,h3,h4,h5,h6,h7", err, sizeof err), -1);
+	assert_non_null(strstr(err, "at most 8 headers"));
+	assert_string_equal(conf, "K a.example.org :x-key :x-other\n"
+	    "L b.example.org");
+
+	/* Without headers: the configured ones, with its own hosts too. */
+	v[0] = req_secret("K", "sk-value", h, 1);
+	assert_int_equal(plan(conf, v, 1, &set, "names secret L"),
+	    PRECONDITION);
+	free(v[0]);
+	{
+		Agentlane__V1__Secret *w[2] = {
+			req_secret("K", "sk-value", h, 1),
+			req_secret_h("L", NULL, 0, own, 1),
+		};
+
+		assert_int_equal(plan(conf, w, 2, &set, NULL), 0);
+		assert_string_equal(set->s[0].hosts, "other.example.org");
+		assert_int_equal(set->s[0].nheaders, 2);
+		assert_string_equal(set->s[0].headers[0], "x-key");
+		assert_string_equal(set->s[1].hosts, "b.example.org");
+		assert_int_equal(set->s[1].nheaders, 1);
+		assert_string_equal(set->s[1].headers[0], "x-mine");
+		lanesecret_set_free(set);
+		free(w[1]);
+		w[1] = req_secret("L", "sk-value", NULL, 0);
+		/* With headers of its own: only those. */
+		w[0]->headers = (char **)own;
+		w[0]->n_headers = 1;
+		assert_int_equal(plan(conf, w, 2, &set, NULL), 0);
+		assert_int_equal(set->s[0].nheaders, 1);
+		assert_string_equal(set->s[0].headers[0], "x-mine");
+		assert_int_equal(set->s[1].nheaders, 0);
+		lanesecret_set_free(set);
+		free_req(w, 2);
+	}
+	free(conf);
+}
+
+/* config_set's secret_header and its round trip through config_print. */
+static void
+test_config_header_key(void **state)
+{
+	struct config c;
+	char err[256], *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	config_defaults(&c);
+	assert_int_equal(config_set(&c, "secret", "K@a.example.org,b.example.org",
+	    err, sizeof err), 0);
+	assert_int_equal(config_set(&c, "secret", "L@c.example.org", err,
+	    sizeof err), 0);
+	assert_int_equal(config_set(&c, "secret_header", "K=X-Key,x-other",
+	    err, sizeof err), 0);
+	assert_int_equal(config_set(&c, "secret-header", "K=Cookie", err,
+	    sizeof err), -1);
+	assert_int_equal(config_set(&c, "secret_header", "M=x-key", err,
+	    sizeof err), -1);
+	assert_non_null((f = open_memstream(&out, &len)));
+	config_print(&c, f);
+	fclose(f);
+	assert_non_null(strstr(out, "secret = K@a.example.org,b.example.org\n"
+	    "secret = L@c.example.org\n"
+	    "secret_header = K=x-key,x-other\n"));
+	free(out);
+	config_free(&c);
+}
+
+/* NAME=HEADER[,HEADER...]: the split the CLI and the configuration share. */
+static void
+test_header_spec(void **state)
+{
+	char name[TEXT_SECRET_NAME_MAX + 1];
+	const char *list;
+
+	assert_true(text_secret_header_spec("GITLAB_TOKEN=Private-Token,x-b",
+	    name, &list));
+	assert_string_equal(name, "GITLAB_TOKEN");
+	assert_string_equal(list, "Private-Token,x-b");
+	assert_false(text_secret_header_spec("K", name, &list));
+	assert_false(text_secret_header_spec("K=", name, &list));
+	assert_false(text_secret_header_spec("=x-key", name, &list));
+	assert_false(text_secret_header_spec("9K=x-key", name, &list));
+	assert_false(text_secret_header_spec("K@host=x-key", name, &list));
+	assert_true(text_secret_header_valid("x-api-key"));
+	assert_false(text_secret_header_valid(NULL));
+	assert_false(text_secret_header_valid("Transfer-Encoding"));
+}
+
 int
 main(void)
 {
@@ -392,6 +653,12 @@ main(void)
 		cmocka_unit_test(test_text_split),
 		cmocka_unit_test(test_text_checks),
 		cmocka_unit_test(test_create_plan),
+		cmocka_unit_test(test_headers),
+		cmocka_unit_test(test_headers_refused),
+		cmocka_unit_test(test_headers_agree),
+		cmocka_unit_test(test_config_headers),
+		cmocka_unit_test(test_config_header_key),
+		cmocka_unit_test(test_header_spec),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -68,6 +68,56 @@ test_set_checks(void **state)
 	secret_set_free(s);
 }
 
+/* secret_set_headers: a secret's own credential headers, and their bounds. */
+static void
+test_set_headers(void **state)
+{
+	struct secret_set *s = two();
+	const char *ok[] = { "X-Custom-Key", "PRIVATE-token" };
+	const char *nine[] = { "a", "b", "c", "d", "e", "f", "g", "h", "i" };
+	const char *forbidden[] = { "Host", "Content-Length",
+	    "transfer-encoding", "Connection", "Cookie", "Set-Cookie", "TE",
+	    "Upgrade", "Proxy-Authorization" };
+	const char *malformed[] = { "", "x y", "x:y", "x\r\ny", "x-\xc3\xa9" };
+	char big[SECRET_HEADER_NAME_MAX + 2], err[128];
+	const char *bigv[] = { big };
+
+	assert_int_equal(secret_set_headers(s, 2, ok, 1, err, sizeof err), -1);
+	assert_int_equal(secret_set_headers(s, 0, nine, 9, err, sizeof err), -1);
+	assert_non_null(strstr(err, "at most 8 headers"));
+	assert_int_equal(secret_set_headers(s, 0, nine, 8, err, sizeof err), 0);
+	assert_int_equal(s->v[0].nheaders, 8);
+	for (size_t i = 0; i < sizeof forbidden / sizeof *forbidden; i++) {
+		assert_int_equal(secret_set_headers(s, 0, &forbidden[i], 1, err,
+		    sizeof err), -1);
+		assert_non_null(strstr(err, "cannot carry a credential"));
+	}
+	for (size_t i = 0; i < sizeof malformed / sizeof *malformed; i++)
+		assert_int_equal(secret_set_headers(s, 0, &malformed[i], 1, err,
+		    sizeof err), -1);
+	memset(big, 'x', sizeof big - 1);
+	big[SECRET_HEADER_NAME_MAX + 1] = '\0';
+	assert_int_equal(secret_set_headers(s, 0, bigv, 1, err, sizeof err), -1);
+	/* A refusal leaves what was set. */
+	assert_int_equal(s->v[0].nheaders, 8);
+	big[SECRET_HEADER_NAME_MAX] = '\0';
+	assert_int_equal(secret_set_headers(s, 0, bigv, 1, err, sizeof err), 0);
+	assert_int_equal(secret_set_headers(s, 0, ok, 2, err, sizeof err), 0);
+	assert_int_equal(s->v[0].nheaders, 2);
+	assert_string_equal(s->v[0].headers[1], "private-token");
+	assert_true(secret_header_is_credential(&s->v[0], "x-custom-KEY", 12));
+	assert_false(secret_header_is_credential(&s->v[1], "X-Custom-Key", 12));
+	/* The defaults, for every secret. */
+	for (size_t i = 0; secret_default_headers[i] != NULL; i++)
+		assert_true(secret_header_is_credential(&s->v[1],
+		    secret_default_headers[i],
+		    strlen(secret_default_headers[i])));
+	assert_false(secret_header_is_credential(&s->v[1], "Origin", 6));
+	assert_false(secret_header_is_credential(&s->v[1], "X-Request-Id", 12));
+	secret_set_free(s);
+}
+
+/* The head proxysecret_head sends, as a string (NULL when refused). */
 static char last_header[PROXYFWD_NAME_MAX + 1];
 
 /* The head proxyfwd_head sends in a tunnel, as a string (NULL: refused). */
@@ -236,6 +286,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_set_checks),
+		cmocka_unit_test(test_set_headers),
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_refuse),
 		cmocka_unit_test(test_scan_seams),

@@ -105,7 +105,7 @@ export interface Lane {
   alias: string;
   /** The lane lives as long as its creator's connection (createOwnedLane, `agent-lanectl run`). */
   owned: boolean;
-  /** Its secrets: each one's variable name and the hosts its value may go to (never the value). */
+  /** Its secrets: each one's variable name, the hosts its value may go to and its own headers (never the value). */
   secrets: LaneSecret[];
 }
 
@@ -113,6 +113,56 @@ export interface Lane {
 export interface LaneSecret {
   name: string;
   hosts: string[];
+  /**
+   * Headers its value may go in besides the default credential headers
+   * (Authorization, x-api-key, api-key, x-goog-api-key, private-token,
+   * x-auth-token, which are implied): lower case, [] when none.
+   */
+  headers: string[];
+}
+
+/**
+ * The default credential headers: the only ones the lane's proxy puts a
+ * value in, besides those a secret names (SecretRequest.headers).
+ */
+export const DEFAULT_CREDENTIAL_HEADERS: readonly string[] = Object.freeze([
+  "authorization",
+  "x-api-key",
+  "api-key",
+  "x-goog-api-key",
+  "private-token",
+  "x-auth-token",
+]);
+
+/** Headers never a credential's: the proxy frames, routes or drops them. */
+const FORBIDDEN_HEADERS = new Set([
+  "host",
+  "connection",
+  "proxy-connection",
+  "keep-alive",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "content-length",
+  "upgrade",
+  "expect",
+  "proxy-authorization",
+  "proxy-authenticate",
+  "cookie",
+  "set-cookie",
+]);
+
+/**
+ * Whether a secret may name header (SecretRequest.headers): an HTTP token of
+ * 1-64 characters, not a framing, hop-by-hop or cookie header, in any case.
+ * The daemon's check (proto/text.c, text_secret_header_valid) is the same.
+ */
+export function secretHeaderValid(header: unknown): boolean {
+  return (
+    typeof header === "string" &&
+    /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,64}$/.test(header) &&
+    !FORBIDDEN_HEADERS.has(header.toLowerCase())
+  );
 }
 
 /** A secret as createLane sends it: the value travels only over the daemon's socket. */
@@ -123,6 +173,12 @@ export interface SecretRequest {
   value: string;
   /** Host names or "*.example.org" patterns; empty: the daemon's `secret` line for name. */
   hosts?: string[];
+  /**
+   * Headers the value may go in besides DEFAULT_CREDENTIAL_HEADERS (at most
+   * 8; secretHeaderValid); empty: the daemon's `secret_header` line for
+   * name, else none.
+   */
+  headers?: string[];
 }
 
 /** A lane's egress policy (agent-lanectl(1), "create --network"). */
@@ -392,7 +448,11 @@ function toLane(o: any): Lane {
     proxyPort: o.proxyPort ?? 0,
     alias: o.alias ?? "",
     owned: Boolean(o.owned),
-    secrets: (o.secrets ?? []).map((s: any) => ({ name: s.name ?? "", hosts: [...(s.hosts ?? [])] })),
+    secrets: (o.secrets ?? []).map((s: any) => ({
+      name: s.name ?? "",
+      hosts: [...(s.hosts ?? [])],
+      headers: [...(s.headers ?? [])],
+    })),
   };
 }
 
@@ -864,6 +924,7 @@ export class AgentLaneClient {
             name: s.name,
             value: secretValues[i],
             hosts: s.hosts ?? [],
+            headers: s.headers ?? [],
           })),
           owned,
         },

@@ -30,6 +30,7 @@ import {
   type NetworkMode,
   type ProvisionScript,
   type SecretRequest,
+  secretHeaderValid,
 } from "./client.js";
 import { parseHost, remoteCommandValid } from "./transport.js";
 
@@ -54,7 +55,25 @@ export {
   type Limits,
   type NetworkMode,
   type SecretRequest,
+  DEFAULT_CREDENTIAL_HEADERS,
+  secretHeaderValid,
 } from "./client.js";
+
+/**
+ * One secret of lima({ secrets }) in its long form: its hosts and the
+ * headers its value may go in besides the default credential ones.
+ */
+export interface SecretSpec {
+  /** Host names or "*.example.org" patterns; [] or absent: the daemon's `secret` line. */
+  readonly hosts?: ReadonlyArray<string>;
+  /**
+   * Headers besides Authorization, x-api-key, api-key, x-goog-api-key,
+   * private-token and x-auth-token (at most 8; HTTP tokens, not Host,
+   * Cookie or a framing or hop-by-hop header); absent: the daemon's
+   * `secret_header` line, if any.
+   */
+  readonly headers?: ReadonlyArray<string>;
+}
 
 /** Provider name reported to Sandcastle. */
 export const PROVIDER_NAME = "agent-lane-lima";
@@ -147,9 +166,12 @@ export interface LimaOptions {
    * "*.example.org"; an empty list: the daemon's `secret` line). The value
    * is the `env` entry of that name (yours or Sandcastle's), else
    * process.env's; it goes to agent-laned over its socket and never into
-   * the guest. At most 16, 16 hosts each.
+   * the guest. At most 16, 16 hosts each. The proxy puts it only in the
+   * default credential headers (Authorization, x-api-key, ...); the long
+   * form `{ GITLAB_TOKEN: { hosts: ["gitlab.com"], headers: ["Job-Token"] } }`
+   * names others (SecretSpec).
    */
-  readonly secrets?: Readonly<Record<string, ReadonlyArray<string>>>;
+  readonly secrets?: Readonly<Record<string, ReadonlyArray<string> | SecretSpec>>;
 }
 
 /** The handle returned by create(): Sandcastle's IsolatedSandboxHandle plus the lane's identity. */
@@ -318,7 +340,8 @@ function takeSecrets(
 ): SecretRequest[] | undefined {
   if (secrets === undefined) return undefined;
   const out: SecretRequest[] = [];
-  for (const [name, hosts] of Object.entries(secrets)) {
+  for (const [name, spec] of Object.entries(secrets)) {
+    const { hosts, headers } = secretSpec(spec);
     const value = Object.prototype.hasOwnProperty.call(env, name) ? env[name] : process.env[name];
     if (value === undefined || value === "") {
       throw new AgentLaneError(
@@ -333,9 +356,16 @@ function takeSecrets(
       );
     }
     delete env[name];
-    out.push({ name, value, hosts: [...hosts] });
+    out.push({ name, value, hosts: [...hosts], headers: [...headers] });
   }
   return out;
+}
+
+/** A secret's hosts and headers, from either form of lima({ secrets }). */
+function secretSpec(spec: ReadonlyArray<string> | SecretSpec): { hosts: ReadonlyArray<string>; headers: ReadonlyArray<string> } {
+  if (Array.isArray(spec)) return { hosts: spec, headers: [] };
+  const s = spec as SecretSpec;
+  return { hosts: s.hosts ?? [], headers: s.headers ?? [] };
 }
 
 /** Loads provision scripts: paths are read now, relative to the current directory. */
@@ -468,12 +498,28 @@ function validateOptions(o: LimaOptions): void {
     if (typeof o.secrets !== "object" || o.secrets === null || Array.isArray(o.secrets) || Object.keys(o.secrets).length > 16) {
       throw new AgentLaneError("INVALID_ARGUMENT", "lima(): secrets must map at most 16 variable names to host lists");
     }
-    for (const [name, hosts] of Object.entries(o.secrets)) {
+    for (const [name, spec] of Object.entries(o.secrets)) {
       if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(name)) {
         throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret name ${JSON.stringify(name)} is not [A-Za-z_][A-Za-z0-9_]{0,62}`);
       }
+      const long = typeof spec === "object" && spec !== null && !Array.isArray(spec);
+      if (long && Object.keys(spec).some((k) => k !== "hosts" && k !== "headers")) {
+        throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret ${name} takes hosts and headers only`);
+      }
+      const hosts = long ? ((spec as SecretSpec).hosts ?? []) : spec;
+      const headers = long ? ((spec as SecretSpec).headers ?? []) : [];
       if (!Array.isArray(hosts) || hosts.length > 16 || hosts.some((h) => typeof h !== "string" || h.length === 0 || h.length > 255)) {
         throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret ${name} needs at most 16 host names or *.domain patterns`);
+      }
+      if (!Array.isArray(headers) || headers.length > 8) {
+        throw new AgentLaneError("INVALID_ARGUMENT", `lima(): secret ${name}: headers is a list of at most 8 header names`);
+      }
+      const bad = headers.find((h) => !secretHeaderValid(h));
+      if (bad !== undefined) {
+        throw new AgentLaneError(
+          "INVALID_ARGUMENT",
+          `lima(): secret ${name}: header ${JSON.stringify(bad)} cannot carry a credential: a header name is an HTTP token of 1-64 characters, and not Host, Connection, Content-Length, Transfer-Encoding, another framing or hop-by-hop header, or Cookie`,
+        );
       }
     }
   }

@@ -130,7 +130,7 @@ async function runWithSecret(callApi) {
   daemon.cleanup(() => (closed ? undefined : sandbox.close()));
   const lanes = (await daemon.client.listLanes(false)).filter((l) => l.labels.some((lb) => lb.value === "secrets-e2e"));
   assert.equal(lanes.length, 1);
-  assert.deepEqual(lanes[0].secrets, [{ name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"] }]);
+  assert.deepEqual(lanes[0].secrets, [{ name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"], headers: [] }]);
 
   const result = await sandbox.run({
     agent: fakeClaude(callApi),

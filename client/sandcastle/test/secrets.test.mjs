@@ -1,6 +1,7 @@
 // Lane secrets through the provider: lima({ secrets }) turns the env entries
 // it names (or process.env's) into secrets, so commands see a placeholder and
-// never the value; the lane reports names and hosts; bad options are refused
+// never the value; the lane reports names, hosts and a secret's own headers
+// (the long form { hosts, headers }); bad options are refused
 // before any call; the value is on no file the daemon wrote and in no host
 // command line. The HTTPS call through the proxy is secrets-e2e.test.mjs.
 import { test } from "node:test";
@@ -8,7 +9,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
-import { lima, createLaneHandle } from "../dist/index.js";
+import { lima, createLaneHandle, AgentLaneClient, DEFAULT_CREDENTIAL_HEADERS, secretHeaderValid } from "../dist/index.js";
 import { useDaemon, hostCommandLines } from "../test-support/harness.mjs";
 
 const daemon = useDaemon();
@@ -52,8 +53,8 @@ test("lima({ secrets }): env entries named there become secrets; commands see pl
     );
     daemon.cleanup(() => (handle.closed ? undefined : handle.close()));
     assert.deepEqual(handle.lane.secrets, [
-      { name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"] },
-      { name: "AL_TEST_GH_TOKEN", hosts: ["github.com", "*.github.com"] },
+      { name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"], headers: [] },
+      { name: "AL_TEST_GH_TOKEN", hosts: ["github.com", "*.github.com"], headers: [] },
     ]);
     const env = (await handle.exec("env")).stdout;
     const seen = Object.fromEntries(env.split("\n").filter(Boolean).map((l) => [l.slice(0, l.indexOf("=")), l.slice(l.indexOf("=") + 1)]));
@@ -116,6 +117,61 @@ test("lima({ secrets }): a name without a value, and bad options, are refused be
   await assert.rejects(
     createLaneHandle({ secrets: { K: ["*.github.io"] }, env: { K: value("k") }, socketPath: daemon.socketPath }),
     (e) => e.code === "INVALID_ARGUMENT" && /"\*\.github\.io" is a wildcard over the public suffix "github\.io"/.test(e.message),
+  );
+  assert.deepEqual(await daemon.client.listLanes(false), []);
+});
+
+test("lima({ secrets }): the long form names a secret's own headers; the lane lists them", async () => {
+  await daemon.start();
+  const tok = value("gl");
+  const handle = await createLaneHandle(
+    {
+      secrets: {
+        GITLAB_TOKEN: { hosts: ["gitlab.example.org"], headers: ["Job-Token", "X-Other", "job-token"] },
+        ANTHROPIC_API_KEY: ["api.anthropic.com"],
+        PLAIN: { hosts: ["plain.example.org"] },
+      },
+      env: { GITLAB_TOKEN: tok, ANTHROPIC_API_KEY: value("ant"), PLAIN: value("p") },
+      socketPath: daemon.socketPath,
+    },
+    { env: {} },
+  );
+  daemon.cleanup(() => (handle.closed ? undefined : handle.close()));
+  assert.deepEqual(handle.lane.secrets, [
+    { name: "GITLAB_TOKEN", hosts: ["gitlab.example.org"], headers: ["job-token", "x-other"] },
+    { name: "ANTHROPIC_API_KEY", hosts: ["api.anthropic.com"], headers: [] },
+    { name: "PLAIN", hosts: ["plain.example.org"], headers: [] },
+  ]);
+  assert.deepEqual((await daemon.client.getLane(handle.laneName)).secrets, handle.lane.secrets, "getLane parses them back");
+  const listed = (await daemon.client.listLanes(false)).find((l) => l.name === handle.laneName);
+  assert.deepEqual(listed.secrets, handle.lane.secrets, "and listLanes");
+  assert.match((await handle.exec("printenv GITLAB_TOKEN")).stdout.trim(), PH);
+  const events = await daemon.client.getEvents(handle.laneName);
+  assert.ok(events.some((e) => e.event === "secret" && e.detail === "GITLAB_TOKEN for gitlab.example.org in headers job-token,x-other"));
+  await handle.close();
+  const ended = await daemon.client.getLane(handle.laneName);
+  assert.deepEqual(ended.secrets[0].headers, ["job-token", "x-other"], "a destroyed lane still lists them");
+});
+
+test("lima({ secrets }): bad headers are refused before any call, and by the daemon", async () => {
+  const spec = (headers) => ({ secrets: { K: { hosts: ["a.example.org"], headers } } });
+  for (const h of ["Host", "content-length", "Transfer-Encoding", "Connection", "Cookie", "x y", "x:y", "", "x".repeat(65)]) {
+    assert.throws(() => lima(spec([h])), /cannot carry a credential/, `header ${JSON.stringify(h)}`);
+  }
+  assert.throws(() => lima(spec(Array.from({ length: 9 }, (_, i) => `h${i}`))), /at most 8 header names/);
+  assert.throws(() => lima(spec("x-key")), /at most 8 header names/);
+  assert.throws(() => lima({ secrets: { K: { hosts: ["a.example.org"], header: ["x"] } } }), /takes hosts and headers only/);
+  assert.doesNotThrow(() => lima(spec(["x".repeat(64), "X-Custom-Key"])));
+  assert.equal(secretHeaderValid("x-api-key"), true);
+  assert.equal(secretHeaderValid("Set-Cookie"), false);
+  assert.deepEqual([...DEFAULT_CREDENTIAL_HEADERS], ["authorization", "x-api-key", "api-key", "x-goog-api-key", "private-token", "x-auth-token"]);
+  // A client that does not check: the daemon refuses, and nothing is left.
+  await daemon.start();
+  const client = new AgentLaneClient({ socketPath: daemon.socketPath });
+  const v = value("raw");
+  await assert.rejects(
+    client.createLane({ secrets: [{ name: "K", value: v, hosts: ["a.example.org"], headers: ["Content-Length"] }] }),
+    (e) => e.code === "INVALID_ARGUMENT" && /header "Content-Length" cannot carry a credential/.test(e.message) && !e.message.includes(v),
   );
   assert.deepEqual(await daemon.client.listLanes(false), []);
 });
