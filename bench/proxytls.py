@@ -63,13 +63,29 @@ def one(t):
             break
 
 
-def keepalive(make):
+def big(t, n):
+    """One GET /big/n on t, read to the end of its body."""
+    t.sendall(b"GET /big/%d HTTP/1.1\r\nHost: api.anthropic.test\r\n"
+              b"x-api-key: %s\r\n\r\n" % (n, PH.encode()))
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        buf += t.recv(65536)
+    head, body = buf.split(b"\r\n\r\n", 1)
+    left = n - len(body)
+    while left > 0:
+        left -= len(t.recv(min(left, 262144)))
+
+
+def keepalive(make, n=None):
     t = make()
     one(t)
     lat = []
-    for _ in range(N):
+    for _ in range(N if n is None else max(8, N // 16)):
         t0 = time.perf_counter()
-        one(t)
+        if n is None:
+            one(t)
+        else:
+            big(t, n)
         lat.append(time.perf_counter() - t0)
     t.close()
     return sorted(lat)
@@ -92,7 +108,11 @@ def pct(v, q):
 
 # Interleaved, so that load on the machine falls on both sides alike.
 d1, p1, d2, p2 = keepalive(direct), keepalive(proxied), fresh(direct), fresh(proxied)
-for what, d, q in (("keep-alive request", d1, p1), ("request on a new connection", d2, p2)):
+# A 1 MiB response: every byte of it goes through the response scan.
+MIB = 1 << 20
+d3, p3 = keepalive(direct, MIB), keepalive(proxied, MIB)
+for what, d, q in (("keep-alive request", d1, p1), ("request on a new connection", d2, p2),
+                   ("1 MiB response (scanned)", d3, p3)):
     for name, x in (("p50", 0.5), ("p99", 0.99)):
         print("TLS %s %s via lane proxy\t%.3f ms direct\t%.3f ms\t%.2fx\t-" %
               (what, name, pct(d, x), pct(q, x), pct(q, x) / pct(d, x)))

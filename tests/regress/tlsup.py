@@ -110,7 +110,12 @@ class Upstream:
         with self.lock:
             self.requests.append((head, body))
         path = head["_line"].split()[1]
-        if path.startswith("/stream"):
+        if path.startswith("/big/"):
+            # A response body of N bytes (the bench's scan cost per byte).
+            n = int(path.split("/")[2])
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+            c.sendall(b"x" * n)
+        elif path.startswith("/stream"):
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                       b"Transfer-Encoding: chunked\r\n\r\n")
             ev = b"data: first\n\n"
