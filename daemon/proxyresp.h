@@ -109,7 +109,8 @@ bool proxyresp_in_head(const struct proxyresp *);
  *     Each occurrence counts once for its secret. The redaction byte is
  *     'X', or the first of a fixed list of token characters that no value
  *     of the set holds, so that a redaction never makes up a value with
- *     the bytes around it. Heads are scanned from the status line through
+ *     the bytes around it (only a set whose values together hold all 77
+ *     of those characters falls back to 'X'). Heads are scanned from the status line through
  *     the last header passed on; the framing line the parser writes, and
  *     its chunk-size lines, hold only numbers it made and are not.
  *   - Holding: body data is held back only while its tail is a proper
