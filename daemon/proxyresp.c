@@ -165,6 +165,8 @@ values_init(struct proxyresp *r, const struct secret_set *set)
 static void
 scan(struct proxyresp *r, uint8_t *p, size_t n)
 {
+	if (r->nv == 0)
+		return;
 	for (size_t i = 0; i < n; i++) {
 		bool idle = true;
 		uint8_t c;

@@ -101,4 +101,37 @@ proxysecret_mask proxyresp_take_redacted(struct proxyresp *, uint64_t *count);
  * that wants to answer the guest itself after an upstream error). */
 bool proxyresp_in_head(const struct proxyresp *);
 
+/*
+ * Semantics a caller relies on (proxyresp.c implements them; the unit
+ * suite tests each):
+ *   - Redaction: every occurrence of every value, overlapping ones
+ *     included, is replaced; where occurrences overlap, their union is.
+ *     Each occurrence counts once for its secret. The redaction byte is
+ *     'X', or the first of a fixed list of token characters that no value
+ *     of the set holds, so that a redaction never makes up a value with
+ *     the bytes around it (only a set whose values together hold all 77
+ *     of those characters falls back to 'X'). Heads are scanned from the status line through
+ *     the last header passed on; the framing line the parser writes, and
+ *     its chunk-size lines, hold only numbers it made and are not.
+ *   - Holding: body data is held back only while its tail is a proper
+ *     prefix of some value (at most SECRET_VALUE_MAX - 1 bytes); held
+ *     bytes go out when later bytes rule a value out or when the body
+ *     ends. A value is never matched across two responses.
+ *   - Bodiless: the response to a HEAD request and a 304 keep their
+ *     Content-Length (one, normalised); 1xx and 204 lose theirs. A 1xx
+ *     other than 101 goes out and its request still awaits a response;
+ *     101 is PROXYRESP_BAD. Content-Encoding is only refused where a body
+ *     can follow (not for a bodiless response or Content-Length: 0).
+ *   - Ending: a response ends the connection when it is close-delimited,
+ *     says "Connection: close", or is HTTP/1.0 without "keep-alive";
+ *     proxyresp_closing() turns true once its last byte went out, and any
+ *     byte after it is PROXYRESP_UNEXPECTED. proxyresp_eof() between
+ *     responses is PROXYRESP_OK even with requests still awaited: see
+ *     proxyresp_pending() to answer those.
+ *   - Errors: the out callback returning false is PROXYRESP_BAD. Errors
+ *     are final: every later feed or eof returns the same status.
+ *   - The set must not change during the parser's life (its values'
+ *     automata are built by proxyresp_new; NULL when that fails).
+ */
+
 #endif

@@ -895,6 +895,74 @@ test_out_refused(void **state)
 	sink_reset(&k);
 }
 
+/* A value as long as a value may be, cut anywhere: held whole, then out. */
+static void
+test_longest_value(void **state)
+{
+	char *v = malloc(SECRET_VALUE_MAX + 1), *in, *x;
+	const char *vs[1];
+	struct secret_set *s;
+	size_t hl, n;
+
+	assert_non_null(v);
+	for (size_t i = 0; i < SECRET_VALUE_MAX; i++)
+		v[i] = "ab"[i % 2];	/* self-overlapping: the worst case */
+	v[SECRET_VALUE_MAX - 1] = 'c';
+	v[SECRET_VALUE_MAX] = '\0';
+	vs[0] = v;
+	s = mkset(vs, 1);
+	n = 3 * SECRET_VALUE_MAX;
+	in = malloc(n + 128);
+	assert_non_null(in);
+	hl = (size_t)snprintf(in, 128, "HTTP/1.1 200 OK\r\nContent-Length: %zu"
+	    "\r\n\r\n", n);
+	memset(in + hl, 'a', n);
+	memcpy(in + hl + 5, v, SECRET_VALUE_MAX);		/* whole */
+	memcpy(in + hl + n - 100, v, 100);		/* a prefix at the end */
+	x = xs(SECRET_VALUE_MAX);
+	for (size_t cut = hl; cut < hl + n; cut += 4093) {
+		struct proxyresp *r = proxyresp_new(s, 8192);
+		struct sink k = { 0 };
+		uint64_t count;
+
+		assert_true(proxyresp_expect(r, false));
+		assert_int_equal(feed_cut(r, in, hl + n, cut, &k), PROXYRESP_OK);
+		assert_int_equal(k.len, hl + n);
+		assert_memory_equal(k.buf + hl + 5, x, SECRET_VALUE_MAX);
+		assert_memory_equal(k.buf + hl + n - 100, v, 100);
+		assert_int_equal(proxyresp_take_redacted(r, &count), 1);
+		assert_int_equal(count, 1);
+		proxyresp_free(r);
+		sink_reset(&k);
+	}
+	free(x);
+	free(in);
+	free(v);
+	secret_set_free(s);
+}
+
+/* A value is never matched across two responses, nor across a head. */
+static void
+test_no_match_across_responses(void **state)
+{
+	struct secret_set *s = set_ab();
+	struct proxyresp *r = proxyresp_new(s, 8192);
+	struct sink k = { 0 };
+	const char *in = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nghp_Z"
+	    "HTTP/1.1 200\r\nContent-Length: 5\r\n\r\nq9YwQ"
+	    "HTTP/1.1 204 \r\n\r\n";
+
+	for (int i = 0; i < 3; i++)
+		assert_true(proxyresp_expect(r, false));
+	assert_int_equal(feed(r, in, strlen(in), 1, &k), PROXYRESP_OK);
+	/* As it came: the status line without a reason is fine too. */
+	assert_string_equal((char *)k.buf, in);
+	assert_int_equal(proxyresp_take_redacted(r, NULL), 0);
+	proxyresp_free(r);
+	sink_reset(&k);
+	secret_set_free(s);
+}
+
 int
 main(void)
 {
@@ -918,6 +986,8 @@ main(void)
 		cmocka_unit_test(test_sse),
 		cmocka_unit_test(test_large_body),
 		cmocka_unit_test(test_out_refused),
+		cmocka_unit_test(test_longest_value),
+		cmocka_unit_test(test_no_match_across_responses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
