@@ -51,9 +51,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                  self.headers.get("X-Api-Key", "-")))
         body = b"hello from the test upstream\n"
         # Only on /echo, for secrets.sh: the value passes back through the
-        # proxy's TLS and event buffers, whose wipes that suite checks.
+        # proxy's TLS and event buffers, whose wipes that suite checks,
+        # 8 KiB deep, where a freed buffer's next user is slow to reach.
         if self.path == "/echo":
-            body = ("echo %s\n" % self.headers.get("X-Api-Key", "-")).encode()
+            body = ("echo %s%s\n" % ("." * 8192,
+                    self.headers.get("X-Api-Key", "-"))).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -26,7 +26,9 @@ if [ ! -r /proc/self/mem ]; then
 fi
 
 scan() { python3 "$(dirname "$0")/memscan.py" "$1" "$2"; }
-secret() { echo "zq$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
+# Long (4 KiB): a freed block's start is what the allocator reuses first,
+# and the scan looks for the tail.
+secret() { echo "zq$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
 tailof() { printf '%s' "${1: -40}"; }
 
 start_daemon || exit 1
@@ -82,7 +84,9 @@ no_up_conns() { [ "$(up_conns)" = 0 ]; }
 # then the scans. MODE "secure" (the default daemon) or "plain" (no
 # secure heap: ordinary memory).
 proxy_pass() {
-	local mode=$1 heap= V E EP PHE OUT i
+	local mode=$1 heap= V E EP PHE OUT LENS= i PAD
+	# The value 8 KiB deep in the request's buffers as well.
+	PAD=$(printf '%08192d' 0)
 	[ "$mode" = plain ] && heap=off
 	: >"$UP/seen"
 	AGENT_LANED_TEST_SECURE_HEAP=$heap \
@@ -106,12 +110,29 @@ proxy_pass() {
 	    test "$(scan "$DAEMON_PID" "$(tailof "$V")")" -ge 1
 	for i in 1 2 3; do
 		OUT=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$EP" \
-		    --cacert "$T/laneca.pem" -H "x-api-key: $PHE" \
+		    --cacert "$T/laneca.pem" -H "X-Pad: $PAD" -H "x-api-key: $PHE" \
 		    "https://api.test:$HTTPS_PORT/echo" 2>&1)
 		check_match "$mode: request $i went through the proxy and back" "^echo " "$OUT"
+		LENS+=${LENS:+$'\n'}${#OUT}
 	done
 	check_eq "$mode: the upstream got the value each time" 3 \
 	    "$(grep -cxF "api.test:$HTTPS_PORT $V" "$UP/seen")"
+	# As long as the echo: whether or not the proxy redacts the value
+	# on its way back, all of it passed through the proxy's buffers.
+	check_eq "$mode: and echoed it whole, three times" \
+	    "$(printf '%s\n' $(( 5 + 8192 + ${#V} )) $(( 5 + 8192 + ${#V} )) $(( 5 + 8192 + ${#V} )))" \
+	    "$LENS"
+	# The value in a request the proxy reads, decrypts and refuses (421:
+	# Host is not the CONNECT target): its TLS read buffer and event
+	# chain held it, and no forwarded write follows to cover them. No
+	# guest knows a value; any bytes it sends take the same path.
+	printf '%s%s' "$PAD" "$V" >"$T/body"
+	OUT=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$EP" \
+	    --cacert "$T/laneca.pem" -H "Host: other.test" -H "Expect:" \
+	    --data-binary @"$T/body" -o /dev/null -w '%{http_code}' \
+	    "https://api.test:$HTTPS_PORT/refused" 2>&1)
+	rm -f "$T/body"
+	check_eq "$mode: a request whose Host is not its target is refused" 421 "$OUT"
 	ctl rm "$E" >/dev/null
 	check_eq "$mode: the lane is gone" destroyed "$(lane_state "$E")"
 	wait_for 20 conns_closed
