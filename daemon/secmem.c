@@ -86,9 +86,10 @@ secmem_alloc(size_t n)
 		return p;
 	}
 	if (state != SECMEM_OFF && !spilled)
-		log_warnx("secure heap: full (%zu of %zu KiB used); secret "
-		    "values now go to ordinary memory, which may be swapped",
-		    CRYPTO_secure_used() >> 10, arena >> 10);
+		log_warnx("secure heap: no room for a %zu-byte value (%zu of "
+		    "%zu KiB used, a quarter kept for keys); secret values go "
+		    "to ordinary memory, which may be swapped, until there is",
+		    n, CRYPTO_secure_used() >> 10, arena >> 10);
 	spilled = true;
 	return xmalloc(n);
 }
