@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""memscan.py PID NEEDLE: how many times NEEDLE occurs in the writable
-mappings of process PID (Linux /proc): every rw mapping read through
+"""memscan.py PID NEEDLE...: how many times the NEEDLEs occur (summed) in the
+writable mappings of process PID (Linux /proc): every rw mapping read through
 /proc/PID/mem as it is, freed heap and the secure heap's arena included.
 The caller must be allowed to read that memory: agent-laned makes itself
 not dumpable, so it takes CAP_SYS_PTRACE (root, as CI runs); without it
@@ -10,7 +10,9 @@ secret left a daemon's memory."""
 import re
 import sys
 
-pid, needle = sys.argv[1], sys.argv[2].encode()
+pid = sys.argv[1]
+needles = [a.encode() for a in sys.argv[2:]]
+longest = max(len(n) for n in needles)
 hits = 0
 unread = []     # a mapping the scan could not see would make it blind
 try:
@@ -39,8 +41,9 @@ with maps, mem:
                 unread.append("%x: %s" % (off, e))
                 tail = b""
                 continue
-            hits += chunk.count(needle)
-            tail = chunk[-(len(needle) - 1):]
+            hits += sum(chunk.count(n) for n in needles)
+            # Whatever straddles the chunk's end is counted with the next.
+            tail = chunk[-(longest - 1):] if longest > 1 else b""
 if unread:
     sys.exit("memscan: could not read %d chunks of rw mappings: %s"
              % (len(unread), "; ".join(unread[:4])))
