@@ -94,6 +94,9 @@ crash() {
 	    "$(printf '%s\n' "$files" | while read -r f; do
 		[ -n "$f" ] && grep -laF -- "$v" "$f"; done)"
 	check_eq "$mode: nor the daemon's log" "" "$(grep -aF -- "$v" "$LOG")"
+	# A core this run provoked (a failure) is not left lying about.
+	printf '%s\n' "$files" | cores_in | while read -r f; do
+		[ -n "$f" ] && rm -f -- "$f"; done
 }
 
 # ---- The daemon, with a lane secret ----
