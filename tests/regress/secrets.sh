@@ -25,7 +25,7 @@ if [ ! -r /proc/self/mem ]; then
 	exit 0
 fi
 
-scan() { python3 "$(dirname "$0")/memscan.py" "$1" "$2"; }
+scan() { python3 "$(dirname "$0")/memscan.py" "$@"; }
 # Long (4 KiB): a freed block's start is what the allocator reuses first,
 # and the scan looks for the tail.
 secret() { echo "zq$(head -c 2000 /dev/urandom | od -An -tx1 | tr -d ' \n')"; }
@@ -110,13 +110,24 @@ proxy_pass() {
 		    grep -q 'secure heap: [0-9]* KiB, locked in memory' "$LOG"
 	fi
 	V=$(secret)
-	E=$(TOKEN=$V ctl create --secret TOKEN@api.test)
+	# Fifteen more values that only the lane's secret set holds: one
+	# freed block is soon reused, and an unwiped copy among fifteen
+	# outlives that.
+	local k XS=() XARGS=()
+	for k in $(seq 1 15); do
+		XS+=("$(secret)")
+		XARGS+=(--secret "X$k@api.test")
+	done
+	E=$(for k in $(seq 1 15); do export "X$k=${XS[$((k - 1))]}"; done
+	    TOKEN=$V ctl create --secret TOKEN@api.test "${XARGS[@]}")
 	EP=$(ctl show --json "$E" | python3 -c 'import json,sys; print(json.load(sys.stdin)["proxy_port"])')
 	PHE=$(ctl exec "$E" -- printenv TOKEN)
 	sed -n '/BEGIN CERTIFICATE/,/END CERTIFICATE/p' "$(instance_dir "$E")/lima.yaml" |
 	    sed 's/^    //' >"$T/laneca.pem"
 	check "$mode: while the lane lives, the daemon holds the value" \
 	    test "$(copies "$DAEMON_PID" "$V")" -ge 1
+	check "$mode: and the other fifteen" \
+	    test "$(scan "$DAEMON_PID" $(for k in "${XS[@]}"; do pieces "$k"; done))" -ge 15
 	for i in 1 2 3; do
 		OUT=$(curl -sS --max-time 20 --proxy "http://127.0.0.1:$EP" \
 		    --cacert "$T/laneca.pem" -H "X-Pad: $PAD" -H "x-api-key: $PHE" \
@@ -149,6 +160,8 @@ proxy_pass() {
 	check_eq "$mode: no connection to the upstream is left" 0 "$(up_conns)"
 	check_eq "$mode: no copy of the value is left in the daemon" 0 \
 	    "$(copies "$DAEMON_PID" "$V")"
+	check_eq "$mode: nor of the other fifteen" 0 \
+	    "$(scan "$DAEMON_PID" $(for k in "${XS[@]}"; do pieces "$k"; done))"
 	stop_daemon
 }
 proxy_pass secure
