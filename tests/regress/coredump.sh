@@ -29,6 +29,9 @@ if ! ulimit -c unlimited 2>/dev/null; then
 	echo "ok 1 # SKIP the hard core size limit is $(ulimit -Hc): cores are off for this shell"
 	exit 0
 fi
+# Under the sanitizers' build, SIGSEGV must reach the kernel as it would
+# without them, not be reported and turned into an exit by ASan.
+export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}handle_segv=0:handle_abort=0
 CWD=$T/cwd
 mkdir -p "$CWD"
 cd "$CWD" || exit 1
