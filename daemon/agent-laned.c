@@ -34,6 +34,7 @@
 #include "proc.h"
 #include "reaper.h"
 #include "registry.h"
+#include "secmem.h"
 #include "tls.h"
 #include "util.h"
 #include "wipe.h"
@@ -238,6 +239,15 @@ main(int argc, char **argv)
 	bool check_only = false;
 
 	sanitize_stdio();
+	/*
+	 * First of all: a core of this process would hold secret values and
+	 * lane CA keys. Not a configuration choice.
+	 */
+	if (compat_nocore() == -1) {
+		fprintf(stderr, "agent-laned: cannot disable core dumps: %s\n",
+		    strerror(errno));
+		return 1;
+	}
 	/* Before OpenSSL allocates anything: its buffers held secret values. */
 	if (!tls_wipe_on_free()) {
 		fprintf(stderr, "agent-laned: cannot set OpenSSL's allocator\n");
@@ -317,6 +327,11 @@ main(int argc, char **argv)
 		log_warnx("log file: %s; logging to stderr only", err);
 	else
 		log_file_only(d.cfg.log_file_only);
+	/* Before any lane: the values and CA keys go to its arena. */
+#ifdef LANED_TEST_HOOKS
+	if (testhooks_secmem())
+#endif
+		(void)secmem_init();
 	snprintf(path, sizeof path, "%s/log/lanes", d.cfg.state_dir);
 	make_dir(path, d.uid);
 	make_dir(d.cfg.lima_home, d.uid);

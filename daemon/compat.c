@@ -12,6 +12,7 @@
 #include <unistd.h>
 #if defined(__linux__)
 #include <poll.h>
+#include <sys/prctl.h>
 #else
 #include <sys/event.h>
 #endif
@@ -271,6 +272,42 @@ compat_nofile_raise(void)
 		struct rlimit nl = { want, rl.rlim_max };
 		if (setrlimit(RLIMIT_NOFILE, &nl) == 0)
 			rl.rlim_cur = want;
+	}
+	return rl.rlim_cur == RLIM_INFINITY ? ULLONG_MAX :
+	    (unsigned long long)rl.rlim_cur;
+}
+
+int
+compat_nocore(void)
+{
+	struct rlimit rl = { 0, 0 };
+
+	/* Hard limit too: nothing the daemon runs can raise it again. */
+	if (setrlimit(RLIMIT_CORE, &rl) == -1)
+		return -1;
+#if defined(__linux__)
+	/*
+	 * A core_pattern that pipes to a collector (systemd-coredump, apport)
+	 * ignores RLIMIT_CORE; it honours this. It also makes /proc/PID/mem
+	 * and ptrace by the same uid refuse.
+	 */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == -1)
+		return -1;
+#endif
+	return 0;
+}
+
+unsigned long long
+compat_memlock_raise(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == -1)
+		return 0;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < rl.rlim_max) {
+		struct rlimit nl = { rl.rlim_max, rl.rlim_max };
+		if (setrlimit(RLIMIT_MEMLOCK, &nl) == 0)
+			rl.rlim_cur = rl.rlim_max;
 	}
 	return rl.rlim_cur == RLIM_INFINITY ? ULLONG_MAX :
 	    (unsigned long long)rl.rlim_cur;

@@ -59,5 +59,16 @@ bool compat_fsync_stops_at_cache(void);
  * gets no descriptor it was not given), else 0.
  */
 int compat_spawn_cloexec_default(void);
+/*
+ * No core dump of this process, ever: RLIMIT_CORE soft and hard 0
+ * (inherited by children), and on Linux PR_SET_DUMPABLE 0, which core
+ * collectors behind a piped core_pattern honour too. 0 or -1.
+ */
+int compat_nocore(void);
+/*
+ * Raises the soft RLIMIT_MEMLOCK to the hard one, for the secure heap's
+ * mlock (secmem.c). Returns the soft limit in force after, in bytes.
+ */
+unsigned long long compat_memlock_raise(void);
 
 #endif

@@ -6,6 +6,7 @@
 #include "compat.h"
 #include "hostrule.h"
 #include "lanesecret.h"
+#include "secmem.h"
 #include "secret.h"
 #include "util.h"
 
@@ -332,7 +333,7 @@ plan_one(const char *conf, const Agentlane__V1__Secret *r,
 	    err, errlen) == -1)
 		/* Checked when the configuration was read. */
 		return AGENTLANE__V1__ERROR_CODE__INTERNAL;
-	s->value = xmalloc(r->value.len);
+	s->value = secmem_alloc(r->value.len);
 	memcpy(s->value, r->value.data, r->value.len);
 	s->value_len = r->value.len;
 	return 0;
@@ -488,10 +489,8 @@ lanesecret_set_free(struct lanesecret_set *set)
 {
 	if (set == NULL)
 		return;
-	for (size_t i = 0; i < set->n; i++) {
-		wire_wipe(set->s[i].value, set->s[i].value_len);
-		free(set->s[i].value);
-	}
+	for (size_t i = 0; i < set->n; i++)
+		secmem_free(set->s[i].value, set->s[i].value_len);
 	wire_wipe(set, sizeof *set);
 	free(set);
 }

@@ -11,6 +11,7 @@
 
 #include "hostrule.h"
 #include "proxyreq.h"
+#include "secmem.h"
 #include "secret.h"
 #include "util.h"
 #include "wire.h"
@@ -140,7 +141,7 @@ secret_set_add(struct secret_set *set, const char *name,
 	str_copy(s->name, name, sizeof(s->name));
 	memcpy(s->placeholder, placeholder, phlen + 1);
 	s->placeholder_len = phlen;
-	s->value = xmalloc(value_len);
+	s->value = secmem_alloc(value_len);
 	memcpy(s->value, value, value_len);
 	s->value_len = value_len;
 	if (phlen > set->placeholder_max)
@@ -263,8 +264,7 @@ secret_set_free(struct secret_set *set)
 		return;
 	for (size_t i = 0; i < set->n; i++) {
 		struct secret *s = &set->v[i];
-		wire_wipe(s->value, s->value_len);
-		free(s->value);
+		secmem_free(s->value, s->value_len);
 		for (size_t j = 0; j < s->nhosts; j++)
 			free(s->hosts[j]);
 	}

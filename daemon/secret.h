@@ -39,7 +39,7 @@ struct secret {
 	char name[SECRET_NAME_MAX + 1];
 	char placeholder[SECRET_PLACEHOLDER_MAX + 1];
 	size_t placeholder_len;
-	uint8_t *value;			/* malloc'd; wiped by secret_set_free */
+	uint8_t *value;			/* secmem_alloc; wiped by secret_set_free */
 	size_t value_len;
 	/* Normalised patterns (hostrule_check): "h.example", "*.x.y". */
 	char *hosts[SECRET_HOSTS_MAX];

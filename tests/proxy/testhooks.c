@@ -56,6 +56,18 @@ hook(struct proxy *px)
 		fatalx("AGENT_LANED_TEST_TRUST: cannot load %s", trust);
 }
 
+int
+testhooks_secmem(void)
+{
+	const char *env = getenv("AGENT_LANED_TEST_SECURE_HEAP");
+
+	if (env == NULL || strcmp(env, "off") != 0)
+		return 1;
+	log_warnx("TEST BUILD: no secure heap (AGENT_LANED_TEST_SECURE_HEAP="
+	    "off): secret values in ordinary memory");
+	return 0;
+}
+
 void
 testhooks_init(struct laned *d)
 {

@@ -21,4 +21,12 @@ struct laned;
  */
 void testhooks_init(struct laned *);
 
+/*
+ * AGENT_LANED_TEST_SECURE_HEAP=off: the daemon sets no secure heap up,
+ * so that secret values take the ordinary-memory path secmem.h falls back
+ * to (tests/regress/secrets.sh checks its wipes). Returns whether to set
+ * it up.
+ */
+int testhooks_secmem(void);
+
 #endif

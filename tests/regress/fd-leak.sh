@@ -9,6 +9,10 @@
 exec 7>"$T/canary"
 start_daemon || exit 1
 exec 7>&-
+if ! daemon_proc_readable; then
+	echo "ok 1 # SKIP $DAEMON_PROC_SKIP"
+	exit 0
+fi
 # A client connection is open while the VM starts.
 ctl exec al-0000000000000000 -- true >/dev/null 2>&1
 L=$(ctl create --timeout 10m)

@@ -4,7 +4,7 @@
 Makes a test CA and a leaf for api.test and other.test in DIR (openssl),
 then serves HTTPS (that leaf) and plain HTTP on two free 127.0.0.1 ports,
 answering every request 200 with a fixed body (never an echo of what came
-in). Each request appends "HOST X-API-KEY" to DIR/seen (one line), so that
+in, but for the path /echo, which echoes the X-Api-Key header). Each request appends "HOST X-API-KEY" to DIR/seen (one line), so that
 a test sees what reached the upstream. Prints "PORT_HTTPS PORT_HTTP" once
 listening; runs until killed."""
 import http.server
@@ -50,6 +50,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             f.write("%s %s\n" % (self.headers.get("Host", "-"),
                                  self.headers.get("X-Api-Key", "-")))
         body = b"hello from the test upstream\n"
+        # Only on /echo, for secrets.sh: the value passes back through the
+        # proxy's TLS and event buffers, whose wipes that suite checks,
+        # 8 KiB deep, where a freed buffer's next user is slow to reach.
+        if self.path == "/echo":
+            body = ("echo %s%s\n" % ("." * 8192,
+                    self.headers.get("X-Api-Key", "-"))).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()

@@ -15,9 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "proxyfwd.h"
 #include "proxyreq.h"
 #include "proxysecret.h"
+#include "secmem.h"
 #include "secret.h"
 
 #define PH_A "AGENTLANE_PH_0123456789abcdef0123456789abcdef"
@@ -279,6 +282,21 @@ test_base64_tripwire(void **state)
 		assert_int_equal(ref, 1);
 	}
 	secret_set_free(s);
+/* Values live in the secure heap and leave it, cleared, with the set. */
+static void
+test_values_in_secure_heap(void **state)
+{
+	size_t used0 = CRYPTO_secure_used();
+	struct secret_set *s;
+
+	assert_int_not_equal(secmem_state(), SECMEM_OFF);
+	s = two();
+	assert_true(CRYPTO_secure_allocated(s->v[0].value));
+	assert_true(CRYPTO_secure_allocated(s->v[1].value));
+	assert_memory_equal(s->v[1].value, "ghp_B", 5);
+	assert_true(CRYPTO_secure_used() > used0);
+	secret_set_free(s);
+	assert_int_equal(CRYPTO_secure_used(), used0);
 }
 
 int
@@ -292,6 +310,10 @@ main(void)
 		cmocka_unit_test(test_scan_seams),
 		cmocka_unit_test(test_credential_headers),
 		cmocka_unit_test(test_base64_tripwire),
+		cmocka_unit_test(test_values_in_secure_heap),
 	};
+
+	/* As the daemon does before its first lane. */
+	(void)secmem_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

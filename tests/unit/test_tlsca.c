@@ -13,12 +13,14 @@
 #include <time.h>
 
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/bn.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include "secmem.h"
 #include "tlsca.h"
 
 static X509 *
@@ -218,6 +220,36 @@ test_cache_bound(void **state)
 	tlsca_free(ca);
 }
 
+/*
+ * The CA's and the leaves' private keys are in the secure heap (mlock'd,
+ * left out of cores): OpenSSL puts an EC key's private BIGNUM there once
+ * the heap is set up, and gives it back, cleared, with the key.
+ */
+static void
+test_keys_in_secure_heap(void **state)
+{
+	char err[128];
+	size_t used0 = CRYPTO_secure_used(), used1;
+	struct tlsca *ca;
+	SSL_CTX *sctx = SSL_CTX_new(TLS_server_method());
+	enum tlsca_err e;
+	X509 *x;
+
+	assert_int_not_equal(secmem_state(), SECMEM_OFF);
+	ca = tlsca_new("al-0123456789abcdef", 86400000ull * 2, 4, err,
+	    sizeof err);
+	assert_non_null(ca);
+	used1 = CRYPTO_secure_used();
+	assert_true(used1 > used0);
+	x = leaf_for(ca, sctx, "a.test", &e);
+	assert_non_null(x);
+	X509_free(x);
+	assert_true(CRYPTO_secure_used() > used1);
+	SSL_CTX_free(sctx);
+	tlsca_free(ca);
+	assert_int_equal(CRYPTO_secure_used(), used0);
+}
+
 int
 main(void)
 {
@@ -226,6 +258,10 @@ main(void)
 		cmocka_unit_test(test_leaf_profile),
 		cmocka_unit_test(test_leaf_within_ca),
 		cmocka_unit_test(test_cache_bound),
+		cmocka_unit_test(test_keys_in_secure_heap),
 	};
+
+	/* As the daemon does before its first lane. */
+	(void)secmem_init();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
