@@ -282,6 +282,8 @@ test_base64_tripwire(void **state)
 		assert_int_equal(ref, 1);
 	}
 	secret_set_free(s);
+}
+
 /* Values live in the secure heap and leave it, cleared, with the set. */
 static void
 test_values_in_secure_heap(void **state)
