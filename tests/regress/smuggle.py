@@ -18,7 +18,10 @@ follow-up head carrying "Authorization: Bearer PLACEHOLDER" and
 "Connection: close", as the issue's attack does; plain requests end the
 connection after one request anyway. So a run ends when the proxy closes
 the guest's connection; WAIT bounds it when it does not (an upstream
-waiting for a body the proxy thinks ended).
+waiting for a body the proxy thinks ended). Then the suite waits for the
+upstream's "close" record of every connection it accepted, and only then
+asks the harness for its count. SMUGGLE_ONLY=NAME runs the cases whose
+name holds NAME; SMUGGLE_TIME=1 prints each run's time.
 
     smuggle.py HARNESS
 """
@@ -43,8 +46,12 @@ HARNESS = sys.argv[1]
 HOST = "api.anthropic.test"
 PH = "AGENTLANE_PH_" + "5a4b3c2d1e0f99887766554433221100"
 VALUE = "sk-SMUGGLE-5ecr3tVALUE-0123456789abcdef"
-# A run the proxy does not end by itself is cut off after WAIT seconds.
-WAIT = float(os.environ.get("SMUGGLE_WAIT", "3"))
+# A run the proxy does not end by itself is cut off after WAIT seconds
+# (only a run where the two sides disagree waits that long; generous for
+# the ASan build on a loaded machine). A next write waits at most HOLD for
+# the answers to what went before: sending it sooner changes no verdict.
+WAIT = float(os.environ.get("SMUGGLE_WAIT", "8"))
+HOLD = min(WAIT / 3, 1.0)
 FOLLOW_UP = (b"GET /final HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"
              b"Connection: close\r\n\r\n" % (HOST.encode(), PH.encode()))
 REFUSALS = (400, 403, 405, 413, 431, 501)
@@ -265,17 +272,17 @@ def run(h, name, writes, mode, up, lane_ca):
         for i, w in enumerate(writes):
             if mode == "tls" and w is writes[-1]:
                 # The follow-up once the case's own requests are answered
-                # (or WAIT/3): a proxy that refused and closed would
+                # (or HOLD): a proxy that refused and closed would
                 # otherwise reset the connection, and its answer with it.
-                d, eof = read_until(c, time.monotonic() + WAIT / 3,
+                d, eof = read_until(c, time.monotonic() + HOLD,
                                     lambda b: len(responses(got + b)) >= len(want) - 1)
                 got += d
                 if eof:
                     break
             c.sendall(w)
             if b"Expect: 100-continue" in w and i + 1 < len(writes):
-                # The body once someone answers the head (or WAIT/3).
-                d, eof = read_until(c, time.monotonic() + WAIT / 3,
+                # The body once someone answers the head (or HOLD).
+                d, eof = read_until(c, time.monotonic() + HOLD,
                                     lambda b: b"\r\n\r\n" in b)
                 got += d
                 if eof:
