@@ -25,8 +25,10 @@ name holds NAME; SMUGGLE_TIME=1 prints each run's time.
 
     smuggle.py HARNESS
 """
+import atexit
 import json
 import re
+import shutil
 import os
 import socket
 import ssl
@@ -399,6 +401,7 @@ def judge(name, mode, up, expect, r):
 
 def main():
     tmp = tempfile.mkdtemp(prefix="al-smuggle.")
+    atexit.register(shutil.rmtree, tmp, True)
     make_certs(tmp)
     cert, key = os.path.join(tmp, "good.pem"), os.path.join(tmp, "good.key")
     lane_ca = os.path.join(tmp, "lane-ca.pem")
@@ -430,7 +433,6 @@ def main():
     report(rc == 0, "the harness exits cleanly (%s)" % rc)
     for u in ups.values():
         u.close()
-    subprocess.run(["rm", "-rf", tmp])
     print("1..%d" % n)
     sys.exit(1 if failed else 0)
 
