@@ -27,6 +27,9 @@ if command -v apt-get >/dev/null 2>&1; then
 	    libcmocka-dev clang llvm libclang-rt-dev \
 	    bubblewrap util-linux procps python3 python3-yaml perl tar git \
 	    passwd mandoc ruby zsh fish nftables iproute2
+	# The differential smuggling suite (tests/regress/smuggle.sh): h11,
+	# a second HTTP/1.1 parser independent of Node's llhttp, as an upstream.
+	$SUDO apt-get install -y -q --no-install-recommends python3-h11
 	# Remote hosts (tests/regress/remote.sh, tests/remote/fixture): a real
 	# OpenSSH server on 127.0.0.1 and the client, as a user would have them.
 	$SUDO apt-get install -y -q --no-install-recommends \
