@@ -24,8 +24,8 @@ proxyreq_head_len(const char *buf, size_t len)
 	return 0;
 }
 
-static bool
-is_tchar(unsigned char c)
+bool
+proxyreq_tchar(uint8_t c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	    (c >= '0' && c <= '9'))
@@ -192,8 +192,8 @@ name_is(const char *name, size_t n, const char *want)
 	return strlen(want) == n && strncasecmp(name, want, n) == 0;
 }
 
-static bool
-is_ows(char c)
+bool
+proxyreq_ows(uint8_t c)
 {
 	return c == ' ' || c == '\t';
 }
@@ -206,10 +206,10 @@ list_has(const char *v, size_t n, const char *token, size_t tn)
 
 	while (t < end) {
 		const char *te;
-		while (t < end && (is_ows(*t) || *t == ','))
+		while (t < end && (proxyreq_ows(*t) || *t == ','))
 			t++;
 		te = t;
-		while (te < end && *te != ',' && !is_ows(*te))
+		while (te < end && *te != ',' && !proxyreq_ows(*te))
 			te++;
 		if (te > t && (size_t)(te - t) == tn &&
 		    strncasecmp(t, token, tn) == 0)
@@ -281,7 +281,7 @@ split_line(const char *head, const char *eol, struct proxyreq *r,
 	if (sp1 == NULL || sp1 == p || (size_t)(sp1 - p) >= sizeof(r->method))
 		FAIL(400, "bad request line");
 	for (const char *q = p; q < sp1; q++)
-		if (!is_tchar((unsigned char)*q))
+		if (!proxyreq_tchar((unsigned char)*q))
 			FAIL(400, "bad method");
 	memcpy(r->method, p, (size_t)(sp1 - p));
 	sp2 = memchr(sp1 + 1, ' ', (size_t)(eol - sp1 - 1));
@@ -305,9 +305,10 @@ split_line(const char *head, const char *eol, struct proxyreq *r,
 }
 
 /* Content-Length digits: 1 to 18 of them, nothing else. */
-static bool
-parse_length(const char *v, size_t n, uint64_t *out)
+bool
+proxyreq_length(const void *p, size_t n, uint64_t *out)
 {
+	const uint8_t *v = p;
 	uint64_t x = 0;
 
 	if (n == 0 || n > 18)
@@ -361,7 +362,7 @@ framing(const char *head, struct proxyreq *r, const char **why)
 		uint64_t n;
 
 		if (proxyreq_field_is(r, head, i, "content-length")) {
-			if (!parse_length(v, vn, &n))
+			if (!proxyreq_length(v, vn, &n))
 				FAIL(400, "bad Content-Length");
 			if (cl && n != r->length)
 				FAIL(400, "conflicting Content-Length");
@@ -417,13 +418,13 @@ split_head(const char *head, size_t len, struct proxyreq *r,
 		if (colon == NULL || colon == p)
 			FAIL(400, "bad header line");
 		for (const char *q = p; q < colon; q++)
-			if (!is_tchar((unsigned char)*q))
+			if (!proxyreq_tchar((unsigned char)*q))
 				FAIL(400, "bad header name");
 		if (r->nfields == PROXYREQ_FIELDS_MAX)
 			FAIL(431, "too many header fields");
-		for (v = colon + 1; v < eol && is_ows(*v); v++)
+		for (v = colon + 1; v < eol && proxyreq_ows(*v); v++)
 			;
-		for (ve = eol; ve > v && is_ows(ve[-1]); ve--)
+		for (ve = eol; ve > v && proxyreq_ows(ve[-1]); ve--)
 			;
 		f = &r->fields[r->nfields++];
 		f->name = (uint32_t)(p - head);
@@ -529,8 +530,8 @@ proxyreq_body_done(const struct proxyreq_body *b)
 	return b->st == PB_DONE && !b->bad;
 }
 
-static int
-hexval(uint8_t c)
+int
+proxyreq_hexval(uint8_t c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -567,7 +568,7 @@ trailers_ok(const char *t, size_t n)
 		if (colon == NULL || colon == p)
 			return false;
 		for (const char *q = p; q < colon; q++)
-			if (!is_tchar((unsigned char)*q))
+			if (!proxyreq_tchar((unsigned char)*q))
 				return false;
 	}
 	return true;
@@ -620,7 +621,7 @@ chunk_byte(struct proxyreq_body *b, uint8_t c)
 		return body_bad(b, "chunk line too long");
 	switch (b->st) {
 	case PB_SIZE:
-		if ((h = hexval(c)) >= 0) {
+		if ((h = proxyreq_hexval(c)) >= 0) {
 			if (++b->digits > 15)
 				return body_bad(b, "chunk too large");
 			b->left = b->left * 16 + (uint64_t)h;

@@ -122,6 +122,16 @@ size_t proxyreq_body_feed(struct proxyreq_body *, const uint8_t *p, size_t n,
     proxyreq_data_fn *, void *arg);
 bool proxyreq_body_done(const struct proxyreq_body *);
 
+/*
+ * RFC 9110's token and blank characters, a hex digit's value (or -1), and
+ * Content-Length digits (1 to 18 of them, nothing else): shared with the
+ * response parser (proxyresp.c), so that both sides read them alike.
+ */
+bool proxyreq_tchar(uint8_t c);
+bool proxyreq_ows(uint8_t c);
+int proxyreq_hexval(uint8_t c);
+bool proxyreq_length(const void *v, size_t n, uint64_t *out);
+
 /* Length of the head at the start of buf (through CRLFCRLF), or 0. */
 size_t proxyreq_head_len(const char *buf, size_t len);
 

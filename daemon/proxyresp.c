@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "proxyreq.h"
 #include "proxyresp.h"
 #include "wire.h"
 
@@ -315,21 +316,6 @@ body_end(struct proxyresp *r, proxyresp_out_fn *out, void *arg)
 /* ---- Heads ---- */
 
 static bool
-is_tchar(uint8_t c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return true;
-	return c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool
-is_ows(uint8_t c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static bool
 name_is(const uint8_t *name, size_t n, const char *want)
 {
 	return strlen(want) == n && strncasecmp((const char *)name, want,
@@ -350,9 +336,9 @@ list_each(const uint8_t *v, size_t n, bool (*fn)(const uint8_t *, size_t,
 		const uint8_t *e = memchr(t, ',', (size_t)(end - t)), *te;
 		if (e == NULL)
 			e = end;
-		for (te = e; te > t && is_ows(te[-1]); te--)
+		for (te = e; te > t && proxyreq_ows(te[-1]); te--)
 			;
-		while (t < te && is_ows(*t))
+		while (t < te && proxyreq_ows(*t))
 			t++;
 		if (te > t && !fn(t, (size_t)(te - t), arg))
 			return false;
@@ -384,23 +370,6 @@ struct head {
 	uint64_t length;
 };
 
-/* Content-Length digits: 1 to 18 of them, nothing else. */
-static bool
-parse_length(const uint8_t *v, size_t n, uint64_t *out)
-{
-	uint64_t x = 0;
-
-	if (n == 0 || n > 18)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (v[i] < '0' || v[i] > '9')
-			return false;
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	}
-	*out = x;
-	return true;
-}
-
 /* One header field (value trimmed) as it bears on framing. */
 static bool
 field(struct proxyresp *r, struct head *h, const uint8_t *name, size_t nn,
@@ -409,7 +378,7 @@ field(struct proxyresp *r, struct head *h, const uint8_t *name, size_t nn,
 	uint64_t x;
 
 	if (name_is(name, nn, "content-length")) {
-		if (!parse_length(v, vn, &x))
+		if (!proxyreq_length(v, vn, &x))
 			FAIL(PROXYRESP_BAD, "bad Content-Length");
 		if (h->cl && x != h->length)
 			FAIL(PROXYRESP_BAD, "conflicting Content-Length");
@@ -505,17 +474,17 @@ split_head(struct proxyresp *r, struct head *h, size_t *olen)
 		const uint8_t *colon, *v, *ve;
 
 		eol = memchr(p, '\r', (size_t)(end + 2 - p));
-		if (is_ows(*p))
+		if (proxyreq_ows(*p))
 			FAIL(PROXYRESP_BAD, "folded header in a response");
 		colon = memchr(p, ':', (size_t)(eol - p));
 		if (colon == NULL || colon == p)
 			FAIL(PROXYRESP_BAD, "bad header line in a response");
 		for (const uint8_t *q = p; q < colon; q++)
-			if (!is_tchar(*q))
+			if (!proxyreq_tchar(*q))
 				FAIL(PROXYRESP_BAD, "bad header name in a response");
-		for (v = colon + 1; v < eol && is_ows(*v); v++)
+		for (v = colon + 1; v < eol && proxyreq_ows(*v); v++)
 			;
-		for (ve = eol; ve > v && is_ows(ve[-1]); ve--)
+		for (ve = eol; ve > v && proxyreq_ows(ve[-1]); ve--)
 			;
 		if (!field(r, h, p, (size_t)(colon - p), v, (size_t)(ve - v)))
 			return false;
@@ -670,18 +639,6 @@ head_feed(struct proxyresp *r, const uint8_t *p, size_t n,
 
 /* ---- Chunked framing ---- */
 
-static int
-hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* One byte of chunk framing (not data); false when it is refused. */
 static bool
 chunk_byte(struct proxyresp *r, uint8_t c, proxyresp_out_fn *out, void *arg)
@@ -692,7 +649,7 @@ chunk_byte(struct proxyresp *r, uint8_t c, proxyresp_out_fn *out, void *arg)
 		FAIL(PROXYRESP_BAD, "chunk line too long");
 	switch (r->st) {
 	case S_SIZE:
-		if ((h = hexval(c)) >= 0) {
+		if ((h = proxyreq_hexval(c)) >= 0) {
 			if (++r->digits > 15)
 				FAIL(PROXYRESP_BAD, "chunk too large");
 			r->left = r->left * 16 + (uint64_t)h;
