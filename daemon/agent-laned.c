@@ -30,6 +30,7 @@
 #include "lima.h"
 #include "listener.h"
 #include "log.h"
+#include "names.h"
 #include "pool.h"
 #include "proc.h"
 #include "reaper.h"
@@ -45,7 +46,7 @@
 extern char **environ;
 
 /* Longest instance-socket suffix Lima creates: "/" + name + "/ssh.sock.1234567890123456". */
-#define LIMA_SOCK_SUFFIX (1 + LIMA_NAME_LEN + 26)
+#define LIMA_SOCK_SUFFIX (1 + NAMES_LANE_LEN + 26)
 
 static void __attribute__((noreturn))
 usage(int status)

@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "image.h"
 #include "lanesecret.h"
 #include "log.h"
+#include "names.h"
 #include "netpolicy.h"
 #include "proxy.h"
 #include "units.h"
@@ -348,7 +348,7 @@ config_add_shape(struct config *c, const char *value, char *err, size_t errlen)
 				goto bad;
 			sh.memory_mib = (uint32_t)(v >> 20);
 		} else if (strcmp(tok, "image") == 0) {
-			if (!image_name_valid(eq))
+			if (!names_image_valid(eq))
 				goto bad;
 			str_copy(sh.image, eq, sizeof sh.image);
 		} else if (strcmp(tok, "disk") == 0) {

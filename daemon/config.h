@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "names.h"
+
 #define POOL_SHAPES_MAX 8	/* pool_shape lines */
 #define POOL_LANES_MAX 64	/* pool lanes of all shapes together */
 
@@ -20,7 +22,7 @@
 struct pool_shape {
 	uint32_t count;
 	uint32_t cpus, memory_mib, disk_gib;	/* 0: the default_* key */
-	char image[64];		/* "": the base template; IMAGE_NAME_SIZE */
+	char image[NAMES_IMAGE_SIZE];	/* "": the base template */
 	/*
 	 * The network policy, which the configuration does not set per
 	 * shape: the pool fills it in (pool.c) from the network keys.

@@ -8,6 +8,7 @@
 #include "laned.h"
 #include "lima.h"
 #include "log.h"
+#include "names.h"
 #include "registry.h"
 #include "util.h"
 #include "vm.h"
@@ -23,20 +24,6 @@ struct hold {
 struct images {
 	TAILQ_HEAD(, hold) holds;
 };
-
-/* ---- Names ---- */
-
-bool
-image_name_valid(const char *s)
-{
-	size_t n;
-
-	if (s == NULL || (n = strlen(s)) == 0 || n >= IMAGE_NAME_SIZE)
-		return false;
-	if (strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) == NULL)
-		return false;
-	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
 
 /* ---- Holds ---- */
 
@@ -84,7 +71,7 @@ image_hold(struct laned *d, const char *name,
 	struct hold *h;
 	int rc;
 
-	if (!image_name_valid(name)) {
+	if (!names_image_valid(name)) {
 		snprintf(err, errlen, "invalid image name");
 		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 	}
@@ -99,7 +86,8 @@ image_hold(struct laned *d, const char *name,
 		    name);
 		return AGENTLANE__V1__ERROR_CODE__INTERNAL;
 	}
-	if (rec.state != IMAGE_READY || !lima_image_name_valid(rec.instance)) {
+	if (rec.state != IMAGE_READY ||
+	    !names_image_instance_valid(rec.instance)) {
 		snprintf(err, errlen, "image %s is still being built", name);
 		return AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION;
 	}
@@ -224,7 +212,7 @@ image_handle_get(struct laned *d, struct conn *c, const char *name)
 	struct image_record rec;
 	int rc;
 
-	if (!image_name_valid(name)) {
+	if (!names_image_valid(name)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "invalid image name");
 		return;
@@ -323,7 +311,7 @@ image_handle_remove(struct laned *d, struct conn *c, const char *name)
 	struct hold *h;
 	int rc;
 
-	if (!image_name_valid(name)) {
+	if (!names_image_valid(name)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "invalid image name");
 		return;
@@ -352,7 +340,7 @@ image_handle_remove(struct laned *d, struct conn *c, const char *name)
 		    "when they are done", name, h->n);
 		return;
 	}
-	if (!lima_image_name_valid(rec.instance)) {
+	if (!names_image_instance_valid(rec.instance)) {
 		hold_drop_if_idle(d, h);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "image %s has an invalid instance name", name);
@@ -453,7 +441,7 @@ image_recover(struct laned *d)
 			continue;
 		}
 		/* A build the last daemon did not finish: undo it. */
-		if (!lima_image_name_valid(v[i].instance))
+		if (!names_image_instance_valid(v[i].instance))
 			continue;
 		r = xcalloc(1, sizeof *r);
 		r->d = d;

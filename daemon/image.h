@@ -22,9 +22,6 @@ struct conn;
 
 #define IMAGE_SCRIPTS_N 64		/* provision scripts of an image */
 
-/* 1-63 characters of [a-z0-9._-], starting with a letter or digit. */
-bool image_name_valid(const char *);
-
 void image_init(struct laned *);
 /* Start-up: builds left "building" by a dead daemon are deleted. */
 void image_recover(struct laned *);

@@ -13,6 +13,7 @@
 #include "laned.h"
 #include "lima.h"
 #include "log.h"
+#include "names.h"
 #include "registry.h"
 #include "sha256.h"
 #include "util.h"
@@ -300,7 +301,7 @@ image_build_check(const struct config *cfg,
 
 	memset(plan, 0, sizeof *plan);
 	plan->named = req->name != NULL && req->name[0] != '\0';
-	if (plan->named && !image_name_valid(req->name)) {
+	if (plan->named && !names_image_valid(req->name)) {
 		snprintf(err, errlen, "image names are 1-63 characters of "
 		    "[a-z0-9._-], starting with a letter or digit");
 		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
@@ -322,7 +323,7 @@ image_build_check(const struct config *cfg,
 		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
 	}
 	if (req->from != NULL && req->from[0] != '\0') {
-		if (from == NULL || !image_name_valid(req->from) ||
+		if (from == NULL || !names_image_valid(req->from) ||
 		    strcmp(from->name, req->from) != 0) {
 			snprintf(err, errlen, "no image %.64s to build from",
 			    req->from);
@@ -909,7 +910,7 @@ image_handle_build(struct laned *d, struct conn *c,
 	int rc;
 
 	memset(&from, 0, sizeof from);
-	if (req->from != NULL && image_name_valid(req->from) &&
+	if (req->from != NULL && names_image_valid(req->from) &&
 	    (rc = registry_image_get(d->reg, req->from, &from)) != REG_OK &&
 	    rc != REG_NOT_FOUND) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,

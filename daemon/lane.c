@@ -12,6 +12,7 @@
 #include "lanelog.h"
 #include "lima.h"
 #include "log.h"
+#include "names.h"
 #include "netpolicy.h"
 #include "registry.h"
 #include "util.h"
@@ -146,32 +147,6 @@ lane_changed(struct laned *d)
 
 /* ---- Lane references: name, alias or name prefix ---- */
 
-/*
- * The shape of an alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
- * "ali-..." (a VM name, or its prefix, would then mean two things).
- */
-bool
-lane_alias_shape(const char *s)
-{
-	size_t n = s != NULL ? strlen(s) : 0;
-
-	return n >= 1 && n <= LANE_ALIAS_MAX &&
-	    strchr("abcdefghijklmnopqrstuvwxyz0123456789", s[0]) != NULL &&
-	    s[0] != '\0' &&
-	    strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n &&
-	    strncmp(s, "al-", 3) != 0 && strncmp(s, "ali-", 4) != 0;
-}
-
-bool
-lane_alias_valid(const char *s)
-{
-	size_t hex = s != NULL ? strspn(s, "0123456789abcdef") : 0;
-
-	/* "0655" would be both an alias and the digits of al-0655... */
-	return lane_alias_shape(s) && !(s[hex] == '\0' &&
-	    hex <= LANE_NAME_SIZE - 4);
-}
-
 /* Candidates an ambiguous reference lists at most. */
 #define LANE_REF_CANDIDATES 5
 
@@ -184,14 +159,6 @@ struct lane_ref {
 	bool prefix_live;
 };
 
-static bool
-all_hex(const char *s, size_t max)
-{
-	size_t n = strspn(s, "0123456789abcdef");
-
-	return s[n] == '\0' && n <= max;
-}
-
 /* Looks ref up as an alias and as a name prefix. False: registry error. */
 static bool
 ref_lookup(struct laned *d, const char *ref, struct lane_ref *m)
@@ -201,9 +168,9 @@ ref_lookup(struct laned *d, const char *ref, struct lane_ref *m)
 
 	memset(m, 0, sizeof *m);
 	prefix[0] = '\0';
-	if (strncmp(ref, "al-", 3) == 0 && all_hex(ref + 3, LANE_NAME_SIZE - 5))
+	if (names_lane_prefix(ref))
 		str_copy(prefix, ref, sizeof prefix);
-	else if (lane_alias_shape(ref)) {
+	else if (names_alias_shape(ref)) {
 		/* Shape, not validity: a row may predate the hex rule. */
 		rc = registry_lane_by_alias(d->reg, ref, m->alias);
 		if (rc != REG_OK && rc != REG_NOT_FOUND)
@@ -213,8 +180,9 @@ ref_lookup(struct laned *d, const char *ref, struct lane_ref *m)
 		else
 			m->alias_live = lane_find(d, m->alias) != NULL;
 		/* Hex digits: also the digits of a name. */
-		if (all_hex(ref, LANE_NAME_SIZE - 4))
-			snprintf(prefix, sizeof prefix, "al-%s", ref);
+		if (names_lane_digits(ref))
+			snprintf(prefix, sizeof prefix, "%s%s",
+			    NAMES_LANE_PREFIX, ref);
 	}
 	if (prefix[0] != '\0' && registry_lane_by_prefix(d->reg, prefix,
 	    m->cand, LANE_REF_CANDIDATES, &m->n, &m->prefix_live) != REG_OK)
@@ -258,15 +226,15 @@ lane_resolve(struct laned *d, struct conn *c, const char *ref,
 		    "no lane given (a name, an alias or a name prefix)");
 		return false;
 	}
-	if (lima_name_valid(ref)) {
+	if (names_lane_valid(ref)) {
 		str_copy(name, ref, LANE_NAME_SIZE);
 		return true;
 	}
 	/* Shown sanitized: it may be anything a client sent. */
 	str_copy(shown, ref, sizeof shown);
 	str_sanitize(shown);
-	if (!lane_alias_shape(ref) && !(strncmp(ref, "al-", 3) == 0 &&
-	    all_hex(ref + 3, LANE_NAME_SIZE - 5))) {
+	/* "al-" alone is no prefix: an empty $ID must not mean every lane. */
+	if (!names_alias_shape(ref) && !names_lane_prefix(ref)) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
 		    "\"%s\" is not a lane name, alias or name prefix", shown);
 		return false;
@@ -302,8 +270,8 @@ lane_resolve(struct laned *d, struct conn *c, const char *ref,
 	}
 	if (m.n == 0) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    all_hex(ref, LANE_NAME_SIZE - 4) || strncmp(ref, "al-", 3) ==
-		    0 ? "no lane %s (no alias, and no lane name begins so)" :
+		    names_lane_digits(ref) || names_lane_prefix(ref) ?
+		    "no lane %s (no alias, and no lane name begins so)" :
 		    "no lane %s", shown);
 		return false;
 	}

@@ -187,27 +187,17 @@ void lane_recover(struct lane *);
 void lane_destroy(struct lane *, int code, const char *reason);
 
 /*
- * The shape of an alias: [a-z0-9][a-z0-9._-]{0,62}, and not "al-..." or
- * "ali-..." (a VM name, or its prefix, would then mean two things).
- */
-bool lane_alias_shape(const char *);
-/*
- * A new create --name alias: that shape, and not 1-16 hex digits alone,
- * which are also the digits of lane names (a prefix; lane_resolve). Rows
- * from before this rule may still hold such an alias.
- */
-bool lane_alias_valid(const char *);
-
-/*
  * What a client calls a lane, made its al- name: the name itself, its
  * alias (the live lane with it, else the last one that had it), or a
- * prefix of its name, with or without "al-", that one lane has (live lanes
- * first, then any). A reference that is both an alias and a prefix (an
- * all-hex alias from before lane_alias_valid refused them) goes to the
- * live one; both live, or both ended, is AMBIGUOUS. Every call that names
- * a lane resolves it here, once, at its top, and uses only the name after
- * that. False: c was answered (INVALID_ARGUMENT, NOT_FOUND, or AMBIGUOUS
- * listing the candidates).
+ * prefix of its name, with or without "al-" but with at least one digit
+ * (names.h), that one lane has (live lanes first, then any). "al-" alone
+ * is no prefix: INVALID_ARGUMENT, never every lane. A reference that is
+ * both an alias and a prefix (an all-hex alias from before
+ * names_alias_valid refused them) goes to the live one; both live, or
+ * both ended, is AMBIGUOUS. Every call that names a lane resolves it here,
+ * once, at its top, and uses only the name after that. False: c was
+ * answered (INVALID_ARGUMENT, NOT_FOUND, or AMBIGUOUS listing the
+ * candidates).
  */
 bool lane_resolve(struct laned *, struct conn *, const char *ref,
     char name[LANE_NAME_SIZE]);

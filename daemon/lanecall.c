@@ -13,6 +13,7 @@
 #include "lanesecret.h"
 #include "lima.h"
 #include "log.h"
+#include "names.h"
 #include "netpolicy.h"
 #include "pool.h"
 #include "registry.h"
@@ -373,7 +374,7 @@ lane_token_parse(const char *tok, struct lane_cursor *cur)
 
 	if (strncmp(tok, "L1.", 3) != 0 ||
 	    !parse_i64(tok + 3, &end, &cur->created_at_ms) || *end != '.' ||
-	    !lima_name_valid(end + 1))
+	    !names_lane_valid(end + 1))
 		return false;
 	str_copy(cur->name, end + 1, sizeof cur->name);
 	return true;

@@ -14,6 +14,7 @@
 #include "lanecreate.h"
 #include "lanenet.h"
 #include "lanesecret.h"
+#include "names.h"
 #include "secret.h"
 #include "lima.h"
 #include "log.h"
@@ -236,7 +237,7 @@ lane_create_check(const struct config *cfg,
 		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 	}
 	if (req->alias != NULL && req->alias[0] != '\0') {
-		if (!lane_alias_valid(req->alias)) {
+		if (!names_alias_valid(req->alias)) {
 			snprintf(err, errlen, "a lane name (--name) is 1-%d of "
 			    "[a-z0-9._-], beginning with a letter or digit, not "
 			    "\"al-\" or \"ali-\" (the VMs' names), and not "
@@ -246,7 +247,7 @@ lane_create_check(const struct config *cfg,
 		str_copy(plan->alias, req->alias, sizeof plan->alias);
 	}
 	if (req->image != NULL && req->image[0] != '\0') {
-		if (!image_name_valid(req->image)) {
+		if (!names_image_valid(req->image)) {
 			snprintf(err, errlen, "invalid image name");
 			return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 		}

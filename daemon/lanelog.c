@@ -12,6 +12,7 @@
 #include "lima.h"
 #include "listener.h"
 #include "log.h"
+#include "names.h"
 #include "registry.h"
 #include "util.h"
 
@@ -29,7 +30,7 @@ bool
 lanelog_kept_dir(const struct laned *d, const char *name, char *buf,
     size_t len)
 {
-	if (!lima_name_valid(name))
+	if (!names_lane_valid(name))
 		return false;
 	return (size_t)snprintf(buf, len, "%s/log/lanes/%s", d->cfg.state_dir,
 	    name) < len;
@@ -202,7 +203,7 @@ lanelog_discard(struct laned *d, const char *name)
 void
 lanelog_prune(struct laned *d)
 {
-	char dir[PATH_MAX], names[64][LIMA_NAME_LEN + 1];
+	char dir[PATH_MAX], names[64][NAMES_LANE_LEN + 1];
 	struct lane_record rec;
 	struct dirent *de;
 	size_t n = 0;
@@ -213,7 +214,7 @@ lanelog_prune(struct laned *d)
 		return;
 	/* Removed after the scan, a bounded batch; the next tick goes on. */
 	while (n < sizeof names / sizeof *names && (de = readdir(dp)) != NULL)
-		if (lima_name_valid(de->d_name) && registry_lane_get(d->reg,
+		if (names_lane_valid(de->d_name) && registry_lane_get(d->reg,
 		    de->d_name, &rec) == REG_NOT_FOUND)
 			str_copy(names[n++], de->d_name, sizeof names[0]);
 	closedir(dp);

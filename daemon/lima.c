@@ -14,6 +14,7 @@
 #include "compat.h"
 #include "lima.h"
 #include "log.h"
+#include "names.h"
 #include "netpolicy.h"
 #include "util.h"
 
@@ -143,55 +144,28 @@ lima_name_generate(char *name, size_t size)
 	unsigned char rnd[8];
 	size_t i;
 
-	if (size < LIMA_NAME_LEN + 1 || compat_random(rnd, sizeof rnd) == -1)
+	if (size < NAMES_LANE_LEN + 1 || compat_random(rnd, sizeof rnd) == -1)
 		return -1;
-	memcpy(name, LIMA_NAME_PREFIX, 3);
+	memcpy(name, NAMES_LANE_PREFIX, NAMES_LANE_PREFIX_LEN);
 	for (i = 0; i < sizeof rnd; i++) {
 		name[3 + 2 * i] = hexdigits[rnd[i] >> 4];
 		name[3 + 2 * i + 1] = hexdigits[rnd[i] & 0xf];
 	}
-	name[LIMA_NAME_LEN] = '\0';
+	name[NAMES_LANE_LEN] = '\0';
 	return 0;
-}
-
-bool
-lima_name_valid(const char *name)
-{
-	if (name == NULL || strncmp(name, LIMA_NAME_PREFIX, 3) != 0)
-		return false;
-	for (size_t i = 3; i < LIMA_NAME_LEN; i++)
-		if (name[i] == '\0' || strchr(hexdigits, name[i]) == NULL)
-			return false;
-	return name[LIMA_NAME_LEN] == '\0';
 }
 
 int
 lima_image_name_generate(char *name, size_t size)
 {
-	char lane[LIMA_NAME_LEN + 1];
+	char lane[NAMES_LANE_LEN + 1];
 
-	if (size < LIMA_IMAGE_NAME_LEN + 1 ||
+	if (size < NAMES_IMAGE_INSTANCE_LEN + 1 ||
 	    lima_name_generate(lane, sizeof lane) == -1)
 		return -1;
-	snprintf(name, size, "%s%s", LIMA_IMAGE_PREFIX, lane + 3);
+	snprintf(name, size, "%s%s", NAMES_IMAGE_PREFIX,
+	    lane + NAMES_LANE_PREFIX_LEN);
 	return 0;
-}
-
-bool
-lima_image_name_valid(const char *name)
-{
-	if (name == NULL || strncmp(name, LIMA_IMAGE_PREFIX, 4) != 0)
-		return false;
-	for (size_t i = 4; i < LIMA_IMAGE_NAME_LEN; i++)
-		if (name[i] == '\0' || strchr(hexdigits, name[i]) == NULL)
-			return false;
-	return name[LIMA_IMAGE_NAME_LEN] == '\0';
-}
-
-bool
-lima_instance_name_valid(const char *name)
-{
-	return lima_name_valid(name) || lima_image_name_valid(name);
 }
 
 /* True if a "/"-separated path has a ".." component. */
@@ -330,7 +304,7 @@ lima_instance_dir(const struct lima *l, const char *name, char *buf, size_t len)
 {
 	int n;
 
-	if (!lima_instance_name_valid(name))
+	if (!names_instance_valid(name))
 		return false;
 	n = snprintf(buf, len, "%s/%s", l->home, name);
 	return n > 0 && (size_t)n < len;
@@ -373,14 +347,14 @@ int
 lima_scan_images(const struct lima *l, void (*cb)(const char *, void *),
     void *arg)
 {
-	return scan_instances(l, lima_image_name_valid, cb, arg);
+	return scan_instances(l, names_image_instance_valid, cb, arg);
 }
 
 int
 lima_scan_lanes(const struct lima *l, void (*cb)(const char *, void *),
     void *arg)
 {
-	return scan_instances(l, lima_name_valid, cb, arg);
+	return scan_instances(l, names_lane_valid, cb, arg);
 }
 
 /* Builds argv from a NULL-terminated list of strings to duplicate. */
@@ -419,7 +393,7 @@ lima_argv_create(const struct lima *l, const char *name, const char *yaml_path)
 {
 	char flag[64];
 
-	if (!lima_instance_name_valid(name))
+	if (!names_instance_valid(name))
 		return NULL;
 	snprintf(flag, sizeof flag, "--name=%s", name);
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
@@ -431,7 +405,7 @@ lima_argv_start(const struct lima *l, const char *name, uint64_t timeout_ms)
 {
 	char flag[64];
 
-	if (!lima_instance_name_valid(name))
+	if (!names_instance_valid(name))
 		return NULL;
 	snprintf(flag, sizeof flag, "--timeout=%llus",
 	    (unsigned long long)((timeout_ms + 999) / 1000));
@@ -442,7 +416,7 @@ lima_argv_start(const struct lima *l, const char *name, uint64_t timeout_ms)
 char **
 lima_argv_delete(const struct lima *l, const char *name)
 {
-	if (!lima_instance_name_valid(name))
+	if (!names_instance_valid(name))
 		return NULL;
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
 	    "delete", "--force", name, NULL });
@@ -451,7 +425,7 @@ lima_argv_delete(const struct lima *l, const char *name)
 char **
 lima_argv_stop(const struct lima *l, const char *name)
 {
-	if (!lima_instance_name_valid(name))
+	if (!names_instance_valid(name))
 		return NULL;
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
 	    "stop", name, NULL });
@@ -460,7 +434,7 @@ lima_argv_stop(const struct lima *l, const char *name)
 char **
 lima_argv_clone(const struct lima *l, const char *image, const char *to)
 {
-	if (!lima_image_name_valid(image) || !lima_instance_name_valid(to))
+	if (!names_image_instance_valid(image) || !names_instance_valid(to))
 		return NULL;
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
 	    "clone", image, to, NULL });
@@ -636,7 +610,7 @@ lima_argv_shell(const struct lima *l, const char *name, const char *const *cmd)
 	size_t n = 0, i, j = 0;
 	char **argv;
 
-	if (!lima_instance_name_valid(name))
+	if (!names_instance_valid(name))
 		return NULL;
 	while (cmd[n] != NULL)
 		n++;

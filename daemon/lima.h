@@ -3,8 +3,9 @@
  * lane YAML, the layout of the Lima home and the `list --json` format.
  *
  * Lane names are made here and nowhere else ("al-" + 16 lowercase hex digits
- * from the OS random source), and every argv builder re-validates the name it
- * is given, so a client string can never reach limactl as an instance name.
+ * from the OS random source; their shape is names.h's), and every argv
+ * builder re-validates the name it is given, so a client string can never
+ * reach limactl as an instance name.
  */
 #ifndef LANED_LIMA_H
 #define LANED_LIMA_H
@@ -12,15 +13,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#define LIMA_NAME_PREFIX "al-"
-#define LIMA_NAME_LEN 19	/* strlen("al-") + 16 */
-/*
- * Images are instances too, named "ali-" + 16 hex: never a lane name, so an
- * image can never be handed out, exec'd into or destroyed as a lane.
- */
-#define LIMA_IMAGE_PREFIX "ali-"
-#define LIMA_IMAGE_NAME_LEN 20
 
 struct lima_lane_spec {
 	uint32_t cpus;
@@ -67,14 +59,10 @@ const char *lima_home(const struct lima *);
 /* The environment every limactl child gets: ours with LIMA_HOME replaced. */
 char *const *lima_envp(const struct lima *);
 
-/* Fills name (LIMA_NAME_LEN + 1 bytes) from the OS random source. */
+/* Fills name (NAMES_LANE_LEN + 1 bytes) from the OS random source. */
 int lima_name_generate(char *name, size_t size);
-bool lima_name_valid(const char *name);
 /* Image instance names: the same random source, the "ali-" prefix. */
 int lima_image_name_generate(char *name, size_t size);
-bool lima_image_name_valid(const char *name);
-/* A lane or an image: what the argv builders accept. */
-bool lima_instance_name_valid(const char *name);
 
 /*
  * Checks that a base template cannot bring host surface: only Lima's image

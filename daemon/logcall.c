@@ -16,6 +16,7 @@
 #include "lima.h"
 #include "log.h"
 #include "logcall.h"
+#include "names.h"
 #include "registry.h"
 #include "util.h"
 
@@ -39,7 +40,7 @@ struct logsrc {
 struct logcall {
 	struct laned *d;
 	struct conn *c;
-	char lane[LIMA_NAME_LEN + 1];	/* empty: the daemon's log */
+	char lane[NAMES_LANE_LEN + 1];	/* empty: the daemon's log */
 	bool follow;
 	uint64_t cap;		/* bytes of each file's end at the start */
 	size_t chunk;		/* data per frame */

@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LANE_NAME_SIZE 20	/* "al-" + 16 hex + NUL */
+#include "names.h"
+
+#define LANE_NAME_SIZE (NAMES_LANE_LEN + 1)	/* "al-" + 16 hex + NUL */
 #define LANE_WORKSPACE_MAX 1024
 #define LANE_ERROR_MAX 512
 #define LANE_LABELS_MAX 16
@@ -23,7 +25,7 @@
 #define LANE_ALLOW_TEXT_MAX 2048	/* NETPOLICY_ALLOW_TEXT_MAX */
 #define LANE_NET_NOTE_MAX 256
 /* create --name: [a-z0-9][a-z0-9._-]{0,62}, not beginning "al-". */
-#define LANE_ALIAS_MAX 63
+#define LANE_ALIAS_MAX NAMES_ALIAS_MAX
 #define LANE_ALIAS_SIZE (LANE_ALIAS_MAX + 1)
 /* create --secret: names, hosts and headers, LANESECRET_TEXT_MAX. */
 #define LANE_SECRETS_TEXT_MAX 2048
@@ -243,9 +245,9 @@ int registry_events_list(struct registry *, const char *lane,
 int registry_prune(struct registry *, int64_t cutoff_ms, size_t *pruned);
 /* ---- Images (daemon/image.c) ---- */
 
-#define IMAGE_NAME_SIZE 64	/* user name: 1-63 of [a-z0-9._-] */
+#define IMAGE_NAME_SIZE NAMES_IMAGE_SIZE	/* 1-63 of [a-z0-9._-] + NUL */
 #define IMAGE_ID_SIZE 65	/* sha256 hex */
-#define IMAGE_INSTANCE_SIZE 21	/* "ali-" + 16 hex + NUL */
+#define IMAGE_INSTANCE_SIZE (NAMES_IMAGE_INSTANCE_LEN + 1) /* "ali-"+16 hex */
 #define IMAGE_SCRIPTS_MAX 2048	/* script names, '\n'-separated */
 
 enum image_state { IMAGE_BUILDING = 1, IMAGE_READY = 2 };

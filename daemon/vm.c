@@ -16,6 +16,7 @@
 #include "laned.h"
 #include "lima.h"
 #include "log.h"
+#include "names.h"
 #include "proc.h"
 #include "registry.h"
 #include "units.h"
@@ -47,7 +48,7 @@ static const char *const op_verbs[] = {
 
 struct vm {
 	struct laned *d;
-	char name[LIMA_IMAGE_NAME_LEN + 1];
+	char name[NAMES_IMAGE_INSTANCE_LEN + 1];
 	void *arg;
 	enum vm_op op;
 	struct proc *proc;
@@ -695,7 +696,7 @@ vm_remove_halfmade(int home_fd, const char *name, char *err, size_t errlen)
 	int fd;
 
 	memset(&w, 0, sizeof w);
-	if (!lima_instance_name_valid(name)) {
+	if (!names_instance_valid(name)) {
 		snprintf(err, errlen, "not an instance name");
 		errno = EINVAL;
 		return -1;

@@ -56,7 +56,7 @@ typedef void (*vm_failed_cb)(struct vm *, const char *why, unsigned attempt,
 typedef void (*vm_gone_cb)(struct vm *, void *arg);
 
 /*
- * Register before create: fills name (size > LIMA_IMAGE_NAME_LEN) with a
+ * Register before create: fills name (size > NAMES_IMAGE_INSTANCE_LEN) with a
  * fresh instance name ("al-" + 16 hex for a lane, "ali-" for an image)
  * that no directory of the Lima home has, and calls insert(arg) to commit
  * the row that names it, with a new name while insert returns REG_EXISTS

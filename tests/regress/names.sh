@@ -43,14 +43,39 @@ check_eq "a unique prefix of the name" "$L" "$(ctl show --json "${L:0:6}" | json
 check_eq "the hex digits alone" "$L" "$(ctl show --json "${L:3:5}" | json_field '["name"]')"
 check_eq "exec by prefix" hi "$(ctl exec "${L:0:8}" -- echo hi)"
 L2=$(ctl create)
-OUT=$(ctl show al- 2>&1); RC=$?
+# Two lanes whose names begin with the same digit: L and L2 if they do,
+# else two ended lanes (made and removed until two share a digit that
+# neither live lane has; a live match would win over them).
+P= C1=$L C2=$L2
+if [ "${L:3:1}" = "${L2:3:1}" ]; then
+	P=${L:0:4}
+else
+	declare -A ended=()
+	for _ in $(seq 1 48); do
+		E=$(ctl create) && ctl rm "$E" >/dev/null || break
+		d=${E:3:1}
+		if [ "$d" = "${L:3:1}" ] || [ "$d" = "${L2:3:1}" ]; then
+			continue
+		fi
+		if [ -n "${ended[$d]:-}" ]; then
+			P=al-$d C1=${ended[$d]} C2=$E
+			break
+		fi
+		ended[$d]=$E
+	done
+fi
+check_match "two lanes share a prefix ($P)" '^al-[0-9a-f]$' "$P"
+OUT=$(ctl show "$P" 2>&1); RC=$?
 check_eq "an ambiguous prefix fails" 1 "$RC"
 check_match "with a typed error" 'AMBIGUOUS' "$OUT"
-check_match "that lists the candidates" "$L" "$OUT"
-check_match "all of them" "$L2" "$OUT"
-OUT=$(ctl rm al- 2>&1); RC=$?
+check_match "that lists the candidates" "$C1" "$OUT"
+check_match "all of them" "$C2" "$OUT"
+OUT=$(ctl rm "$P" 2>&1); RC=$?
 check_eq "rm of an ambiguous prefix destroys nothing" "2 ready ready" \
     "$(ctl ls -q | wc -l) $(lane_state "$L") $(lane_state "$L2")"
+OUT=$(ctl show al- 2>&1); RC=$?
+check_eq "\"al-\" alone is no prefix: a usage error (issue 31)" "2 INVALID_ARGUMENT" \
+    "$RC $(printf '%s\n' "$OUT" | grep -o INVALID_ARGUMENT | head -1)"
 OUT=$(ctl show nosuch 2>&1); RC=$?
 check_eq "an unknown alias fails" 1 "$RC"
 check_match "as NOT_FOUND" 'NOT_FOUND' "$OUT"

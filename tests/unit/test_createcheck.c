@@ -15,6 +15,7 @@
 #include "config.h"
 #include "lane.h"
 #include "lanecreate.h"
+#include "names.h"
 #include "netpolicy.h"
 #include "units.h"
 
@@ -322,18 +323,18 @@ test_alias_and_owned(void **state)
 	caps();
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
 		req.alias = (char *)good[i];
-		assert_true(lane_alias_valid(good[i]));
+		assert_true(names_alias_valid(good[i]));
 		assert_int_equal(check(&req, 0, &plan, NULL), OK);
 		assert_string_equal(plan.alias, good[i]);
 	}
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		req.alias = (char *)bad[i];
-		assert_false(lane_alias_valid(bad[i]));
+		assert_false(names_alias_valid(bad[i]));
 		assert_int_equal(check(&req, 0, &plan, "--name"), INVALID);
 	}
 	/* Still an alias's shape, so that rows from before resolve. */
-	assert_true(lane_alias_shape("0655"));
-	assert_false(lane_alias_shape("al-0655"));
+	assert_true(names_alias_shape("0655"));
+	assert_false(names_alias_shape("al-0655"));
 	memset(longest, 'a', sizeof longest);
 	longest[LANE_ALIAS_MAX] = '\0';
 	req.alias = longest;

@@ -16,6 +16,7 @@
 #include "image.h"
 #include "imagebuild.h"
 #include "lima.h"
+#include "names.h"
 #include "sha256.h"
 
 static void
@@ -135,31 +136,32 @@ test_image_names(void **state)
 	    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" };
 
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-		assert_true(image_name_valid(good[i]));
+		assert_true(names_image_valid(good[i]));
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-		assert_false(image_name_valid(bad[i]));
-	assert_false(image_name_valid(NULL));
+		assert_false(names_image_valid(bad[i]));
+	assert_false(names_image_valid(NULL));
 }
 
 static void
 test_instance_names(void **state)
 {
-	char n[LIMA_IMAGE_NAME_LEN + 1];
+	char n[NAMES_IMAGE_INSTANCE_LEN + 1];
 
 	for (int i = 0; i < 100; i++) {
 		assert_int_equal(lima_image_name_generate(n, sizeof n), 0);
-		assert_true(lima_image_name_valid(n));
+		assert_true(names_image_instance_valid(n));
 		/* An image is never a lane, and the other way round. */
-		assert_false(lima_name_valid(n));
-		assert_true(lima_instance_name_valid(n));
+		assert_false(names_lane_valid(n));
+		assert_true(names_instance_valid(n));
 	}
-	assert_int_equal(lima_image_name_generate(n, LIMA_IMAGE_NAME_LEN), -1);
-	assert_false(lima_image_name_valid("al-0123456789abcdef"));
-	assert_false(lima_image_name_valid("ali-0123456789ABCDEF"));
-	assert_false(lima_image_name_valid("ali-0123456789abcde"));
-	assert_false(lima_image_name_valid("ali-0123456789abcdef0"));
-	assert_false(lima_image_name_valid("ali-0123456789abcdef/"));
-	assert_true(lima_image_name_valid("ali-0123456789abcdef"));
+	assert_int_equal(lima_image_name_generate(n, NAMES_IMAGE_INSTANCE_LEN),
+	    -1);
+	assert_false(names_image_instance_valid("al-0123456789abcdef"));
+	assert_false(names_image_instance_valid("ali-0123456789ABCDEF"));
+	assert_false(names_image_instance_valid("ali-0123456789abcde"));
+	assert_false(names_image_instance_valid("ali-0123456789abcdef0"));
+	assert_false(names_image_instance_valid("ali-0123456789abcdef/"));
+	assert_true(names_image_instance_valid("ali-0123456789abcdef"));
 }
 
 static void

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "lima.h"
+#include "names.h"
 
 #define GOOD_NAME "al-0123456789abcdef"
 
@@ -54,16 +55,16 @@ static void
 test_generate(void **state)
 {
 	enum { N = 1000 };
-	char (*names)[LIMA_NAME_LEN + 1] = calloc(N, sizeof *names);
+	char (*names)[NAMES_LANE_LEN + 1] = calloc(N, sizeof *names);
 
 	assert_non_null(names);
 	for (size_t i = 0; i < N; i++) {
 		assert_int_equal(lima_name_generate(names[i], sizeof names[i]), 0);
-		assert_int_equal(strlen(names[i]), LIMA_NAME_LEN);
+		assert_int_equal(strlen(names[i]), NAMES_LANE_LEN);
 		assert_memory_equal(names[i], "al-", 3);
-		for (size_t j = 3; j < LIMA_NAME_LEN; j++)
+		for (size_t j = 3; j < NAMES_LANE_LEN; j++)
 			assert_non_null(strchr("0123456789abcdef", names[i][j]));
-		assert_true(lima_name_valid(names[i]));
+		assert_true(names_lane_valid(names[i]));
 	}
 	/*
 	 * Every digit position takes every value: a position stuck on one
@@ -71,7 +72,7 @@ test_generate(void **state)
 	 * collision-free here but guessable. Missing one of 16 values in
 	 * 1000 draws has probability about 1e-27.
 	 */
-	for (size_t j = 3; j < LIMA_NAME_LEN; j++) {
+	for (size_t j = 3; j < NAMES_LANE_LEN; j++) {
 		unsigned seen = 0;
 
 		for (size_t i = 0; i < N; i++)
@@ -91,10 +92,10 @@ test_generate(void **state)
 static void
 test_generate_small_buffer(void **state)
 {
-	char name[LIMA_NAME_LEN + 1];
+	char name[NAMES_LANE_LEN + 1];
 
 	memset(name, 'x', sizeof name);
-	assert_int_equal(lima_name_generate(name, LIMA_NAME_LEN), -1);
+	assert_int_equal(lima_name_generate(name, NAMES_LANE_LEN), -1);
 	/* Nothing written on failure. */
 	assert_int_equal(name[0], 'x');
 }
@@ -102,13 +103,13 @@ test_generate_small_buffer(void **state)
 static void
 test_valid(void **state)
 {
-	assert_true(lima_name_valid(GOOD_NAME));
-	assert_true(lima_name_valid("al-0000000000000000"));
-	assert_true(lima_name_valid("al-ffffffffffffffff"));
+	assert_true(names_lane_valid(GOOD_NAME));
+	assert_true(names_lane_valid("al-0000000000000000"));
+	assert_true(names_lane_valid("al-ffffffffffffffff"));
 	for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++)
-		if (lima_name_valid(bad_names[i]))
+		if (names_lane_valid(bad_names[i]))
 			fail_msg("\"%s\" was accepted", bad_names[i]);
-	assert_false(lima_name_valid(NULL));
+	assert_false(names_lane_valid(NULL));
 }
 
 static char *env_base[] = {
