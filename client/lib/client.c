@@ -17,8 +17,6 @@
 #define MSG_NOSIGNAL 0		/* macOS: SO_NOSIGPIPE is set on the socket */
 #endif
 
-static volatile sig_atomic_t interrupted;
-
 AL_API unsigned
 al_version(void)
 {
@@ -29,24 +27,6 @@ AL_API const char *
 al_version_string(void)
 {
 	return AL_VERSION_STRING;
-}
-
-struct al_error *
-al_error_begin(struct al_error *err, struct al_error *local)
-{
-	if (err == NULL)
-		err = local;
-	memset(err, 0, sizeof *err);
-	return err;
-}
-
-enum al_code
-al_result(int rc, const struct al_error *err)
-{
-	if (rc == 0)
-		return AL_OK;
-	/* Every failure path sets a code; never report success by mistake. */
-	return err->code != AL_OK ? (enum al_code)err->code : AL_INTERNAL;
 }
 
 int
@@ -65,73 +45,12 @@ al_opts_copy(void *dst, size_t dstsize, const void *src, struct al_error *err)
 	return 0;
 }
 
-AL_API void
-al_interrupt(void)
-{
-	interrupted = 1;
-}
-
-bool
-al_interrupted(void)
-{
-	return interrupted != 0;
-}
-
-AL_API const char *
-al_code_name(int code)
-{
-	switch (code) {
-	case AL_CONNECT:
-		return "CONNECT";
-	case AL_PROTOCOL:
-		return "PROTOCOL";
-	case AL_IO:
-		return "IO";
-	case AL_UNSAFE:
-		return "UNSAFE";
-	case AL_OK:
-		return "OK";
-	default:
-		/* The daemon's codes: the protocol's one table. */
-		return wire_error_name(code);
-	}
-}
-
 AL_API const char *
 al_state_name(int state)
 {
 	if (state == AL_LANE_BOOTING)
 		return "booting";
 	return wire_lane_state_name(state);
-}
-
-void
-al_set_error(struct al_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL)
-		return;
-	err->code = code;
-	err->os_errno = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof err->message, fmt, ap);
-	va_end(ap);
-	/* A transport or file error during an interrupt is the interrupt. */
-	if (interrupted && (code == AL_CONNECT || code == AL_IO)) {
-		err->code = AL_CANCELLED;
-		snprintf(err->message, sizeof err->message, "interrupted");
-	}
-}
-
-void
-al_set_errno(struct al_error *err, int code, const char *what)
-{
-	int saved = errno;
-
-	al_set_error(err, code, "%s: %s", what, strerror(saved));
-	if (err != NULL)
-		err->os_errno = saved;
 }
 
 void
@@ -335,38 +254,6 @@ io_all(int fd, void *buf, size_t len, enum io_op op)
 		len -= (size_t)n;
 	}
 	return 0;
-}
-
-/*
- * A host program that closed 0, 1 or 2 would otherwise get our socket (or
- * file) there, and its next write to "stderr" would go into the control
- * stream. Moves fd to the lowest free descriptor above 2, close-on-exec.
- */
-int
-al_fd_above_stdio(int fd)
-{
-	int nfd;
-
-	if (fd > STDERR_FILENO) {
-		if (fcntl(fd, F_SETFD, FD_CLOEXEC) == -1) {
-			int saved = errno;
-
-			close(fd);
-			errno = saved;
-			return -1;
-		}
-		return fd;
-	}
-	nfd = fcntl(fd, F_DUPFD_CLOEXEC, STDERR_FILENO + 1);
-	if (nfd == -1) {
-		int saved = errno;
-
-		close(fd);
-		errno = saved;
-		return -1;
-	}
-	close(fd);
-	return nfd;
 }
 
 size_t
