@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The include and call graphs of a directory of C modules, and its layers.
 
-A module is a file name without .c/.h (lane.c and lane.h are "lane"). The
-include graph has an arrow A -> B when A.c or A.h includes "B.h" from the
-same directory; the call graph has one when A.o uses a symbol B.o defines
-(read with nm from the build's objects).
+A module is a file name without .c/.h (lane.c and lane.h are "lane";
+X_int.h, the private header of X's files, is X's). The include graph has
+an arrow A -> B when A.c or A.h includes "B.h" from the same directory;
+the call graph has one when A.o uses a symbol B.o defines (read with nm
+from the build's objects).
 
     layers.py measure DIR OBJDIR [ORDER]   modules, arrows, arrows running
                                            back up (against ORDER), cycles
@@ -29,14 +30,21 @@ import sys
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"/]+)\.h"', re.M)
 
 
+def module_of(path):
+    """lane.c and lane.h are "lane"; X_int.h, X's private header, is X's."""
+    m = os.path.splitext(os.path.basename(path))[0]
+    return m[:-4] if m.endswith("_int") else m
+
+
 def include_graph(src):
     files = glob.glob(os.path.join(src, "*.c")) + glob.glob(os.path.join(src, "*.h"))
-    mods = {os.path.splitext(os.path.basename(f))[0] for f in files}
+    mods = {module_of(f) for f in files}
     g = {m: set() for m in mods}
     for f in files:
-        m = os.path.splitext(os.path.basename(f))[0]
+        m = module_of(f)
         with open(f, encoding="utf-8", errors="replace") as fh:
             for inc in INCLUDE.findall(fh.read()):
+                inc = module_of(inc + ".h")
                 if inc in mods and inc != m:
                     g[m].add(inc)
     return g
