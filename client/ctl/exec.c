@@ -76,6 +76,17 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 	if (interactive && o.stdin_fd == -1)
 		return ctl_usage("-i and --no-stdin contradict each other");
 	/*
+	 * As docker refuses it: a guest terminal fed from a pipe or a file
+	 * never sees an end of input (a terminal has none to send), so the
+	 * shell would wait for keys that cannot come. Refused before any
+	 * call, so that a script fails at once instead of hanging.
+	 */
+	if (tty && interactive && !isatty(STDIN_FILENO)) {
+		ctl_report(ctl, CTL_CODE_FAILED, p.cmd->name, NULL,
+		    "the input device is not a TTY", NULL);
+		return CTL_EXIT_FAILURE;
+	}
+	/*
 	 * -t as docker's: without -i the command reads nothing (a terminal
 	 * has no end of input to send it); with -i our terminal, if stdin is
 	 * one, goes raw so that every key reaches the guest's terminal.

