@@ -219,7 +219,7 @@ const struct ctl_command ctl_commands[] = {
 	{
 		.name = "ls",
 		.run = cmd_ls,
-		.alias = "list",
+		.alias = "list ps",
 		.operands = "",
 		.summary = "list live lanes",
 		.text =

@@ -71,8 +71,7 @@ all_commands(FILE *f, const struct ctl *ctl)
 			continue;
 		fprintf(f, "%s%s", sep, ctl->commands[i].name);
 		sep = " ";
-		if (ctl->commands[i].alias != NULL)
-			fprintf(f, " %s", ctl->commands[i].alias);
+		ctl_put_words(f, ctl->commands[i].alias, " ", true);
 	}
 }
 
@@ -118,8 +117,9 @@ bash_script(FILE *f, const struct ctl *ctl)
 		if (c->hidden)
 			continue;
 
-		fprintf(f, "\t%s%s%s)\n\t\topts=\"", c->name,
-		    c->alias ? "|" : "", c->alias ? c->alias : "");
+		fprintf(f, "\t%s", c->name);
+		ctl_put_words(f, c->alias, "|", true);
+		fputs(")\n\t\topts=\"", f);
 		option_words(f, c->options, false);
 		fputs("\"\n\t\targopts=\"", f);
 		option_words(f, c->options, true);
@@ -206,8 +206,9 @@ zsh_script(FILE *f, const struct ctl *ctl)
 		if (c->hidden)
 			continue;
 
-		fprintf(f, "\t%s%s%s)\n\t\topts=(", c->name,
-		    c->alias ? "|" : "", c->alias ? c->alias : "");
+		fprintf(f, "\t%s", c->name);
+		ctl_put_words(f, c->alias, "|", true);
+		fputs(")\n\t\topts=(", f);
 		option_words(f, c->options, false);
 		fputs(")\n\t\targopts=(", f);
 		option_words(f, c->options, true);
@@ -321,6 +322,7 @@ fish_script(FILE *f, const struct ctl *ctl)
 		fputc('\n', f);
 		snprintf(cond, sizeof cond, "'__fish_seen_subcommand_from %s%s%s'",
 		    c->name, c->alias ? " " : "", c->alias ? c->alias : "");
+		/* (aliases are space-separated: fish takes them as they are) */
 		for (const struct ctl_option *o = c->options; o->name; o++)
 			fish_option(f, cond, o);
 		switch (c->complete) {

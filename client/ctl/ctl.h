@@ -47,7 +47,7 @@ enum ctl_reach {
 struct ctl_command {
 	const char *name;
 	int (*run)(struct ctl *, int argc, char **argv);
-	const char *alias;	/* or NULL */
+	const char *alias;	/* or NULL; several: space-separated */
 	const char *operands;	/* in the usage line, after [OPTIONS] */
 	const char *summary;	/* one line, for the command list */
 	const char *text;	/* the rest of its help; NULL for none */
@@ -114,6 +114,10 @@ extern const struct ctl_option ctl_global_options[];
 /* In ctl->commands, by name or alias; NULL if none. */
 const struct ctl_command *ctl_command_find(const struct ctl *,
     const char *name);
+/* name is one of words (space-separated; NULL: none). */
+bool ctl_word_in(const char *words, const char *name);
+/* Prints words with sep between them, sep first too if lead. */
+void ctl_put_words(FILE *, const char *words, const char *sep, bool lead);
 /* The help of one command, or with NULL the summary of ctl->commands. */
 void ctl_help(FILE *, const struct ctl *, const struct ctl_command *);
 

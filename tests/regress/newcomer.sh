@@ -26,5 +26,22 @@ seq 1 200000 | sed 's/^/serial line /' >>"$(instance_dir "$L")/serial.log"
 check_eq "logs LANE | head: ends as SIGPIPE would (141), as exec does" 141 "${PIPESTATUS[0]}"
 check_eq "... quietly" "" "$(cat "$T/logs.err")"
 
+# ---- The docker user's words (frictions) -------------------------------------
+OUT=$("$LANECTL" 2>/dev/null); RC=$?
+check_eq "agent-lanectl alone: help, exit 0 (as docker, gh)" 0 "$RC"
+check_match "... the help on standard output" '^Commands:' "$OUT"
+for o in --rm -d --detach; do
+	OUT=$(ctl run $o -- true 2>&1); RC=$?
+	check_eq "run $o: a usage error" 2 "$RC"
+done
+check_match "run --rm: says run always destroys its lane" \
+    'unknown option --rm: run always destroys its lane afterwards \(--keep keeps it\)' \
+    "$(ctl run --rm -- true 2>&1)"
+check_match "run -d: says to create and exec instead" \
+    'unknown option -d: run waits for its command; for a lane that stays, `create` and then `exec`' \
+    "$(ctl run -d -- true 2>&1)"
+check_eq "ps is ls" "$(ctl ls -q)" "$(ctl ps -q)"
+check_match "help ls names ps" 'agent-lanectl ps \.\.\.' "$(ctl help ls)"
+
 ctl rm "$L" >/dev/null
 finish
