@@ -182,6 +182,14 @@ int ctl_fail(const struct ctl *, const struct al_error *, int status);
 void ctl_put_safe(FILE *, const char *);
 /* For CONNECT, in text: how to start the daemon or point at another socket. */
 void ctl_hint(const struct ctl *, const struct al_error *);
+/* sock is ~/.agent-lane/run/agent-laned.sock, the default daemon's. */
+bool ctl_default_socket(const char *sock);
+/*
+ * The state directory to give a daemon on sock: $AGENT_LANE_STATE_DIR,
+ * else DIR for DIR/run/NAME (the default layout), else the socket's
+ * directory's "state".
+ */
+void ctl_state_dir_for(const char *sock, char *buf, size_t len);
 /* Reports a usage error (code USAGE); returns CTL_EXIT_USAGE. */
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reports a failure of ours (code FAILED). */

@@ -9,6 +9,7 @@
 #include "ctl.h"
 #include "text.h"
 #include "units.h"
+#include "wire.h"
 
 /*
  * --json: errors go to standard error as one JSON object a line, so that
@@ -23,17 +24,53 @@ ctl_json_errors(bool on)
 	json_errors = on;
 }
 
+bool
+ctl_default_socket(const char *sock)
+{
+	const char *home = getenv("HOME");
+	char def[1024];
+
+	if (home == NULL || home[0] != '/')
+		return false;
+	snprintf(def, sizeof def, "%s/" WIRE_DEFAULT_SOCKET_REL, home);
+	return strcmp(sock, def) == 0;
+}
+
+void
+ctl_state_dir_for(const char *sock, char *buf, size_t len)
+{
+	const char *env = getenv("AGENT_LANE_STATE_DIR");
+	char dir[1024], *slash;
+
+	if (env != NULL && env[0] == '/') {
+		snprintf(buf, len, "%s", env);
+		return;
+	}
+	snprintf(dir, sizeof dir, "%s", sock);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
+		*slash = '\0';
+	/* The default layout: STATE/run/agent-laned.sock. */
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir &&
+	    strcmp(slash, "/run") == 0) {
+		*slash = '\0';
+		snprintf(buf, len, "%s", dir);
+	} else
+		snprintf(buf, len, "%s/state", dir);
+}
+
 /*
- * What agent-laned would say of the socket's directory: it must be a 0700
- * directory of ours, and it makes only the last level.
+ * What agent-laned would need of the socket's directory: it must be a
+ * 0700 directory of ours, and it makes only the last level. A command to
+ * run first, or "" (none will do: *refused says why).
  */
 static void
-dir_note(const char *sock, char *buf, size_t len)
+dir_note(const char *sock, char *buf, size_t len, char *refused,
+    size_t rlen)
 {
 	char dir[1024], *slash;
 	struct stat sb;
 
-	buf[0] = '\0';
+	buf[0] = refused[0] = '\0';
 	snprintf(dir, sizeof dir, "%s", sock);
 	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
 		return;
@@ -41,7 +78,7 @@ dir_note(const char *sock, char *buf, size_t len)
 	if (stat(dir, &sb) == 0) {
 		if (S_ISDIR(sb.st_mode) && (sb.st_uid != getuid() ||
 		    (sb.st_mode & 077) != 0))
-			snprintf(buf, len, "\n  (it refuses %s: the socket's "
+			snprintf(refused, rlen, " (it refuses %s: the socket's "
 			    "directory must be yours and mode 0700)", dir);
 		return;
 	}
@@ -49,26 +86,34 @@ dir_note(const char *sock, char *buf, size_t len)
 		*slash = '\0';
 		if (stat(dir, &sb) == -1) {
 			*slash = '/';
-			snprintf(buf, len, "\n  (first: (umask 077; mkdir -p %s))",
-			    dir);
+			snprintf(buf, len, "(umask 077; mkdir -p %s) && ", dir);
 		}
 	}
 }
 
-/* Where the client's socket is, as the hint for CONNECT says it. */
+/*
+ * The hint for CONNECT, one line. The default socket: `daemon status`
+ * knows whether the service is installed, so it says what to run. Another
+ * socket: the daemon to run there, with a state directory of its own (the
+ * default one is the default daemon's).
+ */
 static void
 hint_text(const struct ctl *ctl, char *buf, size_t len)
 {
 	const char *sock = al_client_socket(ctl->client);
-	char note[1200];
+	char first[1100], refused[1200], state[1024];
 
-	dir_note(sock, note, sizeof note);
-	snprintf(buf, len, "no daemon answers on %s. Either:\n"
-	    "  start the service:        agent-lanectl daemon start "
-	    "(once: agent-lanectl daemon install)\n"
-	    "  run it in the foreground: agent-laned --socket %s%s\n"
-	    "  or use another socket:    --socket PATH, or "
-	    "AGENT_LANE_SOCKET=PATH", sock, sock, note);
+	if (ctl_default_socket(sock)) {
+		snprintf(buf, len, "no daemon answers on %s: `agent-lanectl "
+		    "daemon status` says how to start it; --socket PATH "
+		    "reaches another", sock);
+		return;
+	}
+	dir_note(sock, first, sizeof first, refused, sizeof refused);
+	ctl_state_dir_for(sock, state, sizeof state);
+	snprintf(buf, len, "no daemon answers on %s; run one in the foreground: "
+	    "%sagent-laned --socket %s --state-dir %s%s", sock, first, sock,
+	    state, refused);
 }
 
 /* The hint goes with CONNECT errors only; the path itself is not wrong. */
