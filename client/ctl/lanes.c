@@ -464,20 +464,35 @@ filter_match(const struct filter *f, const struct al_lane *l)
 	return false;
 }
 
-/* "k=v,k2=v2", or "-" for none; cut to the buffer. */
+/*
+ * "k=v,k2=v2", or "-" for none; cut to the buffer. A value with a comma
+ * or a double quote in it is quoted ("a=\"x,y\"", with \" and \\), so
+ * that the commas between labels stay the only bare ones.
+ */
 static void
 labels_text(const struct al_lane *l, char *buf, size_t len)
 {
 	size_t off = 0;
 
 	snprintf(buf, len, "-");
-	for (size_t i = 0; i < l->nlabels && off < len; i++) {
+	for (size_t i = 0; i < l->nlabels && off + 1 < len; i++) {
+		const char *v = l->labels[i].value;
+		bool quote = strpbrk(v, ",\"") != NULL;
 		int n = snprintf(buf + off, len - off, "%s%s=%s", i ? "," : "",
-		    l->labels[i].key, l->labels[i].value);
+		    l->labels[i].key, quote ? "\"" : v);
 
 		if (n < 0)
 			break;
 		off += (size_t)n;
+		for (; quote && *v != '\0' && off + 2 < len; v++) {
+			if (*v == '"' || *v == '\\')
+				buf[off++] = '\\';
+			buf[off++] = *v;
+		}
+		if (quote && off + 1 < len) {
+			buf[off++] = '"';
+			buf[off] = '\0';
+		}
 	}
 }
 
@@ -492,6 +507,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	struct filter *filters;
 	bool all = false, quiet = false, first = true;
 	size_t n, nfilters = 0;
+	int aliasw = 12;
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -535,12 +551,21 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
+	/* As docker's tables: the ALIAS column as wide as its longest. */
+	for (size_t i = 0; i < n; i++) {
+		bool match = true;
+
+		for (size_t k = 0; k < nfilters && match; k++)
+			match = filter_match(&filters[k], &lanes[i]);
+		if (match && (int)strlen(lanes[i].alias) > aliasw)
+			aliasw = (int)strlen(lanes[i].alias);
+	}
 	if (ctl->json)
 		fputc('[', stdout);
 	else if (!quiet)
-		printf("%-20s %-12s %-10s %4s %8s %7s  %-20s  %-16s %s\n",
-		    "NAME", "ALIAS", "STATE", "CPUS", "MEMORY", "DISK", "CREATED",
-		    "DEADLINE", "LABELS");
+		printf("%-20s %-*s %-10s %4s %8s %7s  %-20s  %-16s %s\n",
+		    "NAME", aliasw, "ALIAS", "STATE", "CPUS", "MEMORY", "DISK",
+		    "CREATED", "DEADLINE", "LABELS");
 	for (size_t i = 0; i < n; i++) {
 		char created[32], deadline[48], mem[16], lab[256];
 		bool match = true;
@@ -565,8 +590,8 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 			snprintf(mem, sizeof mem, "%gGiB",
 			    lanes[i].memory_mib / 1024.0);
 			labels_text(&lanes[i], lab, sizeof lab);
-			printf("%-20s %-12s %-10s %4u %8s %4uGiB  %-20s  "
-			    "%-16s %s\n", lanes[i].name,
+			printf("%-20s %-*s %-10s %4u %8s %4uGiB  %-20s  "
+			    "%-16s %s\n", lanes[i].name, aliasw,
 			    lanes[i].alias[0] ? lanes[i].alias : "-",
 			    al_state_name(lanes[i].state),
 			    lanes[i].cpus, mem, lanes[i].disk_gib, created,

@@ -43,5 +43,17 @@ check_match "run -d: says to create and exec instead" \
 check_eq "ps is ls" "$(ctl ls -q)" "$(ctl ps -q)"
 check_match "help ls names ps" 'agent-lanectl ps \.\.\.' "$(ctl help ls)"
 
-ctl rm "$L" >/dev/null
+# ---- ls's table (frictions) --------------------------------------------------
+LONG=a-rather-long-alias-for-a-lane-of-the-web-team
+L2=$(ctl create --name "$LONG" --label 'hosts=a.example,b.example' --label 'q=say "hi"') ||
+    not_ok "create with a long alias"
+col() { awk -v w="$1" '{ print index($0, w) }'; }
+HEAD=$(ctl ls | head -1)
+check_eq "a long alias keeps the columns: STATE over each lane's state" \
+    "$(printf '%s\n' "$HEAD" | col STATE) $(printf '%s\n' "$HEAD" | col STATE)" \
+    "$(ctl ls | grep "$L " | col ready) $(ctl ls | grep "$L2" | col ready)"
+check_match "a label value with a comma is quoted, a quote escaped" \
+    'hosts="a\.example,b\.example",q="say \\"hi\\""$' "$(ctl ls | grep "$L2")"
+
+ctl rm "$L" "$L2" >/dev/null
 finish
