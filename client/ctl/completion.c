@@ -50,6 +50,14 @@ command_words(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 {
 	const char *sep = "";
 
+	if (c->subcommands != NULL) {
+		for (const struct ctl_subcommand *s = c->subcommands;
+		    s->name != NULL; s++) {
+			fprintf(f, "%s%s", sep, s->name);
+			sep = " ";
+		}
+		return;
+	}
 	if (c->words != NULL) {
 		fputs(c->words, f);
 		return;

@@ -31,6 +31,22 @@ enum ctl_complete {
 };
 
 struct ctl;
+struct ctl_parsed;
+
+/*
+ * One subcommand of a command (image build, context use): its handler,
+ * given the whole parse (operands[0] is the subcommand's word), and what
+ * the help and the completion scripts say of it. A table of them ends
+ * with a NULL name; subcmd.c dispatches through it.
+ */
+struct ctl_subcommand {
+	const char *name;
+	int (*run)(struct ctl *, const struct ctl_parsed *);
+	const char *alias;	/* or NULL; several: space-separated */
+	const char *operands;	/* after the name, in its help line */
+	const char *summary;	/* one line, for the help */
+	bool json;		/* takes --json */
+};
 
 /* Which daemon a command talks to (target.c). */
 enum ctl_reach {
@@ -61,6 +77,8 @@ struct ctl_command {
 	bool json;		/* takes --json */
 	enum ctl_complete complete;
 	const char *words;	/* CTL_COMPLETE_WORDS, space-separated */
+	/* Its subcommands (NULL: none); the first operand is one of them. */
+	const struct ctl_subcommand *subcommands;
 	bool units;		/* its help ends with the units paragraph */
 	bool hidden;		/* for scripts: not in the help or completion */
 	enum ctl_reach reach;	/* which daemon it may talk to (target.c) */
@@ -108,6 +126,20 @@ struct ctl {
 /* commands.c: every command, in the order the help lists them. */
 extern const struct ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
+
+/*
+ * subcmd.c: a command whose table has subcommands runs them through this
+ * (its .run): parses argv, finds operands[0] in ctl->cmd->subcommands
+ * (by name or alias) and runs it; a missing or unknown one is a usage
+ * error with the nearest, --json where it prints nothing too.
+ */
+int ctl_subcommand_run(struct ctl *, int argc, char **argv);
+const struct ctl_subcommand *ctl_subcommand_find(const struct ctl_command *,
+    const char *name);
+/* The tables, in the files of their handlers. */
+extern const struct ctl_subcommand ctl_image_subcommands[];
+extern const struct ctl_subcommand ctl_context_subcommands[];
+extern const struct ctl_subcommand ctl_system_subcommands[];
 
 /* help.c: the global options, and help made from the tables. */
 extern const struct ctl_option ctl_global_options[];
@@ -329,9 +361,6 @@ int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);
 /* Completion's live lane names and aliases, one a line (not in the help). */
 int cmd_complete_lanes(struct ctl *, int, char **);
-int cmd_image(struct ctl *, int, char **);
-int cmd_context(struct ctl *, int, char **);
-int cmd_system(struct ctl *, int, char **);
 int cmd_info(struct ctl *, int, char **);
 int cmd_stats(struct ctl *, int, char **);
 

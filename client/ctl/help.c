@@ -119,6 +119,29 @@ print_options(FILE *f, const struct ctl_option *o)
 	}
 }
 
+/* "  build NAME  summary", the summaries aligned, with their aliases. */
+static void
+print_subcommands(FILE *f, const struct ctl_subcommand *subs)
+{
+	fprintf(f, "\nSubcommands:\n");
+	for (const struct ctl_subcommand *s = subs; s->name != NULL; s++) {
+		char left[128], text[512];
+
+		snprintf(left, sizeof left, "%s%s%s", s->name,
+		    s->operands[0] != '\0' ? " " : "", s->operands);
+		if (s->alias != NULL)
+			snprintf(text, sizeof text, "%s (also: %s)", s->summary,
+			    s->alias);
+		else
+			snprintf(text, sizeof text, "%s", s->summary);
+		if (strlen(left) > 16)
+			fprintf(f, "  %s\n%20s", left, "");
+		else
+			fprintf(f, "  %-16s  ", left);
+		wrap(f, text, 20);
+	}
+}
+
 void
 ctl_help(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 {
@@ -143,9 +166,18 @@ ctl_help(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 		    "daemon install` sets it up as a service.\n");
 		return;
 	}
-	fprintf(f, "usage: agent-lanectl %s%s%s%s\n", c->name,
-	    c->options[0].name != NULL ? " [OPTIONS]" : "",
-	    c->operands[0] != '\0' ? " " : "", c->operands);
+	if (c->subcommands != NULL) {
+		fprintf(f, "usage: agent-lanectl %s%s ", c->name,
+		    c->options[0].name != NULL ? " [OPTIONS]" : "");
+		for (const struct ctl_subcommand *s = c->subcommands;
+		    s->name != NULL; s++)
+			fprintf(f, "%s%s", s == c->subcommands ? "" : "|",
+			    s->name);
+		fprintf(f, " ...\n");
+	} else
+		fprintf(f, "usage: agent-lanectl %s%s%s%s\n", c->name,
+		    c->options[0].name != NULL ? " [OPTIONS]" : "",
+		    c->operands[0] != '\0' ? " " : "", c->operands);
 	for (const char *a = c->alias; a != NULL && *a != '\0';) {
 		size_t w = strcspn(a, " ");
 
@@ -155,6 +187,8 @@ ctl_help(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 	}
 	fprintf(f, "\n%c%s.\n", toupper((unsigned char)c->summary[0]),
 	    c->summary + 1);
+	if (c->subcommands != NULL)
+		print_subcommands(f, c->subcommands);
 	if (c->text != NULL)
 		fprintf(f, "\n%s", c->text);
 	if (c->options[0].name != NULL) {

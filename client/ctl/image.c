@@ -303,25 +303,15 @@ image_rm(struct ctl *ctl, const struct ctl_parsed *p)
 	return status;
 }
 
-int
-cmd_image(struct ctl *ctl, int argc, char **argv)
-{
-	struct ctl_parsed p;
-	const char *verb;
-	int rc;
-
-	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return rc;
-	verb = p.noperands > 0 ? p.operands[0] : "";
-	if (strcmp(verb, "build") == 0)
-		return image_build(ctl, &p);
-	/* Build options make no sense elsewhere: refuse rather than ignore. */
-	if (strcmp(verb, "ls") == 0 || strcmp(verb, "list") == 0)
-		return image_ls(ctl, &p);
-	if (strcmp(verb, "show") == 0)
-		return image_show(ctl, &p);
-	if (strcmp(verb, "rm") == 0)
-		return image_rm(ctl, &p);
-	return ctl_usage("usage: agent-lanectl image build|ls|show|rm ... "
-	    "(see agent-lanectl help image)");
-}
+const struct ctl_subcommand ctl_image_subcommands[] = {
+	{ "build", image_build, NULL, "NAME", "make a stopped, provisioned VM "
+	    "from the lane template: each --provision script runs as root (a #! "
+	    "line picks the interpreter), its output on standard error; "
+	    "identical inputs build nothing; prints the name. Ctrl-C cancels "
+	    "and deletes the half-built VM", true },
+	{ "ls", image_ls, "list", "", "the images", true },
+	{ "show", image_show, NULL, "NAME", "one image", true },
+	{ "rm", image_rm, "remove", "NAME...", "remove images (refused while a "
+	    "lane is being cloned from one)", true },
+	{ NULL, NULL, NULL, NULL, NULL, false },
+};

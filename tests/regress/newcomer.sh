@@ -40,6 +40,12 @@ check_match "run --rm: says run always destroys its lane" \
 check_match "run -d: says to create and exec instead" \
     'unknown option -d: run waits for its command; for a lane that stays, `create` and then `exec`' \
     "$(ctl run -d -- true 2>&1)"
+OUT=$(ctl image biuld 2>&1); RC=$?
+check_eq "image biuld: a usage error" 2 "$RC"
+check_match "... with the nearest subcommand, from image's table" \
+    'image: no subcommand "biuld"; did you mean "build"\?' "$OUT"
+check_match "help image lists its subcommands from the table" \
+    '^  rm NAME\.\.\. +remove images' "$(ctl help image)"
 check_eq "ps is ls" "$(ctl ls -q)" "$(ctl ps -q)"
 check_match "help ls names ps" 'agent-lanectl ps \.\.\.' "$(ctl help ls)"
 
