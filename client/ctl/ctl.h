@@ -250,7 +250,7 @@ bool ctl_lane_name(const char *s);
 void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 
 void ctl_json_string(FILE *, const char *);
-/* For people: "512B", "1.50GiB", "23.4MiB" (binary multiples). */
+/* Sizes the one way (units_format_bytes): "512MiB", "1.5GiB", "23.4MiB". */
 void ctl_bytes(uint64_t, char *buf, size_t len);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);

@@ -567,7 +567,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		    "NAME", aliasw, "ALIAS", "STATE", "CPUS", "MEMORY", "DISK",
 		    "CREATED", "DEADLINE", "LABELS");
 	for (size_t i = 0; i < n; i++) {
-		char created[32], deadline[48], mem[16], lab[256];
+		char created[32], deadline[48], mem[16], disk[16], lab[256];
 		bool match = true;
 
 		for (size_t k = 0; k < nfilters && match; k++)
@@ -587,14 +587,16 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 			else
 				relative(lanes[i].deadline_ms, deadline,
 				    sizeof deadline);
-			snprintf(mem, sizeof mem, "%gGiB",
-			    lanes[i].memory_mib / 1024.0);
+			ctl_bytes((uint64_t)lanes[i].memory_mib << 20, mem,
+			    sizeof mem);
+			ctl_bytes((uint64_t)lanes[i].disk_gib << 30, disk,
+			    sizeof disk);
 			labels_text(&lanes[i], lab, sizeof lab);
-			printf("%-20s %-*s %-10s %4u %8s %4uGiB  %-20s  "
+			printf("%-20s %-*s %-10s %4u %8s %7s  %-20s  "
 			    "%-16s %s\n", lanes[i].name, aliasw,
 			    lanes[i].alias[0] ? lanes[i].alias : "-",
 			    al_state_name(lanes[i].state),
-			    lanes[i].cpus, mem, lanes[i].disk_gib, created,
+			    lanes[i].cpus, mem, disk, created,
 			    deadline, lab);
 		}
 		first = false;
@@ -664,7 +666,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	struct al_lane_net net;
 	struct al_lane_secrets *sec;
 	struct al_error err;
-	char t[32], rel[48];
+	char t[32], rel[48], size[16];
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -684,8 +686,10 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	printf("alias:        %s\n", l.alias[0] ? l.alias : "-");
 	printf("state:        %s\n", al_state_name(l.state));
 	printf("cpus:         %u\n", l.cpus);
-	printf("memory:       %g GiB\n", l.memory_mib / 1024.0);
-	printf("disk:         %u GiB\n", l.disk_gib);
+	ctl_bytes((uint64_t)l.memory_mib << 20, size, sizeof size);
+	printf("memory:       %s\n", size);
+	ctl_bytes((uint64_t)l.disk_gib << 30, size, sizeof size);
+	printf("disk:         %s\n", size);
 	ctl_time(l.created_at_ms, t, sizeof t);
 	printf("created:      %s\n", t);
 	ctl_time(l.deadline_ms, t, sizeof t);

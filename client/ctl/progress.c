@@ -91,17 +91,19 @@ render(char *buf, size_t len, const char *final)
 
 	elapsed(ms, el, sizeof el);
 	if (pr.have_bytes) {
-		double mib = pr.bytes / 1048576.0, s = ms / 1000.0;
+		char got[16], of[16], rate[16];
 
+		ctl_bytes(pr.bytes, got, sizeof got);
+		ctl_bytes(pr.total, of, sizeof of);
+		ctl_bytes(ms > 0 ? pr.bytes * 1000 / (uint64_t)ms : 0, rate,
+		    sizeof rate);
 		if (pr.total > 0)
-			snprintf(detail, sizeof detail, "%3u%% %.1f of %.1f MiB, "
-			    "%.1f MiB/s", (unsigned)(pr.bytes >= pr.total ?
+			snprintf(detail, sizeof detail, "%3u%% %s of %s, %s/s",
+			    (unsigned)(pr.bytes >= pr.total ?
 			    (final != NULL ? 100 : 99) :
-			    pr.bytes * 100 / pr.total), mib,
-			    pr.total / 1048576.0, s > 0 ? mib / s : 0.0);
+			    pr.bytes * 100 / pr.total), got, of, rate);
 		else
-			snprintf(detail, sizeof detail, "%.1f MiB, %.1f MiB/s",
-			    mib, s > 0 ? mib / s : 0.0);
+			snprintf(detail, sizeof detail, "%s, %s/s", got, rate);
 	}
 	/* "| create: starting - booting the VM [2.3s]" */
 	n = snprintf(buf, len, "%c %s: %s%s%s%s%s [%s]",

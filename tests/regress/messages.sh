@@ -34,7 +34,7 @@ OUT=$("$LANECTL" --socket "$T/file" ls 2>&1)
 check_match "--socket FILE: a file, not a socket" "it is a file, not a socket" "$OUT"
 OUT=$("$LANECTL" --socket "$T/none/x/s.sock" ls 2>&1)
 check_match "a socket that does not exist: how to start a daemon there, with a state directory of its own" \
-    "run one in the foreground: .*agent-laned --socket $T/none/x/s.sock --state-dir $T/none/x/state\$" "$OUT"
+    "run one in the foreground: .*agent-laned --socket $T/none/x/s.sock --state-dir $T/none/x/state;" "$OUT"
 check_match "making its directory private first" \
     "\(umask 077; mkdir -p $T/none/x\) && agent-laned" "$OUT"
 check_eq "the error and its hint: two lines, the hint one (issue 31)" 2 "$(printf '%s\n' "$OUT" | wc -l)"

@@ -49,6 +49,27 @@ check_match "help image lists its subcommands from the table" \
 check_eq "ps is ls" "$(ctl ls -q)" "$(ctl ps -q)"
 check_match "help ls names ps" 'agent-lanectl ps \.\.\.' "$(ctl help ls)"
 
+# ---- Units and kinds (defect 16) ---------------------------------------------
+OUT=$(ctl create --timeout 48h 2>&1); RC=$?
+check_eq "a lifetime above the cap: exit 1" 1 "$RC"
+check_eq "... said in the unit given" \
+    "agent-lanectl: RESOURCE_EXHAUSTED: --timeout 48h is above the cap of 24h (max_lifetime)" "$OUT"
+OUT=$(ctl create --idle-timeout 48h 2>&1); RC=$?
+check_eq "an idle timeout above the same cap: the same exit status" 1 "$RC"
+check_eq "... and the same kind, in the unit given" \
+    "agent-lanectl: RESOURCE_EXHAUSTED: --idle-timeout 48h is above the cap of 24h (max_lifetime)" "$OUT"
+check_match "minutes given: the cap in minutes" 'idle-timeout 2880m is above the cap of 1440m ' \
+    "$(ctl create --idle-timeout 2880m 2>&1)"
+check_match "a size above its cap: sizes as everywhere" \
+    'RESOURCE_EXHAUSTED: memory 100GiB is above the cap of 16GiB \(max_memory\)' \
+    "$(ctl create --memory 100G 2>&1)"
+L3=$(ctl create --memory 512M)
+check_match "ls: 512MiB, 30GiB" "^$L3 .* 512MiB +30GiB " "$(ctl ls | grep "$L3")"
+check_match "show: the same" 'memory: +512MiB' "$(ctl show "$L3")"
+check_match "info: the same" 'Memory: +default 4GiB, at most 16GiB' "$(ctl info)"
+check_match "info: disk the same" 'Disk: +default 30GiB, at most 100GiB' "$(ctl info)"
+ctl rm "$L3" >/dev/null
+
 # ---- ls's table (frictions) --------------------------------------------------
 LONG=a-rather-long-alias-for-a-lane-of-the-web-team
 L2=$(ctl create --name "$LONG" --label 'hosts=a.example,b.example' --label 'q=say "hi"') ||
