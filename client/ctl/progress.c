@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "units.h"
 #include "text.h"
 
 /* A phase that lasts this long gets its hint (a first image download). */
@@ -93,9 +94,9 @@ render(char *buf, size_t len, const char *final)
 	if (pr.have_bytes) {
 		char got[16], of[16], rate[16];
 
-		ctl_bytes(pr.bytes, got, sizeof got);
-		ctl_bytes(pr.total, of, sizeof of);
-		ctl_bytes(ms > 0 ? pr.bytes * 1000 / (uint64_t)ms : 0, rate,
+		units_format_bytes(pr.bytes, got, sizeof got);
+		units_format_bytes(pr.total, of, sizeof of);
+		units_format_bytes(ms > 0 ? pr.bytes * 1000 / (uint64_t)ms : 0, rate,
 		    sizeof rate);
 		if (pr.total > 0)
 			snprintf(detail, sizeof detail, "%3u%% %s of %s, %s/s",

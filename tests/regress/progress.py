@@ -102,13 +102,13 @@ elif CASE == "cp":
     t = Term(["cp"] + ARGS)
     rc = t.wait()
     o = t.out
-    done = re.search(rb"  cp: done, 100% [\d.]+ of [\d.]+ MiB, [\d.]+ MiB/s "
+    done = re.search(rb"  cp: done, 100% [\d.]+[KMGT]?i?B of [\d.]+[KMGT]?i?B, [\d.]+[KMGT]?i?B/s "
                      rb"\[\d+\.\ds\]\r\n$", o)
     show(rc, bool(done))
 elif CASE == "cp-out":
     t = Term(["cp"] + ARGS)
     rc = t.wait()
-    done = re.search(rb"  cp: done, [\d.]+ MiB, [\d.]+ MiB/s \[\d+\.\ds\]\r\n$",
+    done = re.search(rb"  cp: done, [\d.]+[KMGT]?i?B, [\d.]+[KMGT]?i?B/s \[\d+\.\ds\]\r\n$",
                      t.out)
     show(rc, bool(done))
 elif CASE == "cp-fail":
