@@ -43,6 +43,8 @@
 static const struct ctl_option create_options[] = {
 	LANE_OPTIONS_RESOURCES,
 	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
+	{ 0, "no-wait", NULL, "print the name once the lane is registered and "
+	    "exit; it keeps creating (see wait)" },
 	LANE_OPTIONS_CONTENT,
 	{ 0, NULL, NULL, NULL },
 };
@@ -135,6 +137,11 @@ static const struct ctl_option events_options[] = {
 static const struct ctl_option logs_options[] = {
 	{ 'f', "follow", NULL, "keep printing what is appended (a lane's: "
 	    "until it is gone)" },
+	{ 0, NULL, NULL, NULL },
+};
+
+static const struct ctl_option wait_options[] = {
+	{ 0, "timeout", "DURATION", "give up after DURATION (exit 124)" },
 	{ 0, NULL, NULL, NULL },
 };
 
@@ -256,6 +263,22 @@ const struct ctl_command ctl_commands[] = {
 		.options = rm_options,
 		.json = true,
 		.complete = CTL_COMPLETE_LANES,
+	},
+	{
+		.name = "wait",
+		.run = cmd_wait,
+		.operands = "LANE...",
+		.summary = "wait until lanes are ready; prints each name",
+		.text =
+		    "For lanes started with `create --no-wait`, several at once:\n"
+		    "  for i in 1 2 3; do agent-lanectl create --no-wait; done > lanes\n"
+		    "  agent-lanectl wait $(cat lanes)\n"
+		    "Exit status: 0 once every lane is ready; 1 if one failed or ended\n"
+		    "(the error says why; `logs LANE` has its boot logs); 124 if\n"
+		    "--timeout ran out first, as timeout(1).\n",
+		.options = wait_options,
+		.complete = CTL_COMPLETE_LANES,
+		.units = true,
 	},
 	{
 		.name = "extend",

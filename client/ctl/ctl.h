@@ -12,6 +12,7 @@
 #define CTL_EXIT_FAILURE 1
 #define CTL_EXIT_USAGE 2
 #define CTL_EXIT_EXEC_FAILURE 125	/* Agent Lane itself failed an exec */
+#define CTL_EXIT_TIMEOUT 124		/* wait --timeout ran out, as timeout(1) */
 
 /* One option of a command, as help, completion and the parser see it. */
 struct ctl_option {
@@ -298,6 +299,8 @@ void ctl_progress_abort(void);
 /* What create learnt while it waited: the name, once registered. */
 struct ctl_create_state {
 	char name[AL_NAME_MAX];
+	/* create --no-wait: stop the call once registered (see lanes.c). */
+	bool no_wait;
 };
 
 /* What the create options point into; lives as long as the create. */
@@ -343,7 +346,20 @@ int ctl_exec_in(struct ctl *, const struct ctl_parsed *, const char *lane,
 /* A copy-out's host destination can be written: 0, or the status (said). */
 int ctl_check_destination(const char *host);
 
+/*
+ * wait.c: until lane is ready, asking its state (at most timeout_ms; 0:
+ * no limit). CTL_WAIT_ENDED: it failed or ended (err says so); ERROR: a
+ * call failed (err). lane: its last state.
+ */
+#define CTL_WAIT_READY 0
+#define CTL_WAIT_ENDED 1
+#define CTL_WAIT_TIMEOUT 2
+#define CTL_WAIT_ERROR (-1)
+int ctl_wait_ready(struct ctl *, const char *name, uint64_t timeout_ms,
+    struct al_lane *lane, struct al_error *err);
+
 int cmd_create(struct ctl *, int, char **);
+int cmd_wait(struct ctl *, int, char **);
 int cmd_run(struct ctl *, int, char **);
 int cmd_ls(struct ctl *, int, char **);
 int cmd_show(struct ctl *, int, char **);

@@ -23,6 +23,38 @@ static const char *const shell_argv[] = { "/bin/sh", "-c",
     NULL };
 
 /*
+ * exec or shell on a lane still creating (create --no-wait, or another
+ * terminal's create) waits until it is ready, up to --timeout, rather
+ * than failing: 0 to go on, else the status (said). run's own lane is
+ * ready already. A lane we cannot look up is left to the exec to report.
+ */
+static int
+wait_creating(struct ctl *ctl, const struct ctl_parsed *p, const char *lane,
+    uint64_t timeout_ms)
+{
+	struct al_lane l;
+	struct al_error err;
+	int rc;
+
+	if (strcmp(p->cmd->name, "run") == 0 ||
+	    al_get(ctl->client, lane, &l, &err) != AL_OK ||
+	    l.state != AL_LANE_CREATING)
+		return 0;
+	rc = ctl_wait_ready(ctl, l.name, timeout_ms, &l, &err);
+	if (rc == CTL_WAIT_READY)
+		return 0;
+	if (ctl_interrupted())
+		return CTL_EXIT_EXEC_FAILURE;	/* main re-raises the signal */
+	if (rc == CTL_WAIT_TIMEOUT)
+		ctl_report(ctl, "DEADLINE_EXCEEDED", p->cmd->name, NULL,
+		    "the lane was still creating after --timeout", NULL);
+	else
+		ctl_report(ctl, al_code_name(err.code), p->cmd->name, NULL,
+		    err.message, NULL);
+	return CTL_EXIT_EXEC_FAILURE;
+}
+
+/*
  * exec, shell and run share everything but their operands: runs argv
  * (NULL: the login shell) in lane with the exec options of p. *ran says
  * whether the status returned is the command's own.
@@ -150,6 +182,9 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 	env[nenv] = NULL;
 	o.env = env;
 	o.argv = is_shell ? shell_argv : argv;
+	/* Before raw mode: the wait may be long, and ^C must work in it. */
+	if ((r = wait_creating(ctl, &p, lane, o.timeout_ms)) != 0)
+		goto out;
 	if (raw && ctl_tty_raw(STDIN_FILENO) == -1) {
 		ctl_errx("%s: cannot put the terminal in raw mode: %s",
 		    p.cmd->name, strerror(errno));
@@ -167,6 +202,8 @@ out:
 		wire_wipe(owned[nowned], strlen(owned[nowned]));
 		free(owned[nowned]);
 	}
+	if (r > 0)
+		return r;	/* wait_creating's status, said */
 	/* Our reader went away (`| head`): end quietly, as SIGPIPE would. */
 	if (r == -1 && err.code == AL_IO && err.os_errno == EPIPE)
 		return 128 + SIGPIPE;

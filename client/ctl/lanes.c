@@ -16,8 +16,16 @@ ctl_create_progress(const char *phase, const char *message, void *arg)
 {
 	struct ctl_create_state *cs = arg;
 
-	if (strcmp(phase, "registered") == 0)
+	if (strcmp(phase, "registered") == 0) {
 		snprintf(cs->name, sizeof cs->name, "%s", message);
+		/*
+		 * --no-wait: the registry holds the lane now, so its name is
+		 * good. Ending the call (as ^C would: the lane is detached, so
+		 * the daemon carries on) is how a caller lets go of a create.
+		 */
+		if (cs->no_wait)
+			al_interrupt();
+	}
 	ctl_progress_phase(phase, message);
 }
 
@@ -321,6 +329,23 @@ ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
 	return 0;
 }
 
+/*
+ * --no-wait, once registered: the name, or with --json the little that is
+ * known yet (the call was ended, so no other call can be made).
+ */
+static int
+created_no_wait(struct ctl *ctl, const struct ctl_create_state *cs)
+{
+	ctl_progress_end("creating");
+	if (ctl->json) {
+		fputs("{\"name\":", stdout);
+		ctl_json_string(stdout, cs->name);
+		fputs(",\"state\":\"creating\"}\n", stdout);
+	} else
+		printf("%s\n", cs->name);
+	return 0;
+}
+
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
@@ -341,11 +366,17 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		    "agent-lanectl help create)", p.operands[0]);
 	if ((rc = ctl_create_prepare(ctl, &p, &o, &a)) != 0)
 		return rc;
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "no-wait"))
+			cs.no_wait = o.detach = true;
 	ctl_progress_start("create", a.quiet);
 	ctl_progress_phase("connecting", "");
-	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
+		if (cs.no_wait && cs.name[0] != '\0' && !ctl_interrupted())
+			return created_no_wait(ctl, &cs);
 		return ctl_create_failed(ctl, &cs, &err, o.detach,
 		    CTL_EXIT_FAILURE);
+	}
 	ctl_progress_end("ready");
 	if (ctl->json) {
 		struct al_lane_secrets *sec;

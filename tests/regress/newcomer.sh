@@ -83,4 +83,30 @@ check_match "a label value with a comma is quoted, a quote escaped" \
     'hosts="a\.example,b\.example",q="say \\"hi\\""$' "$(ctl ls | grep "$L2")"
 
 ctl rm "$L" "$L2" >/dev/null
+
+# ---- create --no-wait, wait, exec on a lane still creating (frictions) --------
+# Boots of 4 s, so that "still creating" is true for a while.
+stop_daemon
+LIMA_SIM_BOOT_MS=4000 start_daemon || exit 1
+A=$(ctl create --no-wait); RC=$?
+check_eq "create --no-wait: exit 0 at once" 0 "$RC"
+check_match "... with the lane's name" '^al-[0-9a-f]{16}$' "$A"
+check_eq "... the lane is still creating" creating "$(lane_state "$A")"
+B=$(ctl create --no-wait --name second)
+OUT=$(ctl wait --timeout 100ms "$A" 2>&1); RC=$?
+check_eq "wait --timeout before it is ready: 124, as timeout(1)" 124 "$RC"
+check_match "... saying so" "wait: $A: .*still creating after --timeout" "$OUT"
+OUT=$(ctl exec "$A" -- echo hi 2>&1); RC=$?
+check_eq "exec on a lane still creating waits for it and runs" "0 hi" "$RC $OUT"
+OUT=$(ctl wait "$A" second); RC=$?
+check_eq "wait LANE...: exit 0 once all are ready, each name printed" \
+    "0 $A $B" "$RC $(echo $OUT)"
+C=$(ctl create --no-wait)
+OUT=$(ctl exec --timeout 100ms "$C" -- true 2>&1); RC=$?
+check_eq "exec --timeout shorter than the boot: 125" 125 "$RC"
+check_match "... the lane still creating" 'DEADLINE_EXCEEDED: the lane was still creating after --timeout' "$OUT"
+ctl rm "$A" "$B" "$C" >/dev/null
+OUT=$(ctl wait "$A" 2>&1); RC=$?
+check_eq "wait on an ended lane: exit 1" 1 "$RC"
+check_match "... saying it will not be ready" "is destroyed, and will not be ready" "$OUT"
 finish
