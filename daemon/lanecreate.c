@@ -899,8 +899,12 @@ limactl_line(const char *line, size_t len, void *arg)
 		lane_waiters_progress(l, phase, "downloaded; preparing the disk");
 	} else if (strncmp(msg, "Using cache ", 12) == 0)
 		lane_waiters_progress(l, phase, "the image is in Lima's cache");
-	else if (strncmp(msg, "[hostagent] Waiting for ", 24) == 0)
-		lane_waiters_progress(l, phase, msg + 12);
+	else if (strncmp(msg, "[hostagent] Waiting for ", 24) == 0) {
+		char said[256];
+
+		lima_requirement_text(msg + 12, said, sizeof said);
+		lane_waiters_progress(l, phase, said);
+	}
 }
 
 /*

@@ -81,6 +81,30 @@ columns(void)
 	return 80;
 }
 
+/* Columns of UTF-8 text: one a character (no wide ones in our lines). */
+static int
+text_columns(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			n++;
+	return n;
+}
+
+/* Cuts s after cols characters, never inside one, and appends more. */
+static void
+cut_columns(char *s, int cols, const char *more)
+{
+	char *p = s;
+
+	for (; *p != '\0'; p++)
+		if (((unsigned char)*p & 0xc0) != 0x80 && cols-- == 0)
+			break;
+	strcpy(p, more);
+}
+
 /* The line as it is now (pr.mu held); final: no spinner. */
 static void
 render(char *buf, size_t len, const char *final)
@@ -88,7 +112,7 @@ render(char *buf, size_t len, const char *final)
 	static const char spinner[] = "|/-\\";
 	char el[32], detail[160] = "";
 	int64_t ms = ms_since(&pr.start);
-	int n, width = columns() - 1;
+	int n, keep, width = columns() - 1;
 
 	elapsed(ms, el, sizeof el);
 	if (pr.have_bytes) {
@@ -107,18 +131,27 @@ render(char *buf, size_t len, const char *final)
 			snprintf(detail, sizeof detail, "%s, %s/s", got, rate);
 	}
 	/* "| create: starting - booting the VM [2.3s]" */
-	n = snprintf(buf, len, "%c %s: %s%s%s%s%s [%s]",
+	n = snprintf(buf, len, "%c %s: %s%s%s%s%s",
 	    final != NULL ? ' ' : spinner[pr.spin++ % 4], pr.what,
 	    final != NULL ? final : pr.phase,
 	    final == NULL && pr.message[0] != '\0' ? " - " : "",
 	    final == NULL ? pr.message : "",
 	    detail[0] != '\0' && (final != NULL || pr.phase[0] != '\0') ?
-	    ", " : "", detail, el);
-	/* Wider than the terminal would wrap, and \r redraws one row. */
-	if (n > 0 && n > width && width > 4 && (size_t)width < len) {
-		buf[width - 3] = '\0';
-		strcat(buf, "...");
-	}
+	    ", " : "", detail);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= len)
+		n = (int)len - 1;
+	/*
+	 * Wider than the terminal would wrap, and \r redraws one row: the
+	 * text gives way, never the time, which is how a slow boot is seen
+	 * to be alive.
+	 */
+	keep = width - (int)strlen(el) - 3;
+	if (text_columns(buf) > width - (int)strlen(el) - 3 && keep > 3)
+		cut_columns(buf, keep - 3, "...");
+	n = (int)strlen(buf);
+	snprintf(buf + n, len - (size_t)n, " [%s]", el);
 }
 
 static void
