@@ -96,8 +96,11 @@ B=$(ctl create --no-wait --name second)
 OUT=$(ctl wait --timeout 100ms "$A" 2>&1); RC=$?
 check_eq "wait --timeout before it is ready: 124, as timeout(1)" 124 "$RC"
 check_match "... saying so" "wait: $A: .*still creating after --timeout" "$OUT"
-OUT=$(ctl exec "$A" -- echo hi 2>&1); RC=$?
-check_eq "exec on a lane still creating waits for it and runs" "0 hi" "$RC $OUT"
+OUT=$(ctl exec "$A" -- echo hi 2>&1 </dev/null); RC=$?
+check_eq "exec on a lane still creating waits for it and runs (tried, refused, again)" "0 hi" "$RC $OUT"
+E=$(ctl create --no-wait)
+OUT=$(echo piped | ctl exec "$E" -- cat 2>&1); RC=$?
+check_eq "... with a pipe on stdin too, not a byte lost (its state asked first)" "0 piped" "$RC $OUT"
 OUT=$(ctl wait "$A" second); RC=$?
 check_eq "wait LANE...: exit 0 once all are ready, each name printed" \
     "0 $A $B" "$RC $(echo $OUT)"
@@ -105,7 +108,7 @@ C=$(ctl create --no-wait)
 OUT=$(ctl exec --timeout 100ms "$C" -- true 2>&1); RC=$?
 check_eq "exec --timeout shorter than the boot: 125" 125 "$RC"
 check_match "... the lane still creating" 'DEADLINE_EXCEEDED: the lane was still creating after --timeout' "$OUT"
-ctl rm "$A" "$B" "$C" >/dev/null
+ctl rm "$A" "$B" "$C" "$E" >/dev/null
 OUT=$(ctl wait "$A" 2>&1); RC=$?
 check_eq "wait on an ended lane: exit 1" 1 "$RC"
 check_match "... saying it will not be ready" "is destroyed, and will not be ready" "$OUT"
