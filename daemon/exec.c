@@ -11,6 +11,7 @@
 #include "lanenet.h"
 #include "log.h"
 #include "session.h"
+#include "units.h"
 #include "util.h"
 #include "wire.h"
 
@@ -238,11 +239,15 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 		}
 	if (d->cfg.max_exec_timeout_ms > 0) {
 		if (timeout_ms > d->cfg.max_exec_timeout_ms) {
+			char want[32], cap[32];
+
+			units_format_duration(timeout_ms, want, sizeof want);
+			units_format_duration(d->cfg.max_exec_timeout_ms, cap,
+			    sizeof cap);
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED,
-			    "exec timeout above the cap of %llu s "
-			    "(max_exec_timeout)", (unsigned long long)
-			    (d->cfg.max_exec_timeout_ms / 1000));
+			    "exec timeout %s is above the cap of %s "
+			    "(max_exec_timeout)", want, cap);
 			free(lenv);
 			return;
 		}

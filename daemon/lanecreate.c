@@ -21,6 +21,7 @@
 #include "netpolicy.h"
 #include "registry.h"
 #include "text.h"
+#include "units.h"
 #include "util.h"
 #include "vm.h"
 
@@ -162,11 +163,43 @@ secrets_plan(const struct config *cfg, const Agentlane__V1__CreateLane *req,
 	    &plan->secrets, err, errlen);
 }
 
+/*
+ * "lifetime 2d is above the cap of 1d (max_lifetime)": both as durations
+ * that parse back (agent-lanectl says them again in the unit typed).
+ */
+static int
+over_cap(char *err, size_t errlen, const char *what, uint64_t ms,
+    uint64_t cap_ms, const char *key)
+{
+	char v[32], cap[32];
+
+	units_format_duration(ms, v, sizeof v);
+	units_format_duration(cap_ms, cap, sizeof cap);
+	snprintf(err, errlen, "%s %s is above the cap of %s (%s)", what, v, cap,
+	    key);
+	return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+}
+
+/* "memory 100GiB is above the cap of 16GiB (max_memory)" */
+static int
+size_over_cap(char *err, size_t errlen, const char *what, uint64_t bytes,
+    uint64_t cap_bytes, const char *key)
+{
+	char v[32], cap[32];
+
+	units_format_bytes(bytes, v, sizeof v);
+	units_format_bytes(cap_bytes, cap, sizeof cap);
+	snprintf(err, errlen, "%s %s is above the cap of %s (%s)", what, v, cap,
+	    key);
+	return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+}
+
 int
 lane_create_check(const struct config *cfg,
     const Agentlane__V1__CreateLane *req, size_t live,
     struct lane_create_plan *plan, char *err, size_t errlen)
 {
+	char v[32];
 	int rc;
 
 	memset(plan, 0, sizeof *plan);
@@ -180,35 +213,33 @@ lane_create_check(const struct config *cfg,
 		    "(max_cpus)", plan->cpus, cfg->max_cpus);
 		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
 	}
-	if (plan->memory_mib > cfg->max_memory_mib || plan->memory_mib < 256) {
-		snprintf(err, errlen, "memory %u MiB is outside 256..%u MiB "
-		    "(max_memory)", plan->memory_mib, cfg->max_memory_mib);
-		return plan->memory_mib < 256 ?
-		    AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT :
-		    AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
+	if (plan->memory_mib < 256) {
+		units_format_bytes((uint64_t)plan->memory_mib << 20, v, sizeof v);
+		snprintf(err, errlen, "memory %s is below the floor of 256MiB",
+		    v);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
 	}
-	if (plan->disk_gib > cfg->max_disk_gib) {
-		snprintf(err, errlen, "disk %u GiB is above the cap of %u GiB "
-		    "(max_disk)", plan->disk_gib, cfg->max_disk_gib);
-		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
-	}
+	if (plan->memory_mib > cfg->max_memory_mib)
+		return size_over_cap(err, errlen, "memory",
+		    (uint64_t)plan->memory_mib << 20,
+		    (uint64_t)cfg->max_memory_mib << 20, "max_memory");
+	if (plan->disk_gib > cfg->max_disk_gib)
+		return size_over_cap(err, errlen, "disk",
+		    (uint64_t)plan->disk_gib << 30,
+		    (uint64_t)cfg->max_disk_gib << 30, "max_disk");
 	plan->lifetime_ms = req->timeout_s != 0 ? req->timeout_s * 1000 :
 	    cfg->default_lifetime_ms;
 	if (req->timeout_s > cfg->max_lifetime_ms / 1000 ||
-	    plan->lifetime_ms > cfg->max_lifetime_ms) {
-		snprintf(err, errlen, "lifetime of %llu s is above the cap of "
-		    "%llu s (max_lifetime)", (unsigned long long)req->timeout_s,
-		    (unsigned long long)(cfg->max_lifetime_ms / 1000));
-		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
-	}
+	    plan->lifetime_ms > cfg->max_lifetime_ms)
+		return over_cap(err, errlen, "lifetime", plan->lifetime_ms,
+		    cfg->max_lifetime_ms, "max_lifetime");
 	plan->idle_timeout_ms = req->idle_timeout_s != 0 ?
 	    req->idle_timeout_s * 1000 : cfg->default_idle_timeout_ms;
-	if (req->idle_timeout_s > cfg->max_lifetime_ms / 1000) {
-		snprintf(err, errlen, "idle timeout of %llu s is longer than "
-		    "the maximum lifetime",
-		    (unsigned long long)req->idle_timeout_s);
-		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
-	}
+	/* The same cap, so the same kind of error as a lifetime's. */
+	if (req->idle_timeout_s > cfg->max_lifetime_ms / 1000)
+		return over_cap(err, errlen, "idle timeout",
+		    req->idle_timeout_s * 1000, cfg->max_lifetime_ms,
+		    "max_lifetime");
 	if (req->n_labels > LANE_LABELS_MAX) {
 		snprintf(err, errlen, "at most %d labels", LANE_LABELS_MAX);
 		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
@@ -869,8 +900,12 @@ limactl_line(const char *line, size_t len, void *arg)
 		lane_waiters_progress(l, phase, "downloaded; preparing the disk");
 	} else if (strncmp(msg, "Using cache ", 12) == 0)
 		lane_waiters_progress(l, phase, "the image is in Lima's cache");
-	else if (strncmp(msg, "[hostagent] Waiting for ", 24) == 0)
-		lane_waiters_progress(l, phase, msg + 12);
+	else if (strncmp(msg, "[hostagent] Waiting for ", 24) == 0) {
+		char said[256];
+
+		lima_requirement_text(msg + 12, said, sizeof said);
+		lane_waiters_progress(l, phase, said);
+	}
 }
 
 /*

@@ -730,6 +730,40 @@ lima_log_line(struct lima *l, const char *line, size_t len, char *level,
 }
 
 void
+lima_requirement_text(const char *msg, char *buf, size_t len)
+{
+	/* Lima's names of what its hostagent waits for, said for people. */
+	static const struct {
+		const char *name, *text;
+	} reqs[] = {
+		{ "ssh", "booting (about a minute without KVM)" },
+		{ "user session is ready for ssh", "the guest user's session" },
+		{ "the guest agent to be running", "Lima's guest agent" },
+		{ "boot scripts must have finished", "the guest's boot scripts" },
+	};
+	const char *q, *end;
+	unsigned i, n;
+
+	/* "Waiting for the essential requirement 1 of 4: \"ssh\"" */
+	if (sscanf(msg, "Waiting for the %*s requirement %u of %u:", &i,
+	    &n) != 2 || (q = strchr(msg, '"')) == NULL ||
+	    (end = strrchr(msg, '"')) == q) {
+		str_copy(buf, msg, len);
+		return;
+	}
+	q++;
+	for (size_t k = 0; k < sizeof reqs / sizeof *reqs; k++)
+		if (strlen(reqs[k].name) == (size_t)(end - q) &&
+		    strncmp(reqs[k].name, q, (size_t)(end - q)) == 0) {
+			snprintf(buf, len, "%s, step %u of %u", reqs[k].text, i,
+			    n);
+			return;
+		}
+	snprintf(buf, len, "waiting for %.*s, step %u of %u", (int)(end - q),
+	    q, i, n);
+}
+
+void
 lima_error_message(struct lima *l, const char *text, char *buf, size_t len)
 {
 	sqlite3_stmt *st = NULL;

@@ -245,26 +245,30 @@ units_format_human(uint64_t ms, char *buf, size_t len)
 void
 units_format_bytes(uint64_t bytes, char *buf, size_t len)
 {
-	static const char *const suffix[] = { "KiB", "MiB", "GiB", "TiB",
+	static const char *const suffix[] = { "B", "KiB", "MiB", "GiB", "TiB",
 	    "PiB", "EiB" };
-	uint64_t whole = bytes, rem = 0;
+	uint64_t whole = bytes, rem, frac, scale;
 	size_t i = 0;
+	int digits;
 
-	if (bytes < 1024) {
-		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-		return;
-	}
-	while (whole >= 1024 * 1024 && i + 1 < sizeof suffix / sizeof *suffix) {
-		whole /= 1024;
+	while (whole >= 1024 && i + 1 < sizeof suffix / sizeof *suffix) {
+		whole >>= 10;
 		i++;
 	}
-	rem = whole % 1024;
-	whole /= 1024;
-	/* Tenths, rounded down: never more than the value. */
-	if (rem * 10 / 1024 == 0)
-		snprintf(buf, len, "%llu %s", (unsigned long long)whole,
+	/* Three figures, rounded down: never more than the value. */
+	digits = i == 0 || whole >= 100 ? 0 : whole >= 10 ? 1 : 2;
+	rem = i == 0 ? 0 : bytes & ((UINT64_C(1) << (10 * i)) - 1);
+	scale = digits == 2 ? 100 : digits == 1 ? 10 : 1;
+	/* rem < 2^(10i) <= 2^60: times 100 it fits once shifted down by 10. */
+	frac = i == 0 ? 0 : ((rem >> (10 * (i - 1))) * scale) >> 10;
+	while (digits > 0 && frac % 10 == 0) {
+		frac /= 10;
+		digits--;
+	}
+	if (digits == 0)
+		snprintf(buf, len, "%llu%s", (unsigned long long)whole,
 		    suffix[i]);
 	else
-		snprintf(buf, len, "%llu.%llu %s", (unsigned long long)whole,
-		    (unsigned long long)(rem * 10 / 1024), suffix[i]);
+		snprintf(buf, len, "%llu.%0*llu%s", (unsigned long long)whole,
+		    digits, (unsigned long long)frac, suffix[i]);
 }

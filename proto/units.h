@@ -55,7 +55,11 @@ int units_parse_size(const char *s, uint64_t *out);
 void units_format_duration(uint64_t ms, char *buf, size_t len);
 /* For people: "1h30m00s", "45s", "250ms"; loses nothing above a second. */
 void units_format_human(uint64_t ms, char *buf, size_t len);
-/* For people: "512 bytes", "64 KiB", "1.5 GiB" (one decimal, binary units). */
+/*
+ * Sizes, the one way every message and table prints them: "512B",
+ * "64KiB", "512MiB", "1.5GiB", "13.6GiB" (binary units, three figures at
+ * most, rounded down, no trailing zeros; parses back as a size).
+ */
 void units_format_bytes(uint64_t bytes, char *buf, size_t len);
 
 #endif

@@ -37,21 +37,17 @@ reserve_stdio(void)
 	return 0;
 }
 
-/* "unknown command "ps"; did you mean "ls"?" */
+/* "unknown command "crate"; did you mean "create"?" (names, not aliases) */
 static int
 unknown_command(const struct ctl *ctl, const char *word)
 {
-	const char *names[2 * 64], *near;
+	const char *names[64], *near;
 	size_t n = 0;
 
-	for (size_t i = 0; i < ctl->ncommands && n + 2 <= sizeof names /
-	    sizeof *names; i++) {
-		if (ctl->commands[i].hidden)
-			continue;
-		names[n++] = ctl->commands[i].name;
-		if (ctl->commands[i].alias != NULL)
-			names[n++] = ctl->commands[i].alias;
-	}
+	for (size_t i = 0; i < ctl->ncommands && n < sizeof names /
+	    sizeof *names; i++)
+		if (!ctl->commands[i].hidden)
+			names[n++] = ctl->commands[i].name;
 	if ((near = ctl_nearest(word, names, n)) != NULL)
 		return ctl_usage("unknown command \"%s\"; did you mean \"%s\"? "
 		    "(see agent-lanectl --help)", word, near);
@@ -132,9 +128,10 @@ main(int argc, char **argv)
 			return ctl_usage("unknown option %s (see agent-lanectl "
 			    "--help)", argv[i]);
 	}
+	/* As docker and gh: the bare command is a request for help. */
 	if (i >= argc) {
-		ctl_help(stderr, &ctl, NULL);
-		return CTL_EXIT_USAGE;
+		ctl_help(stdout, &ctl, NULL);
+		return 0;
 	}
 	if ((c = ctl_command_find(&ctl, argv[i])) != NULL) {
 		ctl.cmd = c;

@@ -43,6 +43,8 @@
 static const struct ctl_option create_options[] = {
 	LANE_OPTIONS_RESOURCES,
 	{ 'd', "detach", NULL, "keep creating if we are interrupted or die" },
+	{ 0, "no-wait", NULL, "print the name once the lane is registered and "
+	    "exit; it keeps creating (see wait)" },
 	LANE_OPTIONS_CONTENT,
 	{ 0, NULL, NULL, NULL },
 };
@@ -138,6 +140,11 @@ static const struct ctl_option logs_options[] = {
 	{ 0, NULL, NULL, NULL },
 };
 
+static const struct ctl_option wait_options[] = {
+	{ 0, "timeout", "DURATION", "give up after DURATION (exit 124)" },
+	{ 0, NULL, NULL, NULL },
+};
+
 static const struct ctl_option reap_options[] = {
 	{ 0, "orphans", NULL, "delete orphaned VMs instead of listing them" },
 	{ 0, NULL, NULL, NULL },
@@ -219,7 +226,7 @@ const struct ctl_command ctl_commands[] = {
 	{
 		.name = "ls",
 		.run = cmd_ls,
-		.alias = "list",
+		.alias = "list ps",
 		.operands = "",
 		.summary = "list live lanes",
 		.text =
@@ -256,6 +263,22 @@ const struct ctl_command ctl_commands[] = {
 		.options = rm_options,
 		.json = true,
 		.complete = CTL_COMPLETE_LANES,
+	},
+	{
+		.name = "wait",
+		.run = cmd_wait,
+		.operands = "LANE...",
+		.summary = "wait until lanes are ready; prints each name",
+		.text =
+		    "For lanes started with `create --no-wait`, several at once:\n"
+		    "  for i in 1 2 3; do agent-lanectl create --no-wait; done > lanes\n"
+		    "  agent-lanectl wait $(cat lanes)\n"
+		    "Exit status: 0 once every lane is ready; 1 if one failed or ended\n"
+		    "(the error says why; `logs LANE` has its boot logs); 124 if\n"
+		    "--timeout ran out first, as timeout(1).\n",
+		.options = wait_options,
+		.complete = CTL_COMPLETE_LANES,
+		.units = true,
 	},
 	{
 		.name = "extend",
@@ -369,25 +392,16 @@ const struct ctl_command ctl_commands[] = {
 	},
 	{
 		.name = "image",
-		.run = cmd_image,
+		.run = ctl_subcommand_run,
+		.subcommands = ctl_image_subcommands,
 		.operands = "build NAME | ls | show NAME | rm NAME...",
 		.summary = "build, list, show and remove lane images",
 		.text =
-		    "  build NAME  make a stopped, provisioned VM from the lane template:\n"
-		    "              each --provision script runs as root (a #! line picks\n"
-		    "              the interpreter), its output on standard error;\n"
-		    "              identical inputs build nothing; prints the name.\n"
-		    "              Ctrl-C cancels and deletes the half-built VM\n"
-		    "  ls          the images\n"
-		    "  show NAME   one image\n"
-		    "  rm NAME...  remove images (refused while a lane is being cloned\n"
-		    "              from one)\n"
 		    "Lanes from an image get the lane template, never the image's own\n"
 		    "Lima settings.\n",
 		.options = image_options,
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,
-		.words = "build ls show rm",
 		.units = true,
 	},
 	{
@@ -446,18 +460,12 @@ const struct ctl_command ctl_commands[] = {
 	},
 	{
 		.name = "context",
-		.run = cmd_context,
+		.run = ctl_subcommand_run,
+		.subcommands = ctl_context_subcommands,
 		.operands = "create|update|ls|use|rm|show [NAME]",
 		.summary = "name daemons on other hosts and pick one, as docker "
 		    "context",
 		.text =
-		    "  create NAME --host URL [--description TEXT] [--remote-command PATH]\n"
-		    "  update NAME [--host URL] [--description TEXT] [--remote-command PATH]\n"
-		    "  ls          the contexts (* the current one); --json\n"
-		    "  use NAME    make it current (default: the local socket)\n"
-		    "  rm NAME...  remove contexts (-f: the current one too)\n"
-		    "  show [NAME] one context, or the one this command line reaches\n"
-		    "              and why; --json\n"
 		    "URL is ssh://[USER@]HOST[:PORT] (the daemon of USER on HOST,\n"
 		    "through the user's own ssh: `agent-lanectl system dial-stdio` runs\n"
 		    "there) or unix:///PATH. Which daemon a command reaches: --host or\n"
@@ -468,12 +476,12 @@ const struct ctl_command ctl_commands[] = {
 		.options = context_options,
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,
-		.words = "create update ls use rm show",
 		.reach = CTL_REACH_NONE,
 	},
 	{
 		.name = "system",
-		.run = cmd_system,
+		.run = ctl_subcommand_run,
+		.subcommands = ctl_system_subcommands,
 		.operands = "dial-stdio",
 		.summary = "relay standard input and output to this host's "
 		    "daemon (for ssh)",
@@ -485,7 +493,6 @@ const struct ctl_command ctl_commands[] = {
 		    "both.\n",
 		.options = no_options,
 		.complete = CTL_COMPLETE_WORDS,
-		.words = "dial-stdio",
 		.reach = CTL_REACH_LOCAL,
 	},
 	{

@@ -50,6 +50,14 @@ command_words(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 {
 	const char *sep = "";
 
+	if (c->subcommands != NULL) {
+		for (const struct ctl_subcommand *s = c->subcommands;
+		    s->name != NULL; s++) {
+			fprintf(f, "%s%s", sep, s->name);
+			sep = " ";
+		}
+		return;
+	}
 	if (c->words != NULL) {
 		fputs(c->words, f);
 		return;
@@ -71,8 +79,7 @@ all_commands(FILE *f, const struct ctl *ctl)
 			continue;
 		fprintf(f, "%s%s", sep, ctl->commands[i].name);
 		sep = " ";
-		if (ctl->commands[i].alias != NULL)
-			fprintf(f, " %s", ctl->commands[i].alias);
+		ctl_put_words(f, ctl->commands[i].alias, " ", true);
 	}
 }
 
@@ -118,8 +125,9 @@ bash_script(FILE *f, const struct ctl *ctl)
 		if (c->hidden)
 			continue;
 
-		fprintf(f, "\t%s%s%s)\n\t\topts=\"", c->name,
-		    c->alias ? "|" : "", c->alias ? c->alias : "");
+		fprintf(f, "\t%s", c->name);
+		ctl_put_words(f, c->alias, "|", true);
+		fputs(")\n\t\topts=\"", f);
 		option_words(f, c->options, false);
 		fputs("\"\n\t\targopts=\"", f);
 		option_words(f, c->options, true);
@@ -206,8 +214,9 @@ zsh_script(FILE *f, const struct ctl *ctl)
 		if (c->hidden)
 			continue;
 
-		fprintf(f, "\t%s%s%s)\n\t\topts=(", c->name,
-		    c->alias ? "|" : "", c->alias ? c->alias : "");
+		fprintf(f, "\t%s", c->name);
+		ctl_put_words(f, c->alias, "|", true);
+		fputs(")\n\t\topts=(", f);
 		option_words(f, c->options, false);
 		fputs(")\n\t\targopts=(", f);
 		option_words(f, c->options, true);
@@ -321,6 +330,7 @@ fish_script(FILE *f, const struct ctl *ctl)
 		fputc('\n', f);
 		snprintf(cond, sizeof cond, "'__fish_seen_subcommand_from %s%s%s'",
 		    c->name, c->alias ? " " : "", c->alias ? c->alias : "");
+		/* (aliases are space-separated: fish takes them as they are) */
 		for (const struct ctl_option *o = c->options; o->name; o++)
 			fish_option(f, cond, o);
 		switch (c->complete) {

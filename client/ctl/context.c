@@ -132,6 +132,18 @@ context_write(struct ctl *ctl, const struct ctl_parsed *p, bool create)
 }
 
 static int
+context_create(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	return context_write(ctl, p, true);
+}
+
+static int
+context_update(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	return context_write(ctl, p, false);
+}
+
+static int
 context_ls(struct ctl *ctl, const struct ctl_parsed *p)
 {
 	struct ctx *v = NULL, def;
@@ -206,8 +218,13 @@ context_use(struct ctl *ctl, const struct ctl_parsed *p)
 }
 
 static int
-context_rm(struct ctl *ctl, const struct ctl_parsed *p, bool force)
+context_rm(struct ctl *ctl, const struct ctl_parsed *p)
 {
+	bool force = false;
+
+	for (size_t i = 0; i < p->nopts; i++)
+		if (ctl_is(&p->opts[i], "force"))
+			force = true;
 	char err[1400], cur[CTX_NAME_MAX + 1];
 	int rc, status = 0;
 
@@ -298,38 +315,19 @@ context_show(struct ctl *ctl, const struct ctl_parsed *p)
 	return 0;
 }
 
-int
-cmd_context(struct ctl *ctl, int argc, char **argv)
-{
-	struct ctl_parsed p;
-	const char *sub;
-	bool force = false;
-	int rc;
-
-	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return rc;
-	if (p.noperands == 0)
-		return ctl_usage("usage: agent-lanectl context "
-		    "create|update|ls|use|rm|show (see agent-lanectl help context)");
-	sub = p.operands[0];
-	for (size_t i = 0; i < p.nopts; i++)
-		if (ctl_is(&p.opts[i], "force"))
-			force = true;
-	if (ctl->json && strcmp(sub, "ls") != 0 && strcmp(sub, "list") != 0 &&
-	    strcmp(sub, "show") != 0)
-		return ctl_usage("context %s: --json: it prints only a name", sub);
-	if (strcmp(sub, "create") == 0)
-		return context_write(ctl, &p, true);
-	if (strcmp(sub, "update") == 0)
-		return context_write(ctl, &p, false);
-	if (strcmp(sub, "ls") == 0 || strcmp(sub, "list") == 0)
-		return context_ls(ctl, &p);
-	if (strcmp(sub, "use") == 0)
-		return context_use(ctl, &p);
-	if (strcmp(sub, "rm") == 0 || strcmp(sub, "remove") == 0)
-		return context_rm(ctl, &p, force);
-	if (strcmp(sub, "show") == 0)
-		return context_show(ctl, &p);
-	return ctl_usage("context: no subcommand \"%s\" (create, update, ls, "
-	    "use, rm, show)", sub);
-}
+const struct ctl_subcommand ctl_context_subcommands[] = {
+	{ "create", context_create, NULL, "NAME --host URL [--description TEXT] "
+	    "[--remote-command PATH]", "name a daemon", false },
+	{ "update", context_update, NULL, "NAME [--host URL] [--description "
+	    "TEXT] [--remote-command PATH]", "change what a context says",
+	    false },
+	{ "ls", context_ls, "list", "", "the contexts (* the current one); "
+	    "--json", true },
+	{ "use", context_use, NULL, "NAME", "make it current (default: the "
+	    "local socket)", false },
+	{ "rm", context_rm, "remove", "NAME...", "remove contexts (-f: the "
+	    "current one too)", false },
+	{ "show", context_show, NULL, "[NAME]", "one context, or the one this "
+	    "command line reaches and why; --json", true },
+	{ NULL, NULL, NULL, NULL, NULL, false },
+};

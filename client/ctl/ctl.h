@@ -12,6 +12,7 @@
 #define CTL_EXIT_FAILURE 1
 #define CTL_EXIT_USAGE 2
 #define CTL_EXIT_EXEC_FAILURE 125	/* Agent Lane itself failed an exec */
+#define CTL_EXIT_TIMEOUT 124		/* wait --timeout ran out, as timeout(1) */
 
 /* One option of a command, as help, completion and the parser see it. */
 struct ctl_option {
@@ -31,6 +32,22 @@ enum ctl_complete {
 };
 
 struct ctl;
+struct ctl_parsed;
+
+/*
+ * One subcommand of a command (image build, context use): its handler,
+ * given the whole parse (operands[0] is the subcommand's word), and what
+ * the help and the completion scripts say of it. A table of them ends
+ * with a NULL name; subcmd.c dispatches through it.
+ */
+struct ctl_subcommand {
+	const char *name;
+	int (*run)(struct ctl *, const struct ctl_parsed *);
+	const char *alias;	/* or NULL; several: space-separated */
+	const char *operands;	/* after the name, in its help line */
+	const char *summary;	/* one line, for the help */
+	bool json;		/* takes --json */
+};
 
 /* Which daemon a command talks to (target.c). */
 enum ctl_reach {
@@ -47,7 +64,7 @@ enum ctl_reach {
 struct ctl_command {
 	const char *name;
 	int (*run)(struct ctl *, int argc, char **argv);
-	const char *alias;	/* or NULL */
+	const char *alias;	/* or NULL; several: space-separated */
 	const char *operands;	/* in the usage line, after [OPTIONS] */
 	const char *summary;	/* one line, for the command list */
 	const char *text;	/* the rest of its help; NULL for none */
@@ -61,6 +78,8 @@ struct ctl_command {
 	bool json;		/* takes --json */
 	enum ctl_complete complete;
 	const char *words;	/* CTL_COMPLETE_WORDS, space-separated */
+	/* Its subcommands (NULL: none); the first operand is one of them. */
+	const struct ctl_subcommand *subcommands;
 	bool units;		/* its help ends with the units paragraph */
 	bool hidden;		/* for scripts: not in the help or completion */
 	enum ctl_reach reach;	/* which daemon it may talk to (target.c) */
@@ -109,11 +128,29 @@ struct ctl {
 extern const struct ctl_command ctl_commands[];
 extern const size_t ctl_ncommands;
 
+/*
+ * subcmd.c: a command whose table has subcommands runs them through this
+ * (its .run): parses argv, finds operands[0] in ctl->cmd->subcommands
+ * (by name or alias) and runs it; a missing or unknown one is a usage
+ * error with the nearest, --json where it prints nothing too.
+ */
+int ctl_subcommand_run(struct ctl *, int argc, char **argv);
+const struct ctl_subcommand *ctl_subcommand_find(const struct ctl_command *,
+    const char *name);
+/* The tables, in the files of their handlers. */
+extern const struct ctl_subcommand ctl_image_subcommands[];
+extern const struct ctl_subcommand ctl_context_subcommands[];
+extern const struct ctl_subcommand ctl_system_subcommands[];
+
 /* help.c: the global options, and help made from the tables. */
 extern const struct ctl_option ctl_global_options[];
 /* In ctl->commands, by name or alias; NULL if none. */
 const struct ctl_command *ctl_command_find(const struct ctl *,
     const char *name);
+/* name is one of words (space-separated; NULL: none). */
+bool ctl_word_in(const char *words, const char *name);
+/* Prints words with sep between them, sep first too if lead. */
+void ctl_put_words(FILE *, const char *words, const char *sep, bool lead);
 /* The help of one command, or with NULL the summary of ctl->commands. */
 void ctl_help(FILE *, const struct ctl *, const struct ctl_command *);
 
@@ -178,6 +215,14 @@ int ctl_fail(const struct ctl *, const struct al_error *, int status);
 void ctl_put_safe(FILE *, const char *);
 /* For CONNECT, in text: how to start the daemon or point at another socket. */
 void ctl_hint(const struct ctl *, const struct al_error *);
+/* sock is ~/.agent-lane/run/agent-laned.sock, the default daemon's. */
+bool ctl_default_socket(const char *sock);
+/*
+ * The state directory to give a daemon on sock: $AGENT_LANE_STATE_DIR,
+ * else DIR for DIR/run/NAME (the default layout), else the socket's
+ * directory's "state".
+ */
+void ctl_state_dir_for(const char *sock, char *buf, size_t len);
 /* Reports a usage error (code USAGE); returns CTL_EXIT_USAGE. */
 int ctl_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Reports a failure of ours (code FAILED). */
@@ -206,7 +251,7 @@ bool ctl_lane_name(const char *s);
 void ctl_json_names(FILE *, char (*names)[AL_NAME_MAX], size_t n);
 
 void ctl_json_string(FILE *, const char *);
-/* For people: "512B", "1.50GiB", "23.4MiB" (binary multiples). */
+/* Sizes the one way (units_format_bytes): "512MiB", "1.5GiB", "23.4MiB". */
 void ctl_bytes(uint64_t, char *buf, size_t len);
 /* RFC 3339 UTC, e.g. 2026-11-29T09:12:25Z; "-" for 0. */
 void ctl_time(int64_t ms, char *buf, size_t len);
@@ -254,6 +299,8 @@ void ctl_progress_abort(void);
 /* What create learnt while it waited: the name, once registered. */
 struct ctl_create_state {
 	char name[AL_NAME_MAX];
+	/* create --no-wait: stop the call once registered (see lanes.c). */
+	bool no_wait;
 };
 
 /* What the create options point into; lives as long as the create. */
@@ -299,7 +346,20 @@ int ctl_exec_in(struct ctl *, const struct ctl_parsed *, const char *lane,
 /* A copy-out's host destination can be written: 0, or the status (said). */
 int ctl_check_destination(const char *host);
 
+/*
+ * wait.c: until lane is ready, asking its state (at most timeout_ms; 0:
+ * no limit). CTL_WAIT_ENDED: it failed or ended (err says so); ERROR: a
+ * call failed (err). lane: its last state.
+ */
+#define CTL_WAIT_READY 0
+#define CTL_WAIT_ENDED 1
+#define CTL_WAIT_TIMEOUT 2
+#define CTL_WAIT_ERROR (-1)
+int ctl_wait_ready(struct ctl *, const char *name, uint64_t timeout_ms,
+    struct al_lane *lane, struct al_error *err);
+
 int cmd_create(struct ctl *, int, char **);
+int cmd_wait(struct ctl *, int, char **);
 int cmd_run(struct ctl *, int, char **);
 int cmd_ls(struct ctl *, int, char **);
 int cmd_show(struct ctl *, int, char **);
@@ -317,9 +377,6 @@ int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);
 /* Completion's live lane names and aliases, one a line (not in the help). */
 int cmd_complete_lanes(struct ctl *, int, char **);
-int cmd_image(struct ctl *, int, char **);
-int cmd_context(struct ctl *, int, char **);
-int cmd_system(struct ctl *, int, char **);
 int cmd_info(struct ctl *, int, char **);
 int cmd_stats(struct ctl *, int, char **);
 

@@ -447,6 +447,32 @@ json_kv_string(const char *key, const char *value, bool comma)
 	ctl_json_string(stdout, value);
 }
 
+/*
+ * status, the daemon not answering: what will start it. `daemon start`
+ * only where the service is installed; the foreground command always,
+ * with a state directory of its own for a socket other than the default.
+ */
+static void
+not_answering(const struct paths *p, const struct al_error *err,
+    bool installed)
+{
+	char state[PATH_MAX];
+
+	printf("agent-laned: not answering (%s)\n", err->message);
+	if (installed)
+		printf("             start it: agent-lanectl daemon start\n");
+	else
+		printf("             the service is not installed: "
+		    "agent-lanectl daemon install\n");
+	printf("             or in the foreground: %s/agent-laned --socket %s",
+	    p->bindir, p->socket);
+	if (!ctl_default_socket(p->socket)) {
+		ctl_state_dir_for(p->socket, state, sizeof state);
+		printf(" --state-dir %s", state);
+	}
+	putchar('\n');
+}
+
 static int
 daemon_status(struct ctl *ctl, enum platform plat, bool load)
 {
@@ -536,10 +562,7 @@ daemon_status(struct ctl *ctl, enum platform plat, bool load)
 	printf("file:        %s\n", file);
 	printf("socket:      %s\n", p.socket);
 	if (!answering) {
-		printf("agent-laned: not answering (%s)\n", err.message);
-		printf("             run `agent-lanectl daemon start`, or in the "
-		    "foreground:\n             %s/agent-laned --socket %s\n",
-		    p.bindir, p.socket);
+		not_answering(&p, &err, installed);
 		return 3;
 	}
 	printf("agent-laned: %s (protocol %u), answering\n", info.version,

@@ -324,15 +324,16 @@ out:
 	return rc;
 }
 
-int
-cmd_system(struct ctl *ctl, int argc, char **argv)
+static int
+system_dial_stdio(struct ctl *ctl, const struct ctl_parsed *p)
 {
-	struct ctl_parsed p;
-	int rc;
-
-	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return rc;
-	if (p.noperands != 1 || strcmp(p.operands[0], "dial-stdio") != 0)
+	if (p->noperands != 1)
 		return ctl_usage("usage: agent-lanectl system dial-stdio");
 	return dial_stdio(ctl);
 }
+
+const struct ctl_subcommand ctl_system_subcommands[] = {
+	{ "dial-stdio", system_dial_stdio, NULL, "", "relay standard input "
+	    "and output to this host's daemon", false },
+	{ NULL, NULL, NULL, NULL, NULL, false },
+};

@@ -23,6 +23,80 @@ static const char *const shell_argv[] = { "/bin/sh", "-c",
     NULL };
 
 /*
+ * exec or shell on a lane still creating (create --no-wait, or another
+ * terminal's create) waits until it is ready, up to --timeout, rather
+ * than failing: 0 to go on, else the status (said).
+ */
+static int
+wait_for(struct ctl *ctl, const struct ctl_parsed *p, const char *lane,
+    uint64_t timeout_ms)
+{
+	struct al_lane l;
+	struct al_error err;
+	int rc;
+
+	rc = ctl_wait_ready(ctl, lane, timeout_ms, &l, &err);
+	if (rc == CTL_WAIT_READY)
+		return 0;
+	if (ctl_interrupted())
+		return CTL_EXIT_EXEC_FAILURE;	/* main re-raises the signal */
+	if (rc == CTL_WAIT_TIMEOUT)
+		ctl_report(ctl, "DEADLINE_EXCEEDED", p->cmd->name, NULL,
+		    "the lane was still creating after --timeout", NULL);
+	else
+		ctl_report(ctl, al_code_name(err.code), p->cmd->name, NULL,
+		    err.message, NULL);
+	return CTL_EXIT_EXEC_FAILURE;
+}
+
+/*
+ * The exec, waiting for a lane still creating. The daemon refuses such a
+ * lane at once, and the exec is then tried again, which loses nothing
+ * when standard input is none, a terminal or seekable (put back where it
+ * was). A pipe's bytes read meanwhile would be lost: with a pipe, the
+ * lane's state is asked first instead (one more call). run's own lane is
+ * ready already. 0 or -1 (err) as al_exec, or a status already said.
+ */
+static int
+exec_call(struct ctl *ctl, const struct ctl_parsed *p, const char *lane,
+    const struct al_exec_opts *o, bool raw, struct al_exec_result *res,
+    struct al_error *err)
+{
+	bool run = strcmp(p->cmd->name, "run") == 0;
+	off_t at = -1;
+	bool pipe_in = false;
+	struct al_lane l;
+	int r;
+
+	if (o->stdin_fd >= 0 && !isatty(o->stdin_fd))
+		pipe_in = (at = lseek(o->stdin_fd, 0, SEEK_CUR)) == -1;
+	if (!run && pipe_in && al_get(ctl->client, lane, &l, err) == AL_OK &&
+	    l.state == AL_LANE_CREATING &&
+	    (r = wait_for(ctl, p, l.name, o->timeout_ms)) != 0)
+		return r;
+	for (int attempt = 0;; attempt++) {
+		if (raw && ctl_tty_raw(STDIN_FILENO) == -1) {
+			err->code = AL_IO;
+			snprintf(err->message, sizeof err->message,
+			    "raw mode");
+			ctl_errx("%s: cannot put the terminal in raw mode: %s",
+			    p->cmd->name, strerror(errno));
+			return -1;
+		}
+		r = al_exec(ctl->client, lane, o, res, err) == AL_OK ? 0 : -1;
+		ctl_tty_restore();
+		if (r == 0 || run || pipe_in || attempt > 0 ||
+		    err->code != AL_FAILED_PRECONDITION ||
+		    strstr(err->message, " is creating, not ready") == NULL)
+			return r;
+		if (at != -1 && lseek(o->stdin_fd, at, SEEK_SET) == -1)
+			return r;
+		if ((r = wait_for(ctl, p, lane, o->timeout_ms)) != 0)
+			return r;
+	}
+}
+
+/*
  * exec, shell and run share everything but their operands: runs argv
  * (NULL: the login shell) in lane with the exec options of p. *ran says
  * whether the status returned is the command's own.
@@ -75,6 +149,17 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 	}
 	if (interactive && o.stdin_fd == -1)
 		return ctl_usage("-i and --no-stdin contradict each other");
+	/*
+	 * As docker refuses it: a guest terminal fed from a pipe or a file
+	 * never sees an end of input (a terminal has none to send), so the
+	 * shell would wait for keys that cannot come. Refused before any
+	 * call, so that a script fails at once instead of hanging.
+	 */
+	if (tty && interactive && !isatty(STDIN_FILENO)) {
+		ctl_report(ctl, CTL_CODE_FAILED, p.cmd->name, NULL,
+		    "the input device is not a TTY", NULL);
+		return CTL_EXIT_FAILURE;
+	}
 	/*
 	 * -t as docker's: without -i the command reads nothing (a terminal
 	 * has no end of input to send it); with -i our terminal, if stdin is
@@ -139,16 +224,7 @@ ctl_exec_in(struct ctl *ctl, const struct ctl_parsed *pp, const char *lane,
 	env[nenv] = NULL;
 	o.env = env;
 	o.argv = is_shell ? shell_argv : argv;
-	if (raw && ctl_tty_raw(STDIN_FILENO) == -1) {
-		ctl_errx("%s: cannot put the terminal in raw mode: %s",
-		    p.cmd->name, strerror(errno));
-		r = -1;
-		err.code = AL_IO;
-		snprintf(err.message, sizeof err.message, "raw mode");
-		goto out;
-	}
-	r = al_exec(ctl->client, lane, &o, &res, &err) == AL_OK ? 0 : -1;
-	ctl_tty_restore();
+	r = exec_call(ctl, &p, lane, &o, raw, &res, &err);
 out:
 	/* NAME=VALUE from our environment: secrets, wiped before free. */
 	while (nowned > 0) {
@@ -156,6 +232,8 @@ out:
 		wire_wipe(owned[nowned], strlen(owned[nowned]));
 		free(owned[nowned]);
 	}
+	if (r > 0)
+		return r;	/* exec_call's status, said */
 	/* Our reader went away (`| head`): end quietly, as SIGPIPE would. */
 	if (r == -1 && err.code == AL_IO && err.os_errno == EPIPE)
 		return 128 + SIGPIPE;

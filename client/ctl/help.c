@@ -37,11 +37,41 @@ ctl_command_find(const struct ctl *ctl, const char *name)
 	for (size_t i = 0; i < ctl->ncommands; i++) {
 		const struct ctl_command *c = &ctl->commands[i];
 
-		if (strcmp(c->name, name) == 0 ||
-		    (c->alias != NULL && strcmp(c->alias, name) == 0))
+		if (strcmp(c->name, name) == 0 || ctl_word_in(c->alias, name))
 			return c;
 	}
 	return NULL;
+}
+
+bool
+ctl_word_in(const char *words, const char *name)
+{
+	size_t len = strlen(name);
+
+	while (words != NULL && *words != '\0') {
+		size_t w = strcspn(words, " ");
+
+		if (w == len && strncmp(words, name, len) == 0)
+			return true;
+		words += w;
+		words += strspn(words, " ");
+	}
+	return false;
+}
+
+void
+ctl_put_words(FILE *f, const char *words, const char *sep, bool lead)
+{
+	bool first = !lead;
+
+	while (words != NULL && *words != '\0') {
+		size_t w = strcspn(words, " ");
+
+		fprintf(f, "%s%.*s", first ? "" : sep, (int)w, words);
+		first = false;
+		words += w;
+		words += strspn(words, " ");
+	}
 }
 
 /* Prints text from column col on, wrapped before column 79. */
@@ -89,6 +119,29 @@ print_options(FILE *f, const struct ctl_option *o)
 	}
 }
 
+/* "  build NAME  summary", the summaries aligned, with their aliases. */
+static void
+print_subcommands(FILE *f, const struct ctl_subcommand *subs)
+{
+	fprintf(f, "\nSubcommands:\n");
+	for (const struct ctl_subcommand *s = subs; s->name != NULL; s++) {
+		char left[128], text[512];
+
+		snprintf(left, sizeof left, "%s%s%s", s->name,
+		    s->operands[0] != '\0' ? " " : "", s->operands);
+		if (s->alias != NULL)
+			snprintf(text, sizeof text, "%s (also: %s)", s->summary,
+			    s->alias);
+		else
+			snprintf(text, sizeof text, "%s", s->summary);
+		if (strlen(left) > 16)
+			fprintf(f, "  %s\n%20s", left, "");
+		else
+			fprintf(f, "  %-16s  ", left);
+		wrap(f, text, 20);
+	}
+}
+
 void
 ctl_help(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 {
@@ -113,13 +166,29 @@ ctl_help(FILE *f, const struct ctl *ctl, const struct ctl_command *c)
 		    "daemon install` sets it up as a service.\n");
 		return;
 	}
-	fprintf(f, "usage: agent-lanectl %s%s%s%s\n", c->name,
-	    c->options[0].name != NULL ? " [OPTIONS]" : "",
-	    c->operands[0] != '\0' ? " " : "", c->operands);
-	if (c->alias != NULL)
-		fprintf(f, "       agent-lanectl %s ...\n", c->alias);
+	if (c->subcommands != NULL) {
+		fprintf(f, "usage: agent-lanectl %s%s ", c->name,
+		    c->options[0].name != NULL ? " [OPTIONS]" : "");
+		for (const struct ctl_subcommand *s = c->subcommands;
+		    s->name != NULL; s++)
+			fprintf(f, "%s%s", s == c->subcommands ? "" : "|",
+			    s->name);
+		fprintf(f, " ...\n");
+	} else
+		fprintf(f, "usage: agent-lanectl %s%s%s%s\n", c->name,
+		    c->options[0].name != NULL ? " [OPTIONS]" : "",
+		    c->operands[0] != '\0' ? " " : "", c->operands);
+	for (const char *a = c->alias; a != NULL && *a != '\0';) {
+		size_t w = strcspn(a, " ");
+
+		fprintf(f, "       agent-lanectl %.*s ...\n", (int)w, a);
+		a += w;
+		a += strspn(a, " ");
+	}
 	fprintf(f, "\n%c%s.\n", toupper((unsigned char)c->summary[0]),
 	    c->summary + 1);
+	if (c->subcommands != NULL)
+		print_subcommands(f, c->subcommands);
 	if (c->text != NULL)
 		fprintf(f, "\n%s", c->text);
 	if (c->options[0].name != NULL) {

@@ -226,9 +226,10 @@ image_ls(struct ctl *ctl, const struct ctl_parsed *p)
 			char t[32], mem[16], disk[16];
 
 			ctl_time(v[i].created_at_ms, t, sizeof t);
-			snprintf(mem, sizeof mem, "%gGiB",
-			    v[i].memory_mib / 1024.0);
-			snprintf(disk, sizeof disk, "%uGiB", v[i].disk_gib);
+			ctl_bytes((uint64_t)v[i].memory_mib << 20, mem,
+			    sizeof mem);
+			ctl_bytes((uint64_t)v[i].disk_gib << 30, disk,
+			    sizeof disk);
 			printf("%-24s %-12.12s %4u %8s %7s %-6s  %s\n",
 			    v[i].name, v[i].id, v[i].cpus, mem, disk,
 			    v[i].docker ? "yes" : "no", t);
@@ -243,7 +244,7 @@ image_show(struct ctl *ctl, const struct ctl_parsed *p)
 {
 	struct al_image im;
 	struct al_error err;
-	char t[32];
+	char t[32], size[16];
 
 	if (p->noperands != 2 || p->nopts > 0)
 		return ctl_usage("usage: agent-lanectl image show NAME [--json]");
@@ -259,8 +260,10 @@ image_show(struct ctl *ctl, const struct ctl_parsed *p)
 	printf("from:     %s\n", im.from[0] ? im.from : "-");
 	printf("docker:   %s\n", im.docker ? "yes (rootless)" : "no");
 	printf("cpus:     %u\n", im.cpus);
-	printf("memory:   %g GiB\n", im.memory_mib / 1024.0);
-	printf("disk:     %u GiB\n", im.disk_gib);
+	ctl_bytes((uint64_t)im.memory_mib << 20, size, sizeof size);
+	printf("memory:   %s\n", size);
+	ctl_bytes((uint64_t)im.disk_gib << 30, size, sizeof size);
+	printf("disk:     %s\n", size);
 	for (size_t i = 0; i < im.nscripts; i++)
 		printf("script:   %s\n", im.scripts[i]);
 	ctl_time(im.created_at_ms, t, sizeof t);
@@ -303,25 +306,15 @@ image_rm(struct ctl *ctl, const struct ctl_parsed *p)
 	return status;
 }
 
-int
-cmd_image(struct ctl *ctl, int argc, char **argv)
-{
-	struct ctl_parsed p;
-	const char *verb;
-	int rc;
-
-	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return rc;
-	verb = p.noperands > 0 ? p.operands[0] : "";
-	if (strcmp(verb, "build") == 0)
-		return image_build(ctl, &p);
-	/* Build options make no sense elsewhere: refuse rather than ignore. */
-	if (strcmp(verb, "ls") == 0 || strcmp(verb, "list") == 0)
-		return image_ls(ctl, &p);
-	if (strcmp(verb, "show") == 0)
-		return image_show(ctl, &p);
-	if (strcmp(verb, "rm") == 0)
-		return image_rm(ctl, &p);
-	return ctl_usage("usage: agent-lanectl image build|ls|show|rm ... "
-	    "(see agent-lanectl help image)");
-}
+const struct ctl_subcommand ctl_image_subcommands[] = {
+	{ "build", image_build, NULL, "NAME", "make a stopped, provisioned VM "
+	    "from the lane template: each --provision script runs as root (a #! "
+	    "line picks the interpreter), its output on standard error; "
+	    "identical inputs build nothing; prints the name. Ctrl-C cancels "
+	    "and deletes the half-built VM", true },
+	{ "ls", image_ls, "list", "", "the images", true },
+	{ "show", image_show, NULL, "NAME", "one image", true },
+	{ "rm", image_rm, "remove", "NAME...", "remove images (refused while a "
+	    "lane is being cloned from one)", true },
+	{ NULL, NULL, NULL, NULL, NULL, false },
+};

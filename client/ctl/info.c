@@ -74,8 +74,9 @@ info_text(const struct ctl *ctl, const struct al_info *in)
 	ctl_bytes((uint64_t)d->max_memory_mib << 20, b, sizeof b);
 	snprintf(line, sizeof line, "default %s, at most %s", a, b);
 	kv("Memory:", line);
-	snprintf(line, sizeof line, "default %uGiB, at most %uGiB",
-	    d->default_disk_gib, d->max_disk_gib);
+	ctl_bytes((uint64_t)d->default_disk_gib << 30, a, sizeof a);
+	ctl_bytes((uint64_t)d->max_disk_gib << 30, b, sizeof b);
+	snprintf(line, sizeof line, "default %s, at most %s", a, b);
 	kv("Disk:", line);
 	snprintf(line, sizeof line, "default %s, at most %s",
 	    dur(d->default_lifetime_s, a, sizeof a), dur(d->max_lifetime_s, b,

@@ -16,8 +16,16 @@ ctl_create_progress(const char *phase, const char *message, void *arg)
 {
 	struct ctl_create_state *cs = arg;
 
-	if (strcmp(phase, "registered") == 0)
+	if (strcmp(phase, "registered") == 0) {
 		snprintf(cs->name, sizeof cs->name, "%s", message);
+		/*
+		 * --no-wait: the registry holds the lane now, so its name is
+		 * good. Ending the call (as ^C would: the lane is detached, so
+		 * the daemon carries on) is how a caller lets go of a create.
+		 */
+		if (cs->no_wait)
+			al_interrupt();
+	}
 	ctl_progress_phase(phase, message);
 }
 
@@ -321,6 +329,23 @@ ctl_create_prepare(struct ctl *ctl, const struct ctl_parsed *p,
 	return 0;
 }
 
+/*
+ * --no-wait, once registered: the name, or with --json the little that is
+ * known yet (the call was ended, so no other call can be made).
+ */
+static int
+created_no_wait(struct ctl *ctl, const struct ctl_create_state *cs)
+{
+	ctl_progress_end("creating");
+	if (ctl->json) {
+		fputs("{\"name\":", stdout);
+		ctl_json_string(stdout, cs->name);
+		fputs(",\"state\":\"creating\"}\n", stdout);
+	} else
+		printf("%s\n", cs->name);
+	return 0;
+}
+
 int
 cmd_create(struct ctl *ctl, int argc, char **argv)
 {
@@ -341,11 +366,17 @@ cmd_create(struct ctl *ctl, int argc, char **argv)
 		    "agent-lanectl help create)", p.operands[0]);
 	if ((rc = ctl_create_prepare(ctl, &p, &o, &a)) != 0)
 		return rc;
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "no-wait"))
+			cs.no_wait = o.detach = true;
 	ctl_progress_start("create", a.quiet);
 	ctl_progress_phase("connecting", "");
-	if (al_create(ctl->client, &o, &lane, &err) != AL_OK)
+	if (al_create(ctl->client, &o, &lane, &err) != AL_OK) {
+		if (cs.no_wait && cs.name[0] != '\0' && !ctl_interrupted())
+			return created_no_wait(ctl, &cs);
 		return ctl_create_failed(ctl, &cs, &err, o.detach,
 		    CTL_EXIT_FAILURE);
+	}
 	ctl_progress_end("ready");
 	if (ctl->json) {
 		struct al_lane_secrets *sec;
@@ -464,20 +495,35 @@ filter_match(const struct filter *f, const struct al_lane *l)
 	return false;
 }
 
-/* "k=v,k2=v2", or "-" for none; cut to the buffer. */
+/*
+ * "k=v,k2=v2", or "-" for none; cut to the buffer. A value with a comma
+ * or a double quote in it is quoted ("a=\"x,y\"", with \" and \\), so
+ * that the commas between labels stay the only bare ones.
+ */
 static void
 labels_text(const struct al_lane *l, char *buf, size_t len)
 {
 	size_t off = 0;
 
 	snprintf(buf, len, "-");
-	for (size_t i = 0; i < l->nlabels && off < len; i++) {
+	for (size_t i = 0; i < l->nlabels && off + 1 < len; i++) {
+		const char *v = l->labels[i].value;
+		bool quote = strpbrk(v, ",\"") != NULL;
 		int n = snprintf(buf + off, len - off, "%s%s=%s", i ? "," : "",
-		    l->labels[i].key, l->labels[i].value);
+		    l->labels[i].key, quote ? "\"" : v);
 
 		if (n < 0)
 			break;
 		off += (size_t)n;
+		for (; quote && *v != '\0' && off + 2 < len; v++) {
+			if (*v == '"' || *v == '\\')
+				buf[off++] = '\\';
+			buf[off++] = *v;
+		}
+		if (quote && off + 1 < len) {
+			buf[off++] = '"';
+			buf[off] = '\0';
+		}
 	}
 }
 
@@ -492,6 +538,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	struct filter *filters;
 	bool all = false, quiet = false, first = true;
 	size_t n, nfilters = 0;
+	int aliasw = 12;
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -535,14 +582,23 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
+	/* As docker's tables: the ALIAS column as wide as its longest. */
+	for (size_t i = 0; i < n; i++) {
+		bool match = true;
+
+		for (size_t k = 0; k < nfilters && match; k++)
+			match = filter_match(&filters[k], &lanes[i]);
+		if (match && (int)strlen(lanes[i].alias) > aliasw)
+			aliasw = (int)strlen(lanes[i].alias);
+	}
 	if (ctl->json)
 		fputc('[', stdout);
 	else if (!quiet)
-		printf("%-20s %-12s %-10s %4s %8s %7s  %-20s  %-16s %s\n",
-		    "NAME", "ALIAS", "STATE", "CPUS", "MEMORY", "DISK", "CREATED",
-		    "DEADLINE", "LABELS");
+		printf("%-20s %-*s %-10s %4s %8s %7s  %-20s  %-16s %s\n",
+		    "NAME", aliasw, "ALIAS", "STATE", "CPUS", "MEMORY", "DISK",
+		    "CREATED", "DEADLINE", "LABELS");
 	for (size_t i = 0; i < n; i++) {
-		char created[32], deadline[48], mem[16], lab[256];
+		char created[32], deadline[48], mem[16], disk[16], lab[256];
 		bool match = true;
 
 		for (size_t k = 0; k < nfilters && match; k++)
@@ -562,14 +618,16 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 			else
 				relative(lanes[i].deadline_ms, deadline,
 				    sizeof deadline);
-			snprintf(mem, sizeof mem, "%gGiB",
-			    lanes[i].memory_mib / 1024.0);
+			ctl_bytes((uint64_t)lanes[i].memory_mib << 20, mem,
+			    sizeof mem);
+			ctl_bytes((uint64_t)lanes[i].disk_gib << 30, disk,
+			    sizeof disk);
 			labels_text(&lanes[i], lab, sizeof lab);
-			printf("%-20s %-12s %-10s %4u %8s %4uGiB  %-20s  "
-			    "%-16s %s\n", lanes[i].name,
+			printf("%-20s %-*s %-10s %4u %8s %7s  %-20s  "
+			    "%-16s %s\n", lanes[i].name, aliasw,
 			    lanes[i].alias[0] ? lanes[i].alias : "-",
 			    al_state_name(lanes[i].state),
-			    lanes[i].cpus, mem, lanes[i].disk_gib, created,
+			    lanes[i].cpus, mem, disk, created,
 			    deadline, lab);
 		}
 		first = false;
@@ -639,7 +697,7 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	struct al_lane_net net;
 	struct al_lane_secrets *sec;
 	struct al_error err;
-	char t[32], rel[48];
+	char t[32], rel[48], size[16];
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -659,8 +717,10 @@ cmd_show(struct ctl *ctl, int argc, char **argv)
 	printf("alias:        %s\n", l.alias[0] ? l.alias : "-");
 	printf("state:        %s\n", al_state_name(l.state));
 	printf("cpus:         %u\n", l.cpus);
-	printf("memory:       %g GiB\n", l.memory_mib / 1024.0);
-	printf("disk:         %u GiB\n", l.disk_gib);
+	ctl_bytes((uint64_t)l.memory_mib << 20, size, sizeof size);
+	printf("memory:       %s\n", size);
+	ctl_bytes((uint64_t)l.disk_gib << 30, size, sizeof size);
+	printf("disk:         %s\n", size);
 	ctl_time(l.created_at_ms, t, sizeof t);
 	printf("created:      %s\n", t);
 	ctl_time(l.deadline_ms, t, sizeof t);

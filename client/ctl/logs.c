@@ -3,6 +3,8 @@
  * as the daemon streams them (the socket may be forwarded from another
  * host, and a failed lane's kept logs are in the daemon's state directory).
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ struct logs_out {
 	struct text_stream ts;	/* safe: a sequence cut between chunks */
 	char source[64];	/* the file last written */
 	bool line_open;		/* its last byte was not a line end */
+	bool reader_gone;	/* a write met EPIPE: `logs | head` */
 };
 
 static bool
@@ -88,10 +91,9 @@ json_chunk(struct logs_out *o, const char *source, const unsigned char *p,
 }
 
 static bool
-chunk_cb(const char *source, const void *data, size_t len, void *arg)
+chunk_put(struct logs_out *o, const char *source, const void *data,
+    size_t len)
 {
-	struct logs_out *o = arg;
-
 	if (o->json)
 		return json_chunk(o, source, data, len);
 
@@ -111,6 +113,18 @@ chunk_cb(const char *source, const void *data, size_t len, void *arg)
 		return false;
 	o->line_open = ((const char *)data)[len - 1] != '\n';
 	return fflush(stdout) != EOF;
+}
+
+static bool
+chunk_cb(const char *source, const void *data, size_t len, void *arg)
+{
+	struct logs_out *o = arg;
+
+	errno = 0;
+	if (chunk_put(o, source, data, len))
+		return true;
+	o->reader_gone = errno == EPIPE;
+	return false;
 }
 
 int
@@ -150,6 +164,9 @@ cmd_logs(struct ctl *ctl, int argc, char **argv)
 		(void)text_stream_end(&out.ts, put_out, stdout);
 	if (!out.json && out.line_open && !ctl_interrupted())
 		putchar('\n');
+	/* Our reader went away (`| head`): end quietly, as exec does. */
+	if (rc == -1 && out.reader_gone && !ctl_interrupted())
+		return 128 + SIGPIPE;
 	if (rc == -1) {
 		/* Where to read it meanwhile; --json keeps stderr one object. */
 		if (err.code == AL_CONNECT && lo.lane == NULL &&

@@ -71,15 +71,46 @@ usage_error(char *buf, const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * docker's options that mean something else here, or nothing: the hint
+ * says what does it in Agent Lane. name is the long name, or one letter.
+ */
+static const struct {
+	const char *command, *name, *hint;
+} docker_words[] = {
+	{ "run", "rm", "run always destroys its lane afterwards (--keep keeps "
+	    "it)" },
+	{ "run", "d", "run waits for its command; for a lane that stays, "
+	    "`create` and then `exec`" },
+	{ "run", "detach", "run waits for its command; for a lane that stays, "
+	    "`create` and then `exec`" },
+};
+
+static const char *
+docker_hint(const struct ctl_command *cmd, const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof docker_words / sizeof *docker_words; i++)
+		if (strcmp(docker_words[i].command, cmd->name) == 0 &&
+		    strlen(docker_words[i].name) == len &&
+		    strncmp(docker_words[i].name, name, len) == 0)
+			return docker_words[i].hint;
+	return NULL;
+}
+
 /* "unknown option --cpu; did you mean --cpus?" */
 static void
 unknown_long(char *err, const struct ctl_command *cmd, const char *name,
     size_t len)
 {
-	const char *names[128], *near;
+	const char *names[128], *near, *hint;
 	char word[64];
 	size_t n = 0;
 
+	if ((hint = docker_hint(cmd, name, len)) != NULL) {
+		usage_error(err, "%s: unknown option --%.*s: %s", cmd->name,
+		    (int)len, name, hint);
+		return;
+	}
 	snprintf(word, sizeof word, "%.*s", (int)len, name);
 	for (const struct ctl_option *o = cmd->options; o->name != NULL &&
 	    n < sizeof names / sizeof *names; o++)
@@ -199,8 +230,11 @@ ctl_parse(struct ctl *ctl, int argc, char **argv, struct ctl_parsed *p)
 		for (const char *c = a + 1; *c != '\0'; c++) {
 			if ((o = find_short(cmd->options, *c)) == NULL &&
 			    (o = find_short(ctl_global_options, *c)) == NULL) {
-				usage_error(err, "%s: unknown option -%c",
-				    cmd->name, *c);
+				const char *hint = docker_hint(cmd, c, 1);
+
+				usage_error(err, "%s: unknown option -%c%s%s",
+				    cmd->name, *c, hint != NULL ? ": " : "",
+				    hint != NULL ? hint : "");
 				break;
 			}
 			if (o->arg == NULL) {

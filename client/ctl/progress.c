@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "units.h"
 #include "text.h"
 
 /* A phase that lasts this long gets its hint (a first image download). */
@@ -80,6 +81,30 @@ columns(void)
 	return 80;
 }
 
+/* Columns of UTF-8 text: one a character (no wide ones in our lines). */
+static int
+text_columns(const char *s)
+{
+	int n = 0;
+
+	for (; *s != '\0'; s++)
+		if (((unsigned char)*s & 0xc0) != 0x80)
+			n++;
+	return n;
+}
+
+/* Cuts s after cols characters, never inside one, and appends more. */
+static void
+cut_columns(char *s, int cols, const char *more)
+{
+	char *p = s;
+
+	for (; *p != '\0'; p++)
+		if (((unsigned char)*p & 0xc0) != 0x80 && cols-- == 0)
+			break;
+	strcpy(p, more);
+}
+
 /* The line as it is now (pr.mu held); final: no spinner. */
 static void
 render(char *buf, size_t len, const char *final)
@@ -87,35 +112,46 @@ render(char *buf, size_t len, const char *final)
 	static const char spinner[] = "|/-\\";
 	char el[32], detail[160] = "";
 	int64_t ms = ms_since(&pr.start);
-	int n, width = columns() - 1;
+	int n, keep, width = columns() - 1;
 
 	elapsed(ms, el, sizeof el);
 	if (pr.have_bytes) {
-		double mib = pr.bytes / 1048576.0, s = ms / 1000.0;
+		char got[16], of[16], rate[16];
 
+		units_format_bytes(pr.bytes, got, sizeof got);
+		units_format_bytes(pr.total, of, sizeof of);
+		units_format_bytes(ms > 0 ? pr.bytes * 1000 / (uint64_t)ms : 0, rate,
+		    sizeof rate);
 		if (pr.total > 0)
-			snprintf(detail, sizeof detail, "%3u%% %.1f of %.1f MiB, "
-			    "%.1f MiB/s", (unsigned)(pr.bytes >= pr.total ?
+			snprintf(detail, sizeof detail, "%3u%% %s of %s, %s/s",
+			    (unsigned)(pr.bytes >= pr.total ?
 			    (final != NULL ? 100 : 99) :
-			    pr.bytes * 100 / pr.total), mib,
-			    pr.total / 1048576.0, s > 0 ? mib / s : 0.0);
+			    pr.bytes * 100 / pr.total), got, of, rate);
 		else
-			snprintf(detail, sizeof detail, "%.1f MiB, %.1f MiB/s",
-			    mib, s > 0 ? mib / s : 0.0);
+			snprintf(detail, sizeof detail, "%s, %s/s", got, rate);
 	}
 	/* "| create: starting - booting the VM [2.3s]" */
-	n = snprintf(buf, len, "%c %s: %s%s%s%s%s [%s]",
+	n = snprintf(buf, len, "%c %s: %s%s%s%s%s",
 	    final != NULL ? ' ' : spinner[pr.spin++ % 4], pr.what,
 	    final != NULL ? final : pr.phase,
 	    final == NULL && pr.message[0] != '\0' ? " - " : "",
 	    final == NULL ? pr.message : "",
 	    detail[0] != '\0' && (final != NULL || pr.phase[0] != '\0') ?
-	    ", " : "", detail, el);
-	/* Wider than the terminal would wrap, and \r redraws one row. */
-	if (n > 0 && n > width && width > 4 && (size_t)width < len) {
-		buf[width - 3] = '\0';
-		strcat(buf, "...");
-	}
+	    ", " : "", detail);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n >= len)
+		n = (int)len - 1;
+	/*
+	 * Wider than the terminal would wrap, and \r redraws one row: the
+	 * text gives way, never the time, which is how a slow boot is seen
+	 * to be alive.
+	 */
+	keep = width - (int)strlen(el) - 3;
+	if (text_columns(buf) > width - (int)strlen(el) - 3 && keep > 3)
+		cut_columns(buf, keep - 3, "...");
+	n = (int)strlen(buf);
+	snprintf(buf + n, len - (size_t)n, " [%s]", el);
 }
 
 static void

@@ -9,6 +9,7 @@
 #include "ctl.h"
 #include "text.h"
 #include "units.h"
+#include "wire.h"
 
 /*
  * --json: errors go to standard error as one JSON object a line, so that
@@ -23,17 +24,53 @@ ctl_json_errors(bool on)
 	json_errors = on;
 }
 
+bool
+ctl_default_socket(const char *sock)
+{
+	const char *home = getenv("HOME");
+	char def[1024];
+
+	if (home == NULL || home[0] != '/')
+		return false;
+	snprintf(def, sizeof def, "%s/" WIRE_DEFAULT_SOCKET_REL, home);
+	return strcmp(sock, def) == 0;
+}
+
+void
+ctl_state_dir_for(const char *sock, char *buf, size_t len)
+{
+	const char *env = getenv("AGENT_LANE_STATE_DIR");
+	char dir[1024], *slash;
+
+	if (env != NULL && env[0] == '/') {
+		snprintf(buf, len, "%s", env);
+		return;
+	}
+	snprintf(dir, sizeof dir, "%s", sock);
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir)
+		*slash = '\0';
+	/* The default layout: STATE/run/agent-laned.sock. */
+	if ((slash = strrchr(dir, '/')) != NULL && slash != dir &&
+	    strcmp(slash, "/run") == 0) {
+		*slash = '\0';
+		snprintf(buf, len, "%s", dir);
+	} else
+		snprintf(buf, len, "%s/state", dir);
+}
+
 /*
- * What agent-laned would say of the socket's directory: it must be a 0700
- * directory of ours, and it makes only the last level.
+ * What agent-laned would need of the socket's directory: it must be a
+ * 0700 directory of ours, and it makes only the last level. A command to
+ * run first, or "" (none will do: *refused says why).
  */
 static void
-dir_note(const char *sock, char *buf, size_t len)
+dir_note(const char *sock, char *buf, size_t len, char *refused,
+    size_t rlen)
 {
 	char dir[1024], *slash;
 	struct stat sb;
 
-	buf[0] = '\0';
+	buf[0] = refused[0] = '\0';
 	snprintf(dir, sizeof dir, "%s", sock);
 	if ((slash = strrchr(dir, '/')) == NULL || slash == dir)
 		return;
@@ -41,7 +78,7 @@ dir_note(const char *sock, char *buf, size_t len)
 	if (stat(dir, &sb) == 0) {
 		if (S_ISDIR(sb.st_mode) && (sb.st_uid != getuid() ||
 		    (sb.st_mode & 077) != 0))
-			snprintf(buf, len, "\n  (it refuses %s: the socket's "
+			snprintf(refused, rlen, " (it refuses %s: the socket's "
 			    "directory must be yours and mode 0700)", dir);
 		return;
 	}
@@ -49,26 +86,36 @@ dir_note(const char *sock, char *buf, size_t len)
 		*slash = '\0';
 		if (stat(dir, &sb) == -1) {
 			*slash = '/';
-			snprintf(buf, len, "\n  (first: (umask 077; mkdir -p %s))",
-			    dir);
+			snprintf(buf, len, "(umask 077; mkdir -p %s) && ", dir);
 		}
 	}
 }
 
-/* Where the client's socket is, as the hint for CONNECT says it. */
+/*
+ * The hint for CONNECT, one line. The default socket: `daemon status`
+ * knows whether the service is installed, so it says what to run. Another
+ * socket: the daemon to run there, with a state directory of its own (the
+ * default one is the default daemon's).
+ */
+#define ANOTHER "--socket PATH, or AGENT_LANE_SOCKET=PATH"
+
 static void
 hint_text(const struct ctl *ctl, char *buf, size_t len)
 {
 	const char *sock = al_client_socket(ctl->client);
-	char note[1200];
+	char first[1100], refused[1200], state[1024];
 
-	dir_note(sock, note, sizeof note);
-	snprintf(buf, len, "no daemon answers on %s. Either:\n"
-	    "  start the service:        agent-lanectl daemon start "
-	    "(once: agent-lanectl daemon install)\n"
-	    "  run it in the foreground: agent-laned --socket %s%s\n"
-	    "  or use another socket:    --socket PATH, or "
-	    "AGENT_LANE_SOCKET=PATH", sock, sock, note);
+	if (ctl_default_socket(sock)) {
+		snprintf(buf, len, "no daemon answers on %s: `agent-lanectl "
+		    "daemon status` says how to start it; or point at another: "
+		    ANOTHER, sock);
+		return;
+	}
+	dir_note(sock, first, sizeof first, refused, sizeof refused);
+	ctl_state_dir_for(sock, state, sizeof state);
+	snprintf(buf, len, "no daemon answers on %s; run one in the foreground: "
+	    "%sagent-laned --socket %s --state-dir %s%s; or point at another: "
+	    ANOTHER, sock, first, sock, state, refused);
 }
 
 /* The hint goes with CONNECT errors only; the path itself is not wrong. */
@@ -94,6 +141,103 @@ json_field(const char *k, const char *v)
 	ctl_json_string(stderr, v);
 }
 
+/*
+ * The durations as typed (--timeout 48h), so that the daemon's over-cap
+ * error can be said again in the unit given: "--timeout 48h is above the
+ * cap of 24h (max_lifetime)", never in a unit the user did not use.
+ */
+static struct {
+	const char *opt, *text;
+} typed[4];
+
+static void
+remember_typed(const char *opt, const char *text)
+{
+	for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
+		if (typed[i].opt == NULL || strcmp(typed[i].opt, opt) == 0) {
+			typed[i].opt = opt;
+			typed[i].text = text;
+			return;
+		}
+}
+
+static const char *
+typed_text(const char *opt)
+{
+	for (size_t i = 0; i < sizeof typed / sizeof *typed; i++)
+		if (typed[i].opt != NULL && strcmp(typed[i].opt, opt) == 0)
+			return typed[i].text;
+	return NULL;
+}
+
+/* ms in the last unit of text ("1h30m": m), exactly; else its own form. */
+static void
+in_unit_of(const char *text, uint64_t ms, char *buf, size_t len)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ms;
+	} units[] = {
+		{ "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 },
+		{ "d", 86400000 },
+	};
+	size_t tl = strlen(text);
+
+	for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
+		size_t sl = strlen(units[i].suffix);
+
+		if (tl > sl && strcmp(text + tl - sl, units[i].suffix) == 0 &&
+		    (tl - sl == 0 || text[tl - sl - 1] < 'a') &&
+		    ms % units[i].ms == 0) {
+			snprintf(buf, len, "%llu%s", (unsigned long long)
+			    (ms / units[i].ms), units[i].suffix);
+			return;
+		}
+	}
+	units_format_duration(ms, buf, len);
+}
+
+/*
+ * The daemon's "WHAT DUR is above the cap of DUR (KEY)" for a duration we
+ * were given: said with the option and the value as typed, the cap in its
+ * unit. false: not such a message, left as it is.
+ */
+static bool
+over_cap_typed(const char *msg, char *out, size_t len)
+{
+	static const struct {
+		const char *what, *opt;
+	} whats[] = {
+		{ "lifetime ", "--timeout" },
+		{ "idle timeout ", "--idle-timeout" },
+		{ "exec timeout ", "--timeout" },
+	};
+	const char *at, *key, *text = NULL;
+	char cap[32], capu[32];
+	uint64_t cap_ms;
+	size_t i, n;
+
+	for (i = 0; i < sizeof whats / sizeof *whats; i++)
+		if (strncmp(msg, whats[i].what, strlen(whats[i].what)) == 0)
+			break;
+	if (i == sizeof whats / sizeof *whats ||
+	    (text = typed_text(whats[i].opt)) == NULL ||
+	    (at = strstr(msg, " is above the cap of ")) == NULL)
+		return false;
+	at += strlen(" is above the cap of ");
+	if ((key = strchr(at, ' ')) == NULL || (n = (size_t)(key - at)) >=
+	    sizeof cap)
+		return false;
+	memcpy(cap, at, n);
+	cap[n] = '\0';
+	if (units_parse_duration_ms(cap, UNITS_UNIT_REQUIRED, &cap_ms) != 0)
+		return false;
+	in_unit_of(text, cap_ms, capu, sizeof capu);
+	snprintf(out, len, "%s %s is above the cap of %s%s", whats[i].opt, text,
+	    capu, key);
+	return true;
+}
+
 /* Our own codes say nothing the message does not: the text omits them. */
 static bool
 code_shown(const char *code)
@@ -107,10 +251,13 @@ void
 ctl_report(const struct ctl *ctl, const char *code, const char *what,
     const char *lane, const char *message, const char *hint_given)
 {
-	char hint[2560];
+	char hint[2560], said[1024];
 	bool hinted = hint_given != NULL || has_hint(ctl, code);
 
 	ctl_progress_abort();	/* the message starts a line of its own */
+	if (strcmp(code, "RESOURCE_EXHAUSTED") == 0 &&
+	    over_cap_typed(message, said, sizeof said))
+		message = said;
 	if (hint_given != NULL)
 		snprintf(hint, sizeof hint, "%s", hint_given);
 	else if (hinted)
@@ -289,6 +436,7 @@ ctl_opt_duration(const char *opt, const char *v, uint64_t min_ms,
 {
 	int rc = units_parse_duration_ms(v, UNITS_UNIT_REQUIRED, ms);
 
+	remember_typed(opt, v);
 	if (rc == UNITS_NO_UNIT)
 		return no_unit(opt, v, "s", "m");
 	if (rc != 0 || *ms < min_ms || *ms == 0)
@@ -453,18 +601,5 @@ ctl_time(int64_t ms, char *buf, size_t len)
 void
 ctl_bytes(uint64_t n, char *buf, size_t len)
 {
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",
-	    "PiB", "EiB" };
-	double v = (double)n;
-	size_t u = 0;
-
-	while (v >= 1024.0 && u + 1 < sizeof unit / sizeof *unit) {
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%lluB", (unsigned long long)n);
-	else
-		snprintf(buf, len, v < 10.0 ? "%.2f%s" : v < 100.0 ? "%.1f%s" :
-		    "%.0f%s", v, unit[u]);
+	units_format_bytes(n, buf, len);
 }

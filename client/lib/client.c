@@ -376,11 +376,10 @@ connect_error(const char *path, int e, struct al_error *err)
 		    "DIR/agent-laned.sock" : "");
 		return;
 	}
-	al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: %s%s",
+	/* What to do about it is the caller's to say (the CLI's hint). */
+	al_set_error(err, AL_CONNECT, "cannot reach agent-laned at %s: %s",
 	    path, e == ECONNREFUSED ? "no daemon listens on the socket" :
-	    strerror(e), e == ENOENT || e == ECONNREFUSED ?
-	    " (is the daemon running? see `agent-lanectl daemon status`)" :
-	    "");
+	    strerror(e));
 	err->os_errno = e;
 }
 

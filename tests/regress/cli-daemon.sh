@@ -19,6 +19,18 @@ exit 1
 SH
 chmod +x "$B/systemctl"
 
+# Status before install: no `daemon start` advice, which would fail
+# (issue 31); the daemon's own error does not send us to `daemon status`.
+OUT=$(hctl daemon status --no-load 2>&1); RC=$?
+check_eq "status before install, no daemon: exit 3" 3 "$RC"
+check_nomatch "it does not advise daemon start" 'daemon start' "$OUT"
+check_match "it advises daemon install" 'the service is not installed: agent-lanectl daemon install' "$OUT"
+check_nomatch "it does not quote daemon status inside daemon status" 'daemon status' "$OUT"
+check_match "the foreground command, default socket: no --state-dir needed" \
+    "or in the foreground: .*/agent-laned --socket $HSOCK\$" "$OUT"
+OUT=$(HOME=$H AGENT_LANE_SOCKET=$T/other/s.sock PATH=$B:$PATH "$LANECTL" daemon status --no-load 2>&1)
+check_match "another socket: the foreground command names --state-dir too" \
+    "agent-laned --socket $T/other/s.sock --state-dir $T/other/state\$" "$OUT"
 OUT=$(hctl daemon start 2>&1); RC=$?
 check_eq "start before install fails" 1 "$RC"
 check_match "and says to install first" 'not installed: run `agent-lanectl daemon install`' "$OUT"
@@ -36,6 +48,7 @@ check_match "with the foreground command too" "agent-laned --socket $HSOCK" "$OU
 OUT=$(hctl daemon status --no-load 2>&1); RC=$?
 check_eq "status without a daemon exits 3" 3 "$RC"
 check_match "and says how to run it" "agent-laned --socket $HSOCK" "$OUT"
+check_match "installed: start it with daemon start" 'start it: agent-lanectl daemon start' "$OUT"
 OUT=$(hctl daemon status --no-load --json); RC=$?
 check_eq "status --json without a daemon exits 3" 3 "$RC"
 check_eq "with valid JSON that says so" "False None" "$(python3 -c 'import json,sys; j=json.loads(sys.argv[1]); print(j["daemon"]["answering"], j["lanes"])' "$OUT")"

@@ -42,7 +42,7 @@ OUT=$(nctl -V); RC=$?
 check_eq "-V prints the client version without the daemon" "0 agent-lanectl 0." "$RC ${OUT:0:16}"
 OUT=$(nctl --version); RC=$?
 check_eq "--version too" "0 agent-lanectl 0." "$RC ${OUT:0:16}"
-"$LANECTL" >/dev/null 2>&1; check_eq "no command is a usage error" 2 "$?"
+"$LANECTL" >/dev/null 2>&1; check_eq "no command prints the help and exits 0" 0 "$?"
 nctl frobnicate >/dev/null 2>&1; check_eq "an unknown command exits 2" 2 "$?"
 nctl rm -x >/dev/null 2>&1; check_eq "an unknown short option exits 2" 2 "$?"
 nctl rm --frob >/dev/null 2>&1; check_eq "an unknown long option exits 2" 2 "$?"

@@ -20,12 +20,12 @@ OUT=$(term cp-fail "$L:big.bin" "$T/big.bin")
 check_eq "a file past max_copy_out_bytes: cp fails, the progress line ended first" "1 True" "$(field "$OUT" 1)"
 check_eq "with not one byte moved: refused before streaming" "-" "$(field "$OUT" 2)"
 check_match "TOO_LARGE, with the sizes and the bound's name" \
-    "TOO_LARGE: the guest file is 1.5 GiB \(1610612736 bytes\), above the copy-out bound of 1 GiB \(max_copy_out_bytes\); nothing was copied" \
+    "TOO_LARGE: the guest file is 1.5GiB \(1610612736 bytes\), above the copy-out bound of 1GiB \(max_copy_out_bytes\); nothing was copied" \
     "$(field "$OUT" 3)"
 check "nothing was written" test ! -e "$T/big.bin"
 check_eq "nor a temporary file" "" "$(find "$T" -name '*.agent-lane-*')"
 check_match "the daemon refused it before any data" \
-    'copy-out in lane al-[0-9a-f]+: TOO_LARGE: the guest file is 1.5 GiB.*nothing was copied' "$(cat "$LOG")"
+    'copy-out in lane al-[0-9a-f]+: TOO_LARGE: the guest file is 1.5GiB.*nothing was copied' "$(cat "$LOG")"
 OUT=$(ctl cp "$L:big.bin" - 2>&1 >"$T/stream.tar"); RC=$?
 check_eq "the same as a tar stream: exit 1, and nothing on standard output" "1 0" \
     "$RC $(stat -c %s "$T/stream.tar")"
@@ -34,7 +34,7 @@ check_match "naming the bound" 'TOO_LARGE.*max_copy_out_bytes' "$OUT"
 OUT=$(ctl cp --max-bytes 2G "$L:big.bin" "$T/big.bin" 2>&1); RC=$?
 check_eq "--max-bytes above the daemon's cap is an error" 1 "$RC"
 check_match "RESOURCE_EXHAUSTED naming both" \
-    'RESOURCE_EXHAUSTED: a copy-out bound of 2 GiB is above the daemon.s cap of 1 GiB \(max_copy_out_bytes\)' "$OUT"
+    'RESOURCE_EXHAUSTED: a copy-out bound of 2GiB is above the daemon.s cap of 1GiB \(max_copy_out_bytes\)' "$OUT"
 OUT=$(term cp-fail --max-bytes 2G "$L:big.bin" "$T/big.bin")
 check_eq "at a terminal too, after the progress line" "1 True" "$(field "$OUT" 1)"
 
@@ -42,7 +42,7 @@ g sh -c 'head -c 300000 /dev/zero > mid.bin'
 OUT=$(ctl cp --max-bytes 100K "$L:mid.bin" "$T/mid.bin" 2>&1); RC=$?
 check_eq "a file past --max-bytes fails" 1 "$RC"
 check_match "before streaming, naming the client's bound" \
-    'TOO_LARGE: the guest file is 292.9 KiB \(300000 bytes\), above the copy-out bound of 100 KiB \(the bound the client asked for\); nothing was copied' "$OUT"
+    'TOO_LARGE: the guest file is 292KiB \(300000 bytes\), above the copy-out bound of 100KiB \(the bound the client asked for\); nothing was copied' "$OUT"
 check "a file within the bound copies" ctl cp --max-bytes 300000 "$L:mid.bin" "$T/mid.bin"
 check_eq "whole" 300000 "$(stat -c %s "$T/mid.bin")"
 
@@ -51,7 +51,7 @@ g sh -c 'mkdir -p tree && for i in 1 2 3; do head -c 100000 /dev/zero > tree/f$i
 OUT=$(ctl cp --max-bytes 200K "$L:tree" "$T/tree" 2>&1); RC=$?
 check_eq "a directory past the bound fails" 1 "$RC"
 check_match "before streaming, saying what its files add up to" \
-    "TOO_LARGE: the guest directory's files add up to 292.9 KiB \(300000 bytes\), above the copy-out bound of 200 KiB" "$OUT"
+    "TOO_LARGE: the guest directory's files add up to 292KiB \(300000 bytes\), above the copy-out bound of 200KiB" "$OUT"
 check "and leaves nothing" test ! -e "$T/tree"
 check "the same directory within the bound copies" ctl cp --max-bytes 400K "$L:tree" "$T/tree"
 

@@ -85,7 +85,7 @@ check_match "an ended lane: a row saying so, not figures" '"code": ?"NOT_FOUND"'
     "$(ctl stats --no-stream --json "$L2")"
 OUT=$(ctl stats --no-stream "$L")
 check_match "the table" "^NAME +ALIAS +CPU % +MEM USAGE / LIMIT +MEM % +DISK USED / SIZE +PIDS +UPTIME" "$OUT"
-check_match "its row: memory of 2GiB" "$L +- +[0-9.]+% +[0-9.]+[KMG]iB / 2\.00GiB" "$OUT"
+check_match "its row: memory of 2GiB" "$L +- +[0-9.]+% +[0-9.]+[KMG]iB / 2GiB" "$OUT"
 # A stream: a sample a second, until the reader goes.
 ctl stats --json "$L" 2>/dev/null | head -n 3 >"$T/stream"
 check_eq "a stream: one object a sample" 3 "$(wc -l <"$T/stream")"

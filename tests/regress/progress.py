@@ -21,10 +21,14 @@ ARGS = sys.argv[4:]
 
 
 class Term:
-    def __init__(self, args):
+    def __init__(self, args, cols=0):
         self.pid, self.fd = pty.fork()
         if self.pid == 0:
             os.environ["TERM"] = "vt100"
+            if cols:
+                import fcntl, struct, termios
+                fcntl.ioctl(0, termios.TIOCSWINSZ,
+                            struct.pack("HHHH", 24, cols, 0, 0))
             os.execv(LANECTL, [LANECTL] + target() + args)
         self.out = b""
 
@@ -72,6 +76,21 @@ if CASE == "create":
               if re.search(rb"[|/\\-] create: " + p + rb"( - [^\r]*)? \[\d+\.\ds\]", o)]
     ended = re.search(rb"  create: ready \[\d+\.\ds\]\r\nal-[0-9a-f]{16}\r\n$", o)
     show(rc, b"|".join(phases).decode(), bool(ended))
+elif CASE == "width":
+    # A terminal ARGS[0] columns wide: every redraw fits in it and ends
+    # with the time taken; the text gave way where it had to. Prints the
+    # exit status, whether each draw kept its time, whether each fit,
+    # whether Lima's wait for ssh was explained whole, whether one was cut.
+    cols = int(ARGS[0])
+    t = Term(["create"], cols)
+    rc = t.wait()
+    draws = [d.split(b"\r")[0].decode("utf-8", "replace")
+             for d in t.out.split(b"\x1b[K")[1:]]
+    draws = [d for d in draws if d[:1] in "|/-\\"]
+    show(rc, bool(draws) and all(re.search(r" \[\d+\.\ds\]$", d) for d in draws),
+         all(len(d) <= cols - 1 for d in draws),
+         any("booting (about a minute without KVM), step 1 of 1" in d for d in draws),
+         any("..." in d for d in draws))
 elif CASE in ("sigint", "sigterm"):
     t = Term(["create"])
     ok = t.read_until(b"create: starting")
@@ -102,13 +121,13 @@ elif CASE == "cp":
     t = Term(["cp"] + ARGS)
     rc = t.wait()
     o = t.out
-    done = re.search(rb"  cp: done, 100% [\d.]+ of [\d.]+ MiB, [\d.]+ MiB/s "
+    done = re.search(rb"  cp: done, 100% [\d.]+[KMGT]?i?B of [\d.]+[KMGT]?i?B, [\d.]+[KMGT]?i?B/s "
                      rb"\[\d+\.\ds\]\r\n$", o)
     show(rc, bool(done))
 elif CASE == "cp-out":
     t = Term(["cp"] + ARGS)
     rc = t.wait()
-    done = re.search(rb"  cp: done, [\d.]+ MiB, [\d.]+ MiB/s \[\d+\.\ds\]\r\n$",
+    done = re.search(rb"  cp: done, [\d.]+[KMGT]?i?B, [\d.]+[KMGT]?i?B/s \[\d+\.\ds\]\r\n$",
                      t.out)
     show(rc, bool(done))
 elif CASE == "cp-fail":

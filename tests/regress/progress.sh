@@ -15,6 +15,13 @@ check_eq "create at a terminal: the phases with a spinner and the time, then rea
 check_eq "^C: the line ends as interrupted, with a newline, before the message" \
     "True -2 True" "$(term sigint)"
 check_eq "SIGTERM: the same" "True -15 True" "$(term sigterm)"
+# Issue 31: the time stays in sight on a narrow terminal; Lima's wait for
+# ssh is said as what it is (the simulator's hostagent names it as Lima's).
+check_eq "80 columns: every redraw fits and keeps its time; the ssh wait explained" \
+    "0 True True True False" "$(term width 80)"
+check_eq "50 columns: the phase text gives way, never the time" \
+    "0 True True False True" "$(term width 50)"
+ctl rm --all >/dev/null	# within max_lanes for what follows
 check_eq "-q: no progress line at a terminal" "0 True True" "$(term quiet)"
 ctl create 2>"$T/err" >"$T/out"; RC=$?
 check_eq "no terminal: nothing on stderr" "0 " "$RC $(cat "$T/err")"

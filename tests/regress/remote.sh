@@ -102,7 +102,8 @@ check_eq "the remote daemon has the secret" AL_SENDENV_KEY \
 RPID=$(pgrep -u "$AL_REMOTE_UID" -x agent-laned)
 check "and holds its value (in the lane's proxy)" \
     test "$(python3 "$(dirname "$0")/memscan.py" "$RPID" "$KEY")" -ge 1
-AL_SENDENV_X=$KEY sendenv exec -e AL_SENDENV_X "$SL" -- true
+# No input (</dev/null): with a pipe, exec asks the lane's state first.
+AL_SENDENV_X=$KEY sendenv exec -e AL_SENDENV_X "$SL" -- true </dev/null
 check_eq "the remote end was reached through SendEnv's ssh (two calls)" 2 \
     "$(ls "$FX/envdump" | wc -l)"
 check_match "SendEnv works: LANG, which ssh may have, arrived" '^LANG=C\.UTF-8$' \

@@ -111,7 +111,8 @@ test_caps(void **state)
 	req.memory_mib = 8193;
 	assert_int_equal(check(&req, 0, &plan, "max_memory"), EXHAUSTED);
 	req.memory_mib = 255;
-	assert_int_equal(check(&req, 0, &plan, "256.."), INVALID);
+	assert_int_equal(check(&req, 0, &plan, "below the floor of 256MiB"),
+	    INVALID);
 
 	agentlane__v1__create_lane__init(&req);
 	req.disk_gib = 51;
@@ -126,7 +127,9 @@ test_caps(void **state)
 
 	agentlane__v1__create_lane__init(&req);
 	req.idle_timeout_s = 4 * 3600 + 1;
-	assert_int_equal(check(&req, 0, &plan, "maximum lifetime"), INVALID);
+	/* The same cap as a lifetime's: the same kind of error (issue 31). */
+	assert_int_equal(check(&req, 0, &plan, "idle timeout 14401s is above "
+	    "the cap of 4h (max_lifetime)"), EXHAUSTED);
 
 	/* A default above the cap (a config finalize would refuse it). */
 	agentlane__v1__create_lane__init(&req);
