@@ -117,6 +117,7 @@ skip_group() {
 	case $1 in
 	regress) n=$(ls tests/regress/*.sh | grep -vc '/lib\.sh$') ;;
 	lima-full) n=$(tests/lima/suites.sh | wc -w) ;;
+	node) n=2 ;;
 	lima) n=3 ;;
 	esac
 	SKIPPED=$((SKIPPED + n))
@@ -167,6 +168,10 @@ fi
 if want node; then
 	run_suite "node/provider-lima" sh -c \
 	    'cd client/sandcastle && node --test --test-reporter=tap test/'
+	# The same suite against the newest Sandcastle on npm, when it is not
+	# the locked one (client/sandcastle/README.md, "Requirements").
+	run_suite "node/provider-lima-newest" sh -c \
+	    'cd client/sandcastle && node scripts/test-newest.mjs'
 fi
 
 # Real Lima (tests/lima): every lane YAML through Lima 2.2's own `limactl

@@ -61,6 +61,18 @@ export class AgentLaneError extends Error {
   }
 }
 
+/**
+ * Errors of a call whose request never left this process: the daemon could
+ * not be reached, or its hello was refused. Such a call changed nothing in
+ * the daemon (a create made no lane), so there is nothing to clean up.
+ */
+const unsent = new WeakSet<object>();
+
+/** True when `err` failed a call before its request was sent (see `unsent`). */
+export function requestNeverSent(err: unknown): boolean {
+  return typeof err === "object" && err !== null && unsent.has(err);
+}
+
 export type LaneState =
   | "LANE_STATE_UNSPECIFIED"
   | "CREATING"
@@ -810,6 +822,15 @@ export class AgentLaneClient {
 
   /** Connect and exchange hellos. The caller owns the connection. */
   private async open(): Promise<{ conn: Connection; hello: HelloReply }> {
+    try {
+      return await this.openUnmarked();
+    } catch (err) {
+      if (typeof err === "object" && err !== null) unsent.add(err);
+      throw err;
+    }
+  }
+
+  private async openUnmarked(): Promise<{ conn: Connection; hello: HelloReply }> {
     const conn =
       this.target.kind === "ssh"
         ? Connection.overSsh(this.target, this.remoteCommand)

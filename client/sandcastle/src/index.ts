@@ -30,6 +30,7 @@ import {
   type NetworkMode,
   type ProvisionScript,
   type SecretRequest,
+  requestNeverSent,
   secretHeaderValid,
 } from "./client.js";
 import { parseHost, remoteCommandValid } from "./transport.js";
@@ -248,6 +249,11 @@ export async function createLaneHandle(
   timer.unref();
   let laneName: string | undefined;
   let owner: LaneOwner | undefined;
+  // Whether a lane may exist to clean up: a create request may have reached
+  // the daemon. An image build, or a create that never connected (no
+  // daemon), leaves none, and looking for one would only add a second
+  // error to the first.
+  let createSent = false;
   try {
     let image = options.image;
     if (options.provision !== undefined || options.docker) {
@@ -257,6 +263,7 @@ export async function createLaneHandle(
       );
       image = built.name;
     }
+    createSent = true;
     const created = await client.createOwnedLane(
       {
         cpus: options.cpus,
@@ -318,9 +325,11 @@ export async function createLaneHandle(
     }
     return handle;
   } catch (err) {
-    await cleanupFailedCreate(client, laneName, createId).catch((cleanupErr: Error) => {
-      if (err instanceof Error) err.message += ` (and cleaning up the lane failed: ${cleanupErr.message})`;
-    });
+    if (laneName !== undefined || (createSent && !requestNeverSent(err))) {
+      await cleanupFailedCreate(client, laneName, createId).catch((cleanupErr: Error) => {
+        if (err instanceof Error) err.message += ` (and cleaning up the lane failed: ${cleanupErr.message})`;
+      });
+    }
     // Whatever the cleanup managed: a closed owner is a destroyed lane.
     owner?.close();
     throw err;

@@ -13,7 +13,10 @@ await run({
     memoryGiB: 8,
     diskGiB: 40,
     timeoutMinutes: 120,
-    env: { ANTHROPIC_API_KEY: process.env.ANTHROPIC_API_KEY ?? "" },
+    // The key is a secret, never env: commands see a placeholder, and the
+    // lane's proxy puts the real key (from process.env or .sandcastle/.env)
+    // into requests to api.anthropic.com only. It never enters the lane.
+    secrets: { ANTHROPIC_API_KEY: ["api.anthropic.com"] },
   }),
   agent: claudeCode("claude-sonnet-4-6", { captureSessions: false }),
   promptFile: "./.sandcastle/prompt.md",

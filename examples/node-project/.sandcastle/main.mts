@@ -14,8 +14,11 @@ const result = await run({
     memoryGiB: 8,
     diskGiB: 30,
     timeoutMinutes: 90,
-    // Only what the agent needs; nothing of the host is mounted.
-    env: { ANTHROPIC_API_KEY: process.env.ANTHROPIC_API_KEY ?? "" },
+    // Nothing of the host is mounted. The key is a secret, never env:
+    // commands see a placeholder, and the lane's proxy puts the real key
+    // (from process.env or .sandcastle/.env) into requests to
+    // api.anthropic.com only. It never enters the lane.
+    secrets: { ANTHROPIC_API_KEY: ["api.anthropic.com"] },
   }),
   // Session files stay in the lane (the lane user's home, not /home/agent).
   agent: claudeCode("claude-sonnet-4-6", { captureSessions: false }),
