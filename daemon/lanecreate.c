@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "gchan.h"
 #include "gexec.h"
 #include "image.h"
 #include "laned.h"
@@ -521,7 +522,7 @@ lane_create_pooled(struct laned *d, const struct pool_shape *shape,
 void
 lane_create_release(struct lane *l)
 {
-	gexec_chan_close(&l->chan);
+	gchan_close(&l->chan);
 	lanenet_proxy_close(l);
 	/* A lane that ended before its clone (it waited, say) lets go. */
 	if (l->image_held) {
