@@ -48,6 +48,8 @@ struct gchan {
 	struct event_base *base;
 	struct lima *lima;
 	struct gchan **slot;		/* the lane's pointer, while we are it */
+	gchan_died_cb died;		/* told when it dies while in *slot */
+	void *died_arg;
 	char *what;
 	struct proc *proc;		/* limactl shell; NULL once reaped */
 	int proc_status;
@@ -106,6 +108,7 @@ gchan_die(struct gchan *c, const char *why)
 {
 	struct gexec *g;
 	char msg[256], st[32], lost[320];
+	bool watched = false;
 
 	if (c->dead)
 		return;
@@ -113,6 +116,7 @@ gchan_die(struct gchan *c, const char *why)
 	if (c->slot != NULL) {
 		*c->slot = NULL;
 		c->slot = NULL;
+		watched = c->died != NULL;
 	}
 	if (c->proc == NULL) {
 		lima_error_message(c->lima, c->proc_stderr, msg, sizeof msg);
@@ -137,6 +141,12 @@ gchan_die(struct gchan *c, const char *why)
 		c->out_ev = NULL;
 	}
 	c->busy++;
+	/*
+	 * The watcher first, while the slot's owner surely lives (it closes
+	 * the channel before it goes): the execs' owners below may end it.
+	 */
+	if (watched)
+		c->died(c->died_arg, lost);
 	while ((g = TAILQ_FIRST(&c->execs)) != NULL) {
 		gchan_detach(g, false);
 		str_copy(g->ch.lost, lost, sizeof g->ch.lost);
@@ -473,6 +483,13 @@ gchan_exec(struct event_base *base, struct proc_list *procs,
 	gchan_put(c, GUEST_CHAN_NEW, g->ch.id, w, sizeof w);
 	gexec_send_spec(g, spec);
 	return g;
+}
+
+void
+gchan_watch(struct gchan *c, gchan_died_cb died, void *arg)
+{
+	c->died = died;
+	c->died_arg = arg;
 }
 
 void

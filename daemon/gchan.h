@@ -31,6 +31,13 @@ struct proc_list;
 struct gexec *gchan_exec(struct event_base *, struct proc_list *,
     struct lima *, struct gchan **chan, const struct gexec_spec *,
     const struct gexec_ops *, void *arg, char *err, size_t errlen);
+/*
+ * died(arg, why) is called once if the channel dies on its own while it is
+ * still in its slot (never for gchan_close), before the execs on it fail:
+ * the slot's owner may open another from there.
+ */
+typedef void (*gchan_died_cb)(void *arg, const char *why);
+void gchan_watch(struct gchan *, gchan_died_cb, void *arg);
 /* The lane stops: closes its channel; execs still on it fail. */
 void gchan_close(struct gchan **chan);
 
