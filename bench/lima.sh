@@ -143,13 +143,27 @@ for _ in range(runs):
     noop.append(timed(c + ["version"]))
     ours.append(timed(c + ["exec", name, "--", "echo", "x"]))
     raw.append(timed([limactl, "--tty=false", "shell", "--workdir=/", name, "--", "echo", "x"]))
+# In the guest, what an exec's helper pays there: a fork of a perl, and a
+# fork + exec of echo (each the mean of 10, in ms; "n/a" without HiRes).
+guest = subprocess.run(c + ["exec", name, "--", "perl", "-e", r"""
+eval { require Time::HiRes; 1 } or do { print "n/a n/a\n"; exit 0 };
+my ($f, $e) = (0, 0);
+for (1 .. 10) {
+    my $t = Time::HiRes::time(); my $p = fork(); exit(0) if !$p;
+    waitpid($p, 0); $f += Time::HiRes::time() - $t;
+    $t = Time::HiRes::time(); $p = fork();
+    if (!$p) { open(STDOUT, ">", "/dev/null"); exec("/bin/echo", "x"); exit(127); }
+    waitpid($p, 0); $e += Time::HiRes::time() - $t;
+}
+printf("%.0f %.0f\n", $f * 100, $e * 100);
+"""], check=True, stdout=subprocess.PIPE).stdout.decode().split()
 m = statistics.median
 print(name, "%.0f %.0f %.0f %.0f %.0f %.0f" % ((t2 - t0) * 1000, (t1 - t0) * 1000,
-      (t2 - t1) * 1000, m(noop), m(ours), m(raw)))
+      (t2 - t1) * 1000, m(noop), m(ours), m(raw)), guest[0], guest[1])
 PY
 }
 pool_rows() {
-	local P first create exec1 noop warm raw
+	local P first create exec1 noop warm raw gfork gexec
 	say "pool: one pooled lane, then its create -> first output"
 	start_daemon -d --pool-size 1 --pool-max-boots 1 --default-cpus 2 \
 	    --default-memory 2G --default-disk 10G || exit 1
@@ -157,7 +171,7 @@ pool_rows() {
 		row "real Lima create -> first output, pooled" "-" "n/a" "-" "the pool did not fill"
 		return
 	fi
-	read -r P first create exec1 noop warm raw < <(pool_timings)
+	read -r P first create exec1 noop warm raw gfork gexec < <(pool_timings)
 	# The daemon's side of the take and the first exec, for the profile.
 	sed -n "/lane $P: taken from the warm pool/,\$p" "$LOG" | head -n 30 |
 	    cut -c1-200 | sed 's/^/bench-lima: daemon: /' >&2
@@ -168,6 +182,7 @@ pool_rows() {
 	row "  of which agent-lanectl create (the take)" "-" "$create ms" "-" "-"
 	row "  of which exec -- echo x, to its first byte" "-" "$exec1 ms" "-" "-"
 	row "  agent-lanectl version (start, connect, one call)" "-" "$noop ms" "-" "-"
+	row "  in the guest: a fork of perl; a fork + exec of echo" "-" "$gfork ms; $gexec ms" "-" "-"
 	row "  later exec -- echo x on that lane ($RUNS)" \
 	    "$raw ms limactl shell LANE -- echo x" "$warm ms" \
 	    "$(awk -v a="$raw" -v b="$warm" 'BEGIN { printf "%.2f", a / b }')" "-"
