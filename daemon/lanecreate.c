@@ -682,7 +682,7 @@ lane_chan_died(void *arg, const char *why)
 	char detail[LANE_ERROR_MAX];
 
 	if (!lane_pool_booted(l) || l->step != LANE_STEP_NONE ||
-	    l->destroy_pending)
+	    l->destroy_pending || l->d->shutting_down)
 		return;
 	log_warnx("lane %s: its exec channel died in the warm pool (%s); "
 	    "reopening it", l->name, why);
