@@ -1,6 +1,7 @@
 /*
  * Guest exec: runs one command inside a lane through
- * `limactl shell NAME -- perl -e <guest helper>` and relays it as events.
+ * `limactl shell NAME -- perl -e <guest helper>` of its own (gexec_start),
+ * or on the lane's exec channel (gchan.h), and relays it as events.
  *
  * The command line on the host carries only the helper program, never the
  * command's arguments or environment: those go to the helper over the
