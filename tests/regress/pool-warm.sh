@@ -4,7 +4,8 @@
 # the first exec opens no limactl shell. A channel that dies while the
 # lane waits in the pool is reopened before hand-over, and the lane's
 # events say so; a lane whose channel cannot be reopened is destroyed,
-# never handed over, and the pool boots another.
+# never handed over, and the pool boots another (a create that took the
+# lane while its channel reopened waits for it, and fails if it cannot).
 . "$(dirname "$0")/lib.sh"
 
 export LIMA_SIM_LOG=$T/sim.log
@@ -84,6 +85,24 @@ L=$(ctl create --timeout "$(life 600)")
 check_nomatch "a create never gets the broken lane" "^$B\$" "$L"
 check_eq "exec works in the lane it gets" hi "$(ctl exec "$L" -- echo hi)"
 ctl rm "$L" >/dev/null
+stop_daemon
+
+# ---- A create that takes a lane while its channel reopens waits for it
+# The reopening (shell call 2) hangs until the command timeout: the
+# create that took the lane meanwhile is answered then, with why, and
+# never gets the lane without a channel.
+printf 'command_timeout = 2s\n' > "$T/laned.conf"
+LIMA_SIM_HANG=shell:2 start_daemon --config "$T/laned.conf" --pool-size 1 || exit 1
+wait_for "$(bw 20 1)" have_pooled
+W=$(pooled)
+kill -KILL $(shell_pids "$W")
+reopening() { events_match "$W" 'channel.*reopening'; }
+check "the channel killed in the pool starts reopening" wait_for 10 reopening
+OUT=$(ctl create --timeout "$(life 600)" 2>&1); RC=$?
+check_eq "the create that took it while it reopened fails" 1 "$([ "$RC" != 0 ] && echo 1)"
+check_match "saying its channel could not be reopened" \
+    "exec channel could not be reopened" "$OUT"
+check_nomatch "it printed no lane" "^$W\$" "$OUT"
 stop_daemon
 
 finish
