@@ -24,7 +24,9 @@
 #   BENCH_LIMA_COPY_MIB   the copied tree (default 64)
 #   BENCH_LIMA_BOOTS      creates per side (default 1)
 #   BENCH_LIMA_SANDCASTLE 0: skip the Sandcastle row
-#   BENCH_LIMA_ONLY       sandcastle: only the Sandcastle row
+#   BENCH_LIMA_ONLY       sandcastle: only the Sandcastle row; pool: only
+#                         the pool rows (create -> first output and its
+#                         breakdown, against limactl shell by hand)
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../tests/lima/tier.sh"
 lima_skip_all() {
@@ -52,8 +54,8 @@ import json, sys
 sys.exit(0 if any(l["state"] == "pooled" and l["workspace"] for l in json.load(sys.stdin)) else 1)'
 }
 say "$("$SIM" --version), $(nproc) cpus, load $(cut -d' ' -f1-3 /proc/loadavg)"
-# BENCH_LIMA_ONLY=sandcastle: the last row alone (its boots take the longest).
-if [ "${BENCH_LIMA_ONLY:-}" != sandcastle ]; then
+# BENCH_LIMA_ONLY=sandcastle or pool: those rows alone (boots take long).
+if [ "${BENCH_LIMA_ONLY:-}" = "" ]; then
 start_daemon || exit 1
 
 # --- cold create: ours against limactl by hand ----------------------------
@@ -110,37 +112,89 @@ awk -v m="$MIB" -v ri="$raw_in" -v i="$in" -v ro="$raw_out" -v o="$out" 'BEGIN {
 }'
 ctl rm "$L" >/dev/null
 stop_daemon
+fi
 
 # --- the warm pool against cold ---------------------------------------------
-first_output() {
-	python3 - "$LANECTL" "$SOCK" "$SHAPE" <<'PY'
-import subprocess, sys, time
-ctl, sock, shape = sys.argv[1], sys.argv[2], sys.argv[3].split()
+# Create -> first output from the pool (the lane waits with its exec channel
+# open), and where the time goes: the create call, then the exec to its
+# first byte; a CLI call that does nothing (start-up, connect, one round
+# trip); later execs on the lane; against `limactl shell LANE -- echo x` by
+# hand on the same lane (what one command in a booted guest costs without
+# a channel), in alternating pairs, and the cold create above where it ran.
+pool_timings() {
+	LIMA_HOME=$STATE/lima python3 - "$LANECTL" "$SOCK" "$SIM" "$SHAPE" "$RUNS" <<'PY'
+import statistics, subprocess, sys, time
+ctl, sock, limactl, shape, runs = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4].split(), int(sys.argv[5])
+c = [ctl, "--socket", sock]
+def timed(argv):
+    t = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    return (time.perf_counter() - t) * 1000
 t0 = time.perf_counter()
-name = subprocess.run([ctl, "--socket", sock, "create", "-q", "--timeout", "1h"] + shape,
+name = subprocess.run(c + ["create", "-q", "--timeout", "1h"] + shape,
                       check=True, stdout=subprocess.PIPE).stdout.decode().strip()
-p = subprocess.Popen([ctl, "--socket", sock, "exec", name, "--", "echo", "x"],
-                     stdout=subprocess.PIPE)
+t1 = time.perf_counter()
+p = subprocess.Popen(c + ["exec", name, "--", "echo", "x"], stdout=subprocess.PIPE)
 p.stdout.read(1)
-t = (time.perf_counter() - t0) * 1000
+t2 = time.perf_counter()
 p.wait()
-print("%s %.0f" % (name, t))
+noop, ours, raw = [], [], []
+for _ in range(runs):
+    noop.append(timed(c + ["version"]))
+    ours.append(timed(c + ["exec", name, "--", "echo", "x"]))
+    raw.append(timed([limactl, "--tty=false", "shell", "--workdir=/", name, "--", "echo", "x"]))
+# In the guest, what an exec's helper pays there: a fork of a perl, and a
+# fork + exec of echo (each the mean of 10, in ms; "n/a" without HiRes).
+guest = subprocess.run(c + ["exec", name, "--", "perl", "-e", r"""
+eval { require Time::HiRes; 1 } or do { print "n/a n/a\n"; exit 0 };
+my ($f, $e) = (0, 0);
+for (1 .. 10) {
+    my $t = Time::HiRes::time(); my $p = fork(); exit(0) if !$p;
+    waitpid($p, 0); $f += Time::HiRes::time() - $t;
+    $t = Time::HiRes::time(); $p = fork();
+    if (!$p) { open(STDOUT, ">", "/dev/null"); exec("/bin/echo", "x"); exit(127); }
+    waitpid($p, 0); $e += Time::HiRes::time() - $t;
+}
+printf("%.0f %.0f\n", $f * 100, $e * 100);
+"""], check=True, stdout=subprocess.PIPE).stdout.decode().split()
+m = statistics.median
+print(name, "%.0f %.0f %.0f %.0f %.0f %.0f" % ((t2 - t0) * 1000, (t1 - t0) * 1000,
+      (t2 - t1) * 1000, m(noop), m(ours), m(raw)), guest[0], guest[1])
 PY
 }
-say "pool: one pooled lane, then its create -> first output"
-start_daemon --pool-size 1 --pool-max-boots 1 --default-cpus 2 \
-    --default-memory 2G --default-disk 10G || exit 1
-if wait_for $((AL_BOOT_S * 3)) booted; then
-	read -r P pooled < <(first_output)
+pool_rows() {
+	local P first create exec1 noop warm raw gfork gexec
+	say "pool: one pooled lane, then its create -> first output"
+	start_daemon -d --pool-size 1 --pool-max-boots 1 --default-cpus 2 \
+	    --default-memory 2G --default-disk 10G || exit 1
+	if ! wait_for $((AL_BOOT_S * 3)) booted; then
+		row "real Lima create -> first output, pooled" "-" "n/a" "-" "the pool did not fill"
+		return
+	fi
+	read -r P first create exec1 noop warm raw gfork gexec < <(pool_timings)
+	# The daemon's side of the take and the first exec, for the profile.
+	sed -n "/lane $P: taken from the warm pool/,\$p" "$LOG" | head -n 30 |
+	    cut -c1-200 | sed 's/^/bench-lima: daemon: /' >&2
 	ctl rm "$P" >/dev/null
-	row "real Lima create -> first output, pooled vs the cold create above" \
-	    "$((c / 1000)) s cold (to ready)" "$pooled ms" \
-	    "$(awk -v a="$c" -v b="$pooled" 'BEGIN { printf "%.0fx faster", a / b }')" "-"
-else
-	row "real Lima create -> first output, pooled" "-" "n/a" "-" "the pool did not fill"
-fi
-stop_daemon
-
+	row "real Lima create -> first output, pooled" \
+	    "$raw ms limactl shell LANE -- echo x" "$first ms" \
+	    "$(awk -v a="$raw" -v b="$first" 'BEGIN { printf "%.2f", a / b }')" "<= 300 ms"
+	row "  of which agent-lanectl create (the take)" "-" "$create ms" "-" "-"
+	row "  of which exec -- echo x, to its first byte" "-" "$exec1 ms" "-" "-"
+	row "  agent-lanectl version (start, connect, one call)" "-" "$noop ms" "-" "-"
+	row "  in the guest: a fork of perl; a fork + exec of echo" "-" "$gfork ms; $gexec ms" "-" "-"
+	row "  later exec -- echo x on that lane ($RUNS)" \
+	    "$raw ms limactl shell LANE -- echo x" "$warm ms" \
+	    "$(awk -v a="$raw" -v b="$warm" 'BEGIN { printf "%.2f", a / b }')" "-"
+	if [ -n "${c:-}" ]; then
+		row "real Lima create -> first output, pooled vs the cold create above" \
+		    "$((c / 1000)) s cold (to ready)" "$first ms" \
+		    "$(awk -v a="$c" -v b="$first" 'BEGIN { printf "%.0fx faster", a / b }')" "-"
+	fi
+}
+if [ "${BENCH_LIMA_ONLY:-}" = "" ] || [ "${BENCH_LIMA_ONLY:-}" = pool ]; then
+	pool_rows
+	stop_daemon
 fi
 
 # --- a trivial Sandcastle run on a lane from an image -----------------------
@@ -193,7 +247,8 @@ JS
 	    "$((sc_ms / 1000)).$(( sc_ms % 1000 / 100 )) s" \
 	    "$(awk -v a="$sc_ms" -v b="$run_ms" 'BEGIN { printf "%.2fx", a / b }')" "-"
 }
-if [ "${BENCH_LIMA_SANDCASTLE:-1}" != 0 ] && [ -f "$REPO/client/sandcastle/dist/index.js" ]; then
+if [ "${BENCH_LIMA_SANDCASTLE:-1}" != 0 ] && [ "${BENCH_LIMA_ONLY:-}" != pool ] &&
+    [ -f "$REPO/client/sandcastle/dist/index.js" ]; then
 	sandcastle_rows
 	stop_daemon
 fi

@@ -1,6 +1,7 @@
 /*
  * Guest exec: runs one command inside a lane through
- * `limactl shell NAME -- perl -e <guest helper>` and relays it as events.
+ * `limactl shell NAME -- perl -e <guest helper>` of its own (gexec_start),
+ * or on the lane's exec channel (gchan.h), and relays it as events.
  *
  * The command line on the host carries only the helper program, never the
  * command's arguments or environment: those go to the helper over the
@@ -47,7 +48,7 @@ struct gexec_spec {
 	 */
 	bool tty;
 	uint16_t tty_rows, tty_cols;
-	/* On the lane's exec channel (session_start); not with stdin_direct. */
+	/* On the lane's exec channel (gchan.h); not with stdin_direct. */
 	bool channel;
 	const char *what;		/* for logs; never includes arguments */
 };
@@ -91,30 +92,6 @@ struct gexec *gexec_start(struct event_base *, struct proc_list *,
     struct lima *, const struct gexec_spec *, const struct gexec_ops *,
     void *arg, char *err, size_t errlen);
 
-/*
- * A lane's exec channel: one `limactl shell NAME -- perl -e HELPER mux`
- * kept open for the lane, carrying every exec started with
- * gexec_start_chan, so that an exec pays neither ssh, nor a login shell,
- * nor compiling the helper. Each exec has its own id, its own helper
- * process in the guest and its own output window: one exec never sees
- * another's bytes, and one that is not read stalls no other. A channel that
- * dies (limactl exits, its pipes fail, the guest breaks the protocol) fails
- * the execs on it with UNAVAILABLE and is replaced by the next exec.
- */
-struct gexec_chan;
-
-/* Output bytes of one exec in flight on a channel (its window). */
-#define GEXEC_CHAN_WINDOW (512u * 1024u)
-
-/*
- * Like gexec_start, on the channel in *chan (opened first if there is
- * none; *chan is cleared when it dies or closes). Not for stdin_direct.
- */
-struct gexec *gexec_start_chan(struct event_base *, struct proc_list *,
-    struct lima *, struct gexec_chan **chan, const struct gexec_spec *,
-    const struct gexec_ops *, void *arg, char *err, size_t errlen);
-/* The lane stops: closes its channel; execs still on it fail. */
-void gexec_chan_close(struct gexec_chan **chan);
 /* Queues command input; -1 once the command's stdin is gone. */
 int gexec_stdin(struct gexec *, const void *, size_t);
 void gexec_stdin_close(struct gexec *);

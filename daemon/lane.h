@@ -28,7 +28,7 @@ struct laned;
 struct conn;
 struct proc;
 struct gexec;
-struct gexec_chan;
+struct gchan;
 struct lane_waiter;
 struct lane_setup;
 struct proxy;
@@ -137,8 +137,8 @@ struct lane {
 	struct lane_waiters waiters;
 	struct lane_activities activities;
 	size_t nactivities;
-	/* Carries the lane's execs; opened by the first (gexec_start_chan). */
-	struct gexec_chan *chan;
+	/* Carries the lane's execs; opened by the first (gchan_exec). */
+	struct gchan *chan;
 
 	/* Why creation failed (the lane then ends "failed"). */
 	int fail_code;

@@ -7,6 +7,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "gchan.h"
 #include "gexec.h"
 #include "image.h"
 #include "laned.h"
@@ -44,9 +45,10 @@ static const char setup_script[] =
 
 /*
  * A guest command of the create pipeline: the network policy check, then
- * the workspace setup. One at a time, in l->setup.
+ * the workspace setup; or the setup again over a pool lane's channel
+ * reopened (SETUP_WARM). One at a time, in l->setup.
  */
-enum setup_kind { SETUP_NETCHECK, SETUP_WORKSPACE };
+enum setup_kind { SETUP_NETCHECK, SETUP_WORKSPACE, SETUP_WARM };
 
 struct lane_setup {
 	enum setup_kind kind;
@@ -60,6 +62,10 @@ struct lane_setup {
 
 static void lane_step_create(struct lane *);
 static void lane_step_setup(struct lane *);
+static bool setup_abort(struct lane *);
+static void setup_run(struct lane *, enum setup_kind, const char *, size_t,
+    const struct gexec_ops *);
+static const struct gexec_ops setup_ops;
 
 /* The pipeline failed: keep the evidence, then fail the creation. */
 static void
@@ -553,7 +559,10 @@ lane_create_pooled(struct laned *d, const struct pool_shape *shape,
 void
 lane_create_release(struct lane *l)
 {
-	gexec_chan_close(&l->chan);
+	/* A channel reopening for the pool stops before the channel goes. */
+	if (l->step == LANE_STEP_SETUP)
+		(void)setup_abort(l);
+	gchan_close(&l->chan);
 	lanenet_proxy_close(l);
 	/* A lane that ended before its clone (it waited, say) lets go. */
 	if (l->image_held) {
@@ -640,6 +649,107 @@ pool_lane_booted(struct lane *l)
 	lane_changed(l->d);
 }
 
+/* ---- A pool lane's exec channel, reopened before hand-over ---- */
+
+/*
+ * The channel could not be reopened. A lane still in the pool is
+ * destroyed (the next create takes another, or boots cold, and the pool
+ * refills); one a create took while it reopened fails that creation.
+ * Either way it is never handed over with no channel.
+ */
+static void
+warm_fail(struct lane *l, int code, const char *why)
+{
+	char detail[LANE_ERROR_MAX];
+
+	snprintf(detail, sizeof detail, "could not be reopened: %s", why);
+	str_sanitize(detail);
+	lane_event(l, "channel", detail);
+	if (l->state == LANE_CREATING) {
+		create_fail(l, code, "the warm pool lane's exec channel %s",
+		    detail);
+		return;
+	}
+	log_warnx("lane %s: its exec channel %s; destroying it", l->name,
+	    detail);
+	lane_destroy(l, code, "its exec channel could not be reopened");
+}
+
+static void
+warm_done(struct lane *l, const struct gexec_result *r)
+{
+	char why[LANE_ERROR_MAX], st[32];
+
+	if (r->end != GEXEC_EXITED || r->code != 0) {
+		if (r->end == GEXEC_FAILED)
+			str_copy(why, r->message, sizeof why);
+		else
+			snprintf(why, sizeof why, "the workspace check over it "
+			    "ended %s", gexec_status(r, st, sizeof st));
+		warm_fail(l, r->end == GEXEC_FAILED ? r->error :
+		    AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, why);
+		return;
+	}
+	lane_event(l, "channel", "reopened");
+	log_info("lane %s: its exec channel is open again", l->name);
+	if (l->state == LANE_CREATING) {
+		/* Taken while it reopened: its row is ready since the take. */
+		l->state = LANE_READY;
+		create_ready(l);
+		return;
+	}
+	lane_changed(l->d);	/* a create may take it now */
+}
+
+/*
+ * A booted pool lane's channel died while it waited (its watcher, below,
+ * before anything else hears of it): it reopens now, so that a create
+ * finds the lane warm. A lane taken already opens another with its next
+ * exec, as any lane does.
+ */
+static void
+lane_chan_died(void *arg, const char *why)
+{
+	struct lane *l = arg;
+	char detail[LANE_ERROR_MAX];
+
+	if (!lane_pool_booted(l) || l->step != LANE_STEP_NONE ||
+	    l->destroy_pending || l->d->shutting_down)
+		return;
+	log_warnx("lane %s: its exec channel died in the warm pool (%s); "
+	    "reopening it", l->name, why);
+	snprintf(detail, sizeof detail, "died in the warm pool (%s); "
+	    "reopening", why);
+	lane_create_warm(l, detail);
+}
+
+/*
+ * The workspace setup runs over the lane's exec channel, which it opens:
+ * a pool lane then waits with its channel open and its helper started,
+ * and the first exec after the hand-over costs one round trip. The
+ * channel's death is watched (lane_chan_died).
+ */
+static struct gexec *
+setup_on_channel(struct lane *l, const struct gexec_spec *spec,
+    const struct gexec_ops *ops, void *arg, char *err, size_t errlen)
+{
+	struct gexec *g;
+
+	g = gchan_exec(l->d->base, &l->d->procs, l->d->lima, &l->chan, spec,
+	    ops, arg, err, errlen);
+	if (g != NULL && l->chan != NULL)
+		gchan_watch(l->chan, lane_chan_died, l);
+	return g;
+}
+
+void
+lane_create_warm(struct lane *l, const char *why)
+{
+	lane_event(l, "channel", why);
+	setup_run(l, SETUP_WARM, setup_script, sizeof setup_script - 1,
+	    &setup_ops);
+}
+
 static void
 setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 {
@@ -647,7 +757,7 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	struct lane *l = s->lane;
 	struct lane_change ch;
 	char ws[SETUP_OUTPUT_MAX + 1], st[32];
-	bool overflow = s->overflow;
+	bool overflow = s->overflow, warm = s->kind == SETUP_WARM;
 	size_t n = s->len;
 
 	memcpy(ws, s->out, n + 1);
@@ -655,6 +765,10 @@ setup_done(struct gexec *g, const struct gexec_result *r, void *arg)
 	if (l->destroy_pending) {
 		lane_fail_creation(l, l->destroy_code, "destroyed during "
 		    "creation: %s", l->destroy_reason);
+		return;
+	}
+	if (warm) {
+		warm_done(l, r);
 		return;
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0) {
@@ -706,8 +820,14 @@ setup_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	struct lane_setup *s = arg;
 	struct lane *l = s->lane;
 	bool check = s->kind == SETUP_NETCHECK;
+	enum setup_kind s_kind = s->kind;
 
 	(void)setup_abort(l);
+	if (s_kind == SETUP_WARM) {
+		warm_fail(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
+		    "no answer within the command timeout");
+		return;
+	}
 	create_fail(l, AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,
 	    "%s did not finish within %llu s", check ?
 	    "the network policy check" : "guest setup",
@@ -725,7 +845,7 @@ setup_run(struct lane *l, enum setup_kind kind, const char *script,
     size_t len, const struct gexec_ops *ops)
 {
 	const char *what = kind == SETUP_NETCHECK ? "network policy check" :
-	    "guest setup";
+	    kind == SETUP_WARM ? "exec channel reopening" : "guest setup";
 	struct gexec_bytes argv[] = {
 		{ (const uint8_t *)"/bin/sh", 7 },
 		{ (const uint8_t *)"-c", 2 },
@@ -741,12 +861,18 @@ setup_run(struct lane *l, enum setup_kind kind, const char *script,
 
 	s->lane = l;
 	s->kind = kind;
-	s->g = gexec_start(l->d->base, &l->d->procs, l->d->lima, &spec,
-	    ops, s, err, sizeof err);
+	if (kind == SETUP_NETCHECK)
+		s->g = gexec_start(l->d->base, &l->d->procs, l->d->lima, &spec,
+		    ops, s, err, sizeof err);
+	else
+		s->g = setup_on_channel(l, &spec, ops, s, err, sizeof err);
 	if (s->g == NULL) {
 		free(s);
-		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "%s: %s", what, err);
+		if (kind == SETUP_WARM)
+			warm_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL, err);
+		else
+			create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+			    "%s: %s", what, err);
 		return;
 	}
 	l->setup = s;

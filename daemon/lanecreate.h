@@ -73,6 +73,15 @@ int lane_create_pooled(struct laned *, const struct pool_shape *,
     uint64_t max_age_ms, char *name, size_t namelen);
 
 /*
+ * Reopens a booted pool lane's exec channel (it died in the pool, or the
+ * lane was kept from the daemon's last run) by running the workspace
+ * setup over a new one; why goes in the lane's events. Until it answers
+ * the lane is not handed over warm (pool.c waits for it); if it fails,
+ * the lane is destroyed.
+ */
+void lane_create_warm(struct lane *, const char *why);
+
+/*
  * The network policy of a request, defaults from cfg applied (also the
  * warm pool's: a NULL request is the configured default). 0, or the
  * agentlane.v1.ErrorCode with why. Pure, like lane_create_check.

@@ -328,6 +328,25 @@ pool_follow_boots(struct laned *d, struct pool *p)
 	}
 }
 
+/*
+ * Booted pool lanes without an exec channel (kept from the daemon's last
+ * run: a channel does not outlive its daemon) open one now, so that they
+ * are handed over warm.
+ */
+static void
+pool_reopen_kept(struct laned *d)
+{
+	struct lane *l, *next;
+
+	for (l = TAILQ_FIRST(&d->lanes); l != NULL; l = next) {
+		next = TAILQ_NEXT(l, entry);
+		if (lane_pool_booted(l) && l->chan == NULL &&
+		    l->step == LANE_STEP_NONE && !l->destroy_pending)
+			lane_create_warm(l, "opening: a pool lane kept from "
+			    "the daemon's last run");
+	}
+}
+
 void
 pool_refill(struct laned *d)
 {
@@ -342,6 +361,7 @@ pool_refill(struct laned *d)
 	p->refilling = true;
 	pool_resolve(p, d);
 	pool_follow_boots(d, p);
+	pool_reopen_kept(d);
 	/* Every pool lane counts: those recovered at start-up too. */
 	TAILQ_FOREACH(l, &d->lanes, entry) {
 		if (l->state != LANE_POOLED)
@@ -386,11 +406,19 @@ pool_refill(struct laned *d)
 	p->refilling = false;
 }
 
-/* The pool lane for a plan: booted (the oldest), else a booting one. */
+/* What pool_pick found: warm, reopening its channel, or booting. */
+enum pool_pick { PICK_WARM, PICK_REOPEN, PICK_BOOTING };
+
+/*
+ * The pool lane for a plan: a booted one with its exec channel open (the
+ * oldest), else a booted one whose channel reopens (one round trip, far
+ * sooner than any boot), else a booting one.
+ */
 static struct lane *
-pool_pick(struct laned *d, const struct lane_create_plan *plan, bool *booting)
+pool_pick(struct laned *d, const struct lane_create_plan *plan,
+    enum pool_pick *kind)
 {
-	struct lane *l, *boot = NULL;
+	struct lane *l, *boot = NULL, *reopen = NULL;
 	struct pool_shape want, ls;
 	int64_t now = time_now_ms();
 
@@ -413,8 +441,14 @@ pool_pick(struct laned *d, const struct lane_create_plan *plan, bool *booting)
 		if (!pool_shape_eq(&ls, &want))
 			continue;
 		if (lane_pool_booted(l)) {
-			*booting = false;
-			return l;
+			if (l->step == LANE_STEP_NONE && l->chan != NULL) {
+				*kind = PICK_WARM;
+				return l;
+			}
+			if (reopen == NULL && (l->step == LANE_STEP_NONE ||
+			    l->step == LANE_STEP_SETUP))
+				reopen = l;
+			continue;
 		}
 		/*
 		 * A boot that started at t is ready at about t + boot_ms, sooner
@@ -427,8 +461,22 @@ pool_pick(struct laned *d, const struct lane_create_plan *plan, bool *booting)
 		    2 * (int64_t)d->pool->boot_ms)
 			boot = l;
 	}
-	*booting = true;
-	return boot;
+	*kind = reopen != NULL ? PICK_REOPEN : PICK_BOOTING;
+	return reopen != NULL ? reopen : boot;
+}
+
+/*
+ * A booted pool lane with no channel (one not noticed dead, say) starts
+ * reopening it now. NULL if that failed at once: the lane is destroyed,
+ * and the caller picks again.
+ */
+static struct lane *
+pool_reopen(struct lane *l)
+{
+	if (l->step == LANE_STEP_NONE)
+		lane_create_warm(l, "found without a channel when taken; "
+		    "reopening");
+	return l->step == LANE_STEP_SETUP && !l->destroy_pending ? l : NULL;
 }
 
 /* The lane taken is the creator's now: its life starts. */
@@ -442,24 +490,60 @@ pool_taken(struct lane *l, const struct lane_create_plan *plan, int64_t now)
 	l->owned = plan->owned;
 }
 
+/* Taken while it boots or reopens: c waits on it as on a creation. */
+static int
+pool_taken_waiting(struct lane *l, struct conn *c,
+    const struct lane_create_plan *plan, enum pool_pick kind, int64_t eta)
+{
+	char msg[128];
+
+	l->state = LANE_CREATING;
+	l->create_detached = plan->detach;
+	if (kind == PICK_REOPEN) {
+		log_info("lane %s: taken from the warm pool while its exec "
+		    "channel reopens (lifetime %llu s)", l->name,
+		    (unsigned long long)(plan->lifetime_ms / 1000));
+		snprintf(msg, sizeof msg, "a warm lane whose exec channel "
+		    "reopens");
+	} else {
+		log_info("lane %s: taken from the warm pool while it boots "
+		    "(ready in about %lld ms; lifetime %llu s)", l->name,
+		    (long long)eta, (unsigned long long)(plan->lifetime_ms /
+		    1000));
+		snprintf(msg, sizeof msg, "a warm lane that boots, ready in "
+		    "about %lld s", (long long)(eta + 999) / 1000);
+	}
+	lane_waiter_add(l, c, LANE_WAIT_CREATE);
+	lane_waiters_progress(l, "registered", l->name);
+	lane_waiters_progress(l, "starting", msg);
+	lane_changed(l->d);
+	return POOL_BOOTING;
+}
+
 int
 pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
     struct lane **taken)
 {
 	struct lane *pick;
-	char holder[LANE_NAME_SIZE], msg[128];
-	bool booting;
+	char holder[LANE_NAME_SIZE];
+	enum pool_pick kind;
 	int64_t now, eta;
 	int rc;
 
 	*taken = NULL;
-	if (d->pool == NULL || (pick = pool_pick(d, plan, &booting)) == NULL)
+	if (d->pool == NULL)
 		return POOL_COLD;
+	do {
+		if ((pick = pool_pick(d, plan, &kind)) == NULL)
+			return POOL_COLD;
+	} while (kind == PICK_REOPEN && (pick = pool_reopen(pick)) == NULL);
 	now = time_now_ms();
 	eta = pick->created_at_ms + (int64_t)d->pool->boot_ms - now;
-	rc = registry_lane_take_pooled(d->reg, pick->name, booting, now, now +
-	    (int64_t)plan->lifetime_ms, plan->idle_timeout_ms, plan->labels,
-	    plan->nlabels, plan->alias, plan->owned);
+	/* A lane reopening its channel has a ready row, as a warm one. */
+	rc = registry_lane_take_pooled(d->reg, pick->name,
+	    kind == PICK_BOOTING, now, now + (int64_t)plan->lifetime_ms,
+	    plan->idle_timeout_ms, plan->labels, plan->nlabels, plan->alias,
+	    plan->owned);
 	if (rc == REG_TAKEN) {
 		if (registry_lane_by_alias(d->reg, plan->alias, holder) != REG_OK)
 			holder[0] = '\0';
@@ -475,28 +559,14 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
 		return POOL_COLD;
 	}
 	pool_taken(pick, plan, now);
-	if (!booting) {
-		pick->state = LANE_READY;
-		log_info("lane %s: taken from the warm pool (lifetime %llu s)",
-		    pick->name, (unsigned long long)(plan->lifetime_ms / 1000));
-		*taken = pick;
-		lane_changed(d);	/* deadlines, and the pool refills */
-		return POOL_READY;
-	}
-	/* Still booting: from here on it is this create's, as if cold. */
-	pick->state = LANE_CREATING;
-	pick->create_detached = plan->detach;
-	log_info("lane %s: taken from the warm pool while it boots (ready in "
-	    "about %lld ms; lifetime %llu s)", pick->name,
-	    (long long)(eta > 0 ? eta : 0),
-	    (unsigned long long)(plan->lifetime_ms / 1000));
-	lane_waiter_add(pick, c, LANE_WAIT_CREATE);
-	lane_waiters_progress(pick, "registered", pick->name);
-	snprintf(msg, sizeof msg, "a warm lane that boots, ready in about %lld s",
-	    (long long)((eta > 0 ? eta : 0) + 999) / 1000);
-	lane_waiters_progress(pick, "starting", msg);
-	lane_changed(d);
-	return POOL_BOOTING;
+	if (kind != PICK_WARM)
+		return pool_taken_waiting(pick, c, plan, kind, eta > 0 ? eta : 0);
+	pick->state = LANE_READY;
+	log_info("lane %s: taken from the warm pool (lifetime %llu s)",
+	    pick->name, (unsigned long long)(plan->lifetime_ms / 1000));
+	*taken = pick;
+	lane_changed(d);	/* deadlines, and the pool refills */
+	return POOL_READY;
 }
 
 void

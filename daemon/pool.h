@@ -10,7 +10,10 @@
  * (pooled = 0, deadline, idle timeout and labels from the request, its
  * life starting then); a lane never goes back. A create may take a pool
  * lane that still boots, when it will be ready sooner than a cold boot:
- * the lane then simply becomes that create's, creating as if cold. Refills
+ * the lane then simply becomes that create's, creating as if cold. A pool
+ * lane waits with its exec channel open (the guest setup opened it); one
+ * whose channel died, or that was kept from the last run, reopens it
+ * before it is handed over (lane_create_warm), or is destroyed. Refills
  * run in the
  * background, at most pool_max_boots at once, with a back-off after
  * failed boots. At start-up, booted pool lanes whose VM still runs are
@@ -37,8 +40,8 @@ void pool_stop(struct laned *);
  * cold. POOL_READY: *taken, a booted pool lane of the plan's shape, is now
  * the caller's: answer c with it (lane_deliver). POOL_BOOTING: a pool lane
  * of the shape still boots and will be ready sooner than a cold boot (by
- * a measured typical boot time): it is the caller's, and c waits on it as
- * on any creation. POOL_ANSWERED: c was answered (the alias is taken).
+ * a measured typical boot time), or reopens its exec channel: it is the
+ * caller's, and c waits on it as on any creation. POOL_ANSWERED: c was answered (the alias is taken).
  */
 enum { POOL_COLD, POOL_READY, POOL_BOOTING, POOL_ANSWERED };
 struct lane;

@@ -7,6 +7,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "gchan.h"
 #include "laned.h"
 #include "log.h"
 #include "session.h"
@@ -281,7 +282,7 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 		spec->cwd = cwd;
 	}
 	if (spec->channel)
-		s->g = gexec_start_chan(d->base, &d->procs, d->lima,
+		s->g = gchan_exec(d->base, &d->procs, d->lima,
 		    &s->act.lane->chan, spec, &session_gexec_ops, s, err,
 		    sizeof err);
 	else

@@ -20,6 +20,7 @@
 #include <event2/event.h>
 
 #include "conn.h"
+#include "gchan.h"
 #include "gexec.h"
 #include "laned.h"
 #include "lane.h"
@@ -264,7 +265,7 @@ stats_ask(struct stats_call *sc, struct stats_lane *sl)
 	stats_limits_of(d, l, &sl->limits);
 	spec.lane = l->name;
 	spec.cwd = l->workspace;
-	sl->g = gexec_start_chan(d->base, &d->procs, d->lima, &l->chan, &spec,
+	sl->g = gchan_exec(d->base, &d->procs, d->lima, &l->chan, &spec,
 	    &stats_gexec_ops, sl, err, sizeof err);
 	if (sl->g == NULL) {
 		lane_error(sl, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, "%s",

@@ -46,6 +46,8 @@ check "the daemon measured a typical cold boot from the registry ($TYPICAL ms)" 
 K=$(booted_pool)
 L=$(ctl create --timeout 10m)
 check_eq "a create takes the booted pool lane kept across the restart" "$K" "$L"
+check_match "its exec channel (gone with the old daemon) was reopened before the hand-over" \
+    'channel +reopened' "$(ctl events "$L")"
 wait_for 10 have_booting_pool
 S=$(booting_pool)
 stuck_late() {
