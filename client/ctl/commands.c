@@ -406,23 +406,16 @@ const struct ctl_command ctl_commands[] = {
 	},
 	{
 		.name = "daemon",
-		.run = cmd_daemon,
+		.run = ctl_subcommand_run,
+		.subcommands = ctl_daemon_subcommands,
 		.operands = "install|uninstall|status|start|stop|restart",
 		.summary = "manage agent-laned as a per-user service",
 		.text =
-		    "  install     write the LaunchAgent (macOS) or systemd user units\n"
-		    "              and load them\n"
-		    "  uninstall   unload them and remove the files\n"
-		    "  status      the service's state and the daemon's; exits 3 when\n"
-		    "              the daemon does not answer\n"
-		    "  start, stop, restart\n"
-		    "              through launchctl or systemctl --user\n"
 		    "Without a service manager, run the daemon in the foreground:\n"
 		    "  agent-laned --socket ~/.agent-lane/run/agent-laned.sock\n",
 		.options = daemon_options,
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,
-		.words = "install uninstall status start stop restart",
 		.reach = CTL_REACH_LOCAL,
 	},
 	{

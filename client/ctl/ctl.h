@@ -141,6 +141,7 @@ const struct ctl_subcommand *ctl_subcommand_find(const struct ctl_command *,
 extern const struct ctl_subcommand ctl_image_subcommands[];
 extern const struct ctl_subcommand ctl_context_subcommands[];
 extern const struct ctl_subcommand ctl_system_subcommands[];
+extern const struct ctl_subcommand ctl_daemon_subcommands[];
 
 /* help.c: the global options, and help made from the tables. */
 extern const struct ctl_option ctl_global_options[];
@@ -371,7 +372,6 @@ int cmd_reap(struct ctl *, int, char **);
 int cmd_exec(struct ctl *, int, char **);
 int cmd_shell(struct ctl *, int, char **);
 int cmd_cp(struct ctl *, int, char **);
-int cmd_daemon(struct ctl *, int, char **);
 int cmd_version(struct ctl *, int, char **);
 int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);

@@ -669,49 +669,97 @@ daemon_control(struct ctl *ctl, enum platform plat, const char *verb)
 	return 0;
 }
 
-int
-cmd_daemon(struct ctl *ctl, int argc, char **argv)
+/* --platform and --no-load, for every subcommand: 0 or the status. */
+static int
+daemon_args(const struct ctl_parsed *p, enum platform *plat, bool *load)
 {
-	enum platform plat = strcmp(ctl_compat_service_manager(),
-	    "launchd") == 0 ? PLAT_LAUNCHD : PLAT_SYSTEMD;
-	struct ctl_parsed p;
-	const char *verb, *v;
-	bool load = true;
-	int rc;
+	const char *v;
 
-	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
-		return rc;
-	for (size_t i = 0; i < p.nopts; i++) {
-		v = p.opts[i].value;
-		if (ctl_is(&p.opts[i], "no-load"))
-			load = false;
-		else if (ctl_is(&p.opts[i], "platform")) {
+	*plat = strcmp(ctl_compat_service_manager(), "launchd") == 0 ?
+	    PLAT_LAUNCHD : PLAT_SYSTEMD;
+	*load = true;
+	for (size_t i = 0; i < p->nopts; i++) {
+		v = p->opts[i].value;
+		if (ctl_is(&p->opts[i], "no-load"))
+			*load = false;
+		else if (ctl_is(&p->opts[i], "platform")) {
 			if (strcmp(v, "launchd") == 0)
-				plat = PLAT_LAUNCHD;
+				*plat = PLAT_LAUNCHD;
 			else if (strcmp(v, "systemd") == 0)
-				plat = PLAT_SYSTEMD;
+				*plat = PLAT_SYSTEMD;
 			else
 				return ctl_usage("--platform is launchd or systemd");
 		}
 	}
-	if (p.noperands > 1)
-		return ctl_usage("daemon: unexpected argument %s", p.operands[1]);
-	verb = p.noperands == 1 ? p.operands[0] : NULL;
-	if (ctl->json && (verb == NULL || strcmp(verb, "status") != 0))
-		return ctl_usage("daemon: --json is for daemon status");
-	if (verb != NULL && strcmp(verb, "install") == 0)
-		return daemon_install(ctl, plat, load);
-	if (verb != NULL && strcmp(verb, "uninstall") == 0)
-		return daemon_uninstall(ctl, plat, load);
-	if (verb != NULL && strcmp(verb, "status") == 0)
-		return daemon_status(ctl, plat, load);
-	if (verb != NULL && (strcmp(verb, "start") == 0 ||
-	    strcmp(verb, "stop") == 0 || strcmp(verb, "restart") == 0)) {
-		if (!load)
-			return ctl_usage("daemon %s: --no-load leaves nothing to "
-			    "do", verb);
-		return daemon_control(ctl, plat, verb);
-	}
-	return ctl_usage("usage: agent-lanectl daemon install|uninstall|status|"
-	    "start|stop|restart [--no-load] [--platform launchd|systemd]");
+	if (p->noperands > 1)
+		return ctl_usage("daemon: unexpected argument %s", p->operands[1]);
+	return 0;
 }
+
+static int
+d_install(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	enum platform plat;
+	bool load;
+	int rc;
+
+	if ((rc = daemon_args(p, &plat, &load)) != 0)
+		return rc;
+	return daemon_install(ctl, plat, load);
+}
+
+static int
+d_uninstall(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	enum platform plat;
+	bool load;
+	int rc;
+
+	if ((rc = daemon_args(p, &plat, &load)) != 0)
+		return rc;
+	return daemon_uninstall(ctl, plat, load);
+}
+
+static int
+d_status(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	enum platform plat;
+	bool load;
+	int rc;
+
+	if ((rc = daemon_args(p, &plat, &load)) != 0)
+		return rc;
+	return daemon_status(ctl, plat, load);
+}
+
+/* start, stop, restart: the verb is the subcommand's own word. */
+static int
+d_control(struct ctl *ctl, const struct ctl_parsed *p)
+{
+	const struct ctl_subcommand *s = ctl_subcommand_find(ctl->cmd,
+	    p->operands[0]);
+	enum platform plat;
+	bool load;
+	int rc;
+
+	if ((rc = daemon_args(p, &plat, &load)) != 0)
+		return rc;
+	if (!load)
+		return ctl_usage("daemon %s: --no-load leaves nothing to do",
+		    s->name);
+	return daemon_control(ctl, plat, s->name);
+}
+
+const struct ctl_subcommand ctl_daemon_subcommands[] = {
+	{ "install", d_install, NULL, "", "write the LaunchAgent (macOS) or "
+	    "systemd user units and load them", false },
+	{ "uninstall", d_uninstall, NULL, "", "unload them and remove the "
+	    "files", false },
+	{ "status", d_status, NULL, "", "the service's state and the "
+	    "daemon's; exits 3 when the daemon does not answer", true },
+	{ "start", d_control, NULL, "", "start it through launchctl or "
+	    "systemctl --user", false },
+	{ "stop", d_control, NULL, "", "stop it the same way", false },
+	{ "restart", d_control, NULL, "", "restart it the same way", false },
+	{ NULL, NULL, NULL, NULL, NULL, false },
+};
