@@ -527,6 +527,24 @@ labels_text(const struct al_lane *l, char *buf, size_t len)
 	}
 }
 
+/* As docker's tables: the ALIAS column as wide as its longest shown. */
+static int
+alias_width(const struct al_lane *lanes, size_t n,
+    const struct filter *filters, size_t nfilters)
+{
+	int w = 12;
+
+	for (size_t i = 0; i < n; i++) {
+		bool match = true;
+
+		for (size_t k = 0; k < nfilters && match; k++)
+			match = filter_match(&filters[k], &lanes[i]);
+		if (match && (int)strlen(lanes[i].alias) > w)
+			w = (int)strlen(lanes[i].alias);
+	}
+	return w;
+}
+
 int
 cmd_ls(struct ctl *ctl, int argc, char **argv)
 {
@@ -538,7 +556,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 	struct filter *filters;
 	bool all = false, quiet = false, first = true;
 	size_t n, nfilters = 0;
-	int aliasw = 12;
+	int aliasw;
 	int rc;
 
 	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
@@ -582,15 +600,7 @@ cmd_ls(struct ctl *ctl, int argc, char **argv)
 		free(filters);
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	}
-	/* As docker's tables: the ALIAS column as wide as its longest. */
-	for (size_t i = 0; i < n; i++) {
-		bool match = true;
-
-		for (size_t k = 0; k < nfilters && match; k++)
-			match = filter_match(&filters[k], &lanes[i]);
-		if (match && (int)strlen(lanes[i].alias) > aliasw)
-			aliasw = (int)strlen(lanes[i].alias);
-	}
+	aliasw = alias_width(lanes, n, filters, nfilters);
 	if (ctl->json)
 		fputc('[', stdout);
 	else if (!quiet)
