@@ -89,7 +89,7 @@ elif CASE == "width":
     draws = [d for d in draws if d[:1] in "|/-\\"]
     show(rc, bool(draws) and all(re.search(r" \[\d+\.\ds\]$", d) for d in draws),
          all(len(d) <= cols - 1 for d in draws),
-         any("booting (about a minute without KVM), step 1 of 1" in d for d in draws),
+         any("booting (about a minute without KVM), step 1 of " in d for d in draws),
          any("..." in d for d in draws))
 elif CASE in ("sigint", "sigterm"):
     t = Term(["create"])
