@@ -737,17 +737,24 @@ lima_requirement_text(const char *msg, char *buf, size_t len)
 		const char *name, *text;
 	} reqs[] = {
 		{ "ssh", "booting (about a minute without KVM)" },
+		{ "Explicitly start ssh ControlMaster", "ssh's connection to "
+		    "the guest" },
 		{ "user session is ready for ssh", "the guest user's session" },
-		{ "the guest agent to be running", "Lima's guest agent" },
-		{ "boot scripts must have finished", "the guest's boot scripts" },
+		{ "systemd must be available", "systemd in the guest" },
+		{ "boot scripts must have finished", "the guest's boot scripts "
+		    "(cloud-init)" },
 	};
 	const char *q, *end;
 	unsigned i, n;
 
-	/* "Waiting for the essential requirement 1 of 4: \"ssh\"" */
+	/*
+	 * "Waiting for the essential requirement 1 of 2: `ssh`": Lima 2.2
+	 * quotes the name as Go's %#q does, in backquotes (double quotes for
+	 * a name holding one).
+	 */
 	if (sscanf(msg, "Waiting for the %*s requirement %u of %u:", &i,
-	    &n) != 2 || (q = strchr(msg, '"')) == NULL ||
-	    (end = strrchr(msg, '"')) == q) {
+	    &n) != 2 || (q = strpbrk(msg, "`\"")) == NULL ||
+	    (end = strrchr(msg, *q)) == q) {
 		str_copy(buf, msg, len);
 		return;
 	}

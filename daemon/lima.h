@@ -169,8 +169,8 @@ int lima_list_parse(struct lima *, const char *buf, size_t len,
 bool lima_log_line(struct lima *, const char *line, size_t len, char *level,
     size_t levellen, char *msg, size_t msglen);
 /*
- * A hostagent "Waiting for the essential requirement 1 of 4: \"ssh\""
- * said for people: "booting (about a minute without KVM), step 1 of 4";
+ * A hostagent "Waiting for the essential requirement 1 of 2: `ssh`" said
+ * for people: "booting (about a minute without KVM), step 1 of 2";
  * any other text as it is.
  */
 void lima_requirement_text(const char *msg, char *buf, size_t len);

@@ -220,7 +220,8 @@ def hostagent_main(argv):
             # after the driver started: the shim's `exec N<&-` takes one digit
             sudo = guestroot.SudoService(d)
             sudo.gpid = cpid
-        log(INFO, 'Waiting for the essential requirement 1 of 1: "ssh"')
+        # Lima quotes the name with Go's %#q: in backquotes.
+        log(INFO, 'Waiting for the essential requirement 1 of 1: `ssh`')
 
         marker = '/proc/%d/root%s' % (cpid, driver.BOOT_MARKER)
         t0 = time.monotonic()
