@@ -16,6 +16,7 @@
 #include "names.h"
 #include "registry.h"
 #include "sha256.h"
+#include "units.h"
 #include "util.h"
 #include "vm.h"
 
@@ -316,10 +317,17 @@ image_build_check(const struct config *cfg,
 	if (rec->cpus > cfg->max_cpus || rec->memory_mib < 256 ||
 	    rec->memory_mib > cfg->max_memory_mib ||
 	    rec->disk_gib > cfg->max_disk_gib) {
-		snprintf(err, errlen, "cpus %u, memory %u MiB, disk %u GiB: "
-		    "outside the caps (max_cpus %u, max_memory %u MiB, max_disk "
-		    "%u GiB)", rec->cpus, rec->memory_mib, rec->disk_gib,
-		    cfg->max_cpus, cfg->max_memory_mib, cfg->max_disk_gib);
+		char m[16], dk[16], mm[16], md[16];
+
+		units_format_bytes((uint64_t)rec->memory_mib << 20, m, sizeof m);
+		units_format_bytes((uint64_t)rec->disk_gib << 30, dk, sizeof dk);
+		units_format_bytes((uint64_t)cfg->max_memory_mib << 20, mm,
+		    sizeof mm);
+		units_format_bytes((uint64_t)cfg->max_disk_gib << 30, md,
+		    sizeof md);
+		snprintf(err, errlen, "cpus %u, memory %s, disk %s: outside the "
+		    "caps (max_cpus %u, max_memory %s, max_disk %s)", rec->cpus,
+		    m, dk, cfg->max_cpus, mm, md);
 		return AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED;
 	}
 	if (req->from != NULL && req->from[0] != '\0') {

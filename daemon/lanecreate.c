@@ -484,7 +484,7 @@ lane_create_start(struct laned *d, struct conn *c,
 	struct secret_set *sealed;
 	struct lane_new n;
 	struct lane *l;
-	char err[256];
+	char err[256], mem[16], disk[16], life[32];
 	int code;
 
 	lane_new_init(&n, d, plan->cpus, plan->memory_mib, plan->disk_gib,
@@ -503,9 +503,11 @@ lane_create_start(struct laned *d, struct conn *c,
 		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	log_info("lane %s: registered (cpus %u, memory %u MiB, disk %u GiB, "
-	    "lifetime %llu s)", n.rec.name, n.rec.cpus, n.rec.memory_mib,
-	    n.rec.disk_gib, (unsigned long long)(plan->lifetime_ms / 1000));
+	units_format_bytes((uint64_t)n.rec.memory_mib << 20, mem, sizeof mem);
+	units_format_bytes((uint64_t)n.rec.disk_gib << 30, disk, sizeof disk);
+	units_format_duration(plan->lifetime_ms, life, sizeof life);
+	log_info("lane %s: registered (cpus %u, memory %s, disk %s, lifetime "
+	    "%s)", n.rec.name, n.rec.cpus, mem, disk, life);
 	l = lane_registered(&n);
 	l->create_detached = plan->detach;
 	l->secrets = sealed;

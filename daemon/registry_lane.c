@@ -11,6 +11,7 @@
 #include "log.h"
 #include "registry.h"
 #include "registry_int.h"
+#include "units.h"
 #include "util.h"
 #include "wire.h"
 
@@ -62,10 +63,17 @@ registry_lane_insert(struct registry *r, const struct lane_record *rec,
 		rc = reg_step_done(r, st);
 	}
 	if (rc == REG_OK) {
+		char mem[16], disk[16];
+
+		/* Sizes as every message prints them (units_format_bytes). */
+		units_format_bytes((uint64_t)rec->memory_mib << 20, mem,
+		    sizeof mem);
+		units_format_bytes((uint64_t)rec->disk_gib << 30, disk,
+		    sizeof disk);
 		snprintf(detail, sizeof detail,
-		    "cpus=%u memory=%uMiB disk=%uGiB lifetime=%llds idle=%llus "
+		    "cpus=%u memory=%s disk=%s lifetime=%llds idle=%llus "
 		    "uid=%u network=%s%s%s%s%s",
-		    rec->cpus, rec->memory_mib, rec->disk_gib,
+		    rec->cpus, mem, disk,
 		    (long long)((rec->deadline_ms - rec->created_at_ms) / 1000),
 		    (unsigned long long)(rec->idle_timeout_ms / 1000),
 		    rec->owner_uid, rec->network, rec->sudo ? " sudo" : "",
