@@ -221,7 +221,7 @@ test_insert_and_get(void **state)
 	assert_string_equal(ev.event, "registered");
 	assert_string_equal(ev.lane, LANE_A);
 	assert_int_equal(ev.time_ms, 1700000000000);
-	assert_non_null(strstr(ev.detail, "cpus=2 memory=4096MiB disk=30GiB"));
+	assert_non_null(strstr(ev.detail, "cpus=2 memory=4GiB disk=30GiB"));
 	assert_non_null(strstr(ev.detail, "lifetime=3600s"));
 
 	assert_int_equal(registry_lane_get(f->r, LANE_B, &got), REG_NOT_FOUND);
