@@ -17,6 +17,7 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "compat.h"
 #include "conn.h"
 #include "dispatch.h"
@@ -347,6 +348,8 @@ main(int argc, char **argv)
 	snprintf(path, sizeof path, "%s/registry.db", d.cfg.state_dir);
 	if (registry_open(path, &d.reg, err, sizeof err) != REG_OK)
 		fatalx("registry: %s", err);
+	/* Before any call: what the last run left in flight is said first. */
+	audit_recover(&d);
 
 	/* Before libevent allocates anything: buffers held secrets. */
 	wipe_libevent_on_free();

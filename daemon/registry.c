@@ -105,6 +105,17 @@ static const char *const migrations[] = {
 	 * need no migration: they have none.
 	 */
 	"ALTER TABLE lanes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';",
+	/*
+	 * Execs in flight (registry_exec_begin): a row from before its
+	 * command runs to its "exec" event, so that a row left by a daemon
+	 * that died is found at the next start and said so in the events.
+	 */
+	"CREATE TABLE execs ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  lane TEXT NOT NULL,"
+	"  started_ms INTEGER NOT NULL,"
+	"  command TEXT NOT NULL"
+	");",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))

@@ -237,6 +237,17 @@ int registry_labels_get(struct registry *, const char *name,
     struct lane_label *labels, size_t max, size_t *n);
 int registry_event_append(struct registry *, const char *lane,
     const char *event, const char *detail);
+/*
+ * An exec in flight: begin records it (command: its printable argv[0])
+ * before it runs; end removes that record and appends the exec's event in
+ * one transaction. recover, at start, turns every record a dead daemon
+ * left into an "exec" event "<command> <why>" and says how many in *n.
+ */
+int registry_exec_begin(struct registry *, const char *lane,
+    const char *command, int64_t *id);
+int registry_exec_end(struct registry *, int64_t id, const char *lane,
+    const char *event, const char *detail);
+int registry_exec_recover(struct registry *, const char *why, size_t *n);
 /* Keeps a lane's newest `keep` audit events (exec, copy-in, copy-out). */
 int registry_audit_trim(struct registry *, const char *lane, uint32_t keep);
 int registry_events_list(struct registry *, const char *lane,
