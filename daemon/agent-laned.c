@@ -297,10 +297,6 @@ main(int argc, char **argv)
 		return 0;
 	}
 	log_init("agent-laned", d.cfg.debug);
-	if (d.uid == 0)
-		log_warnx("running as root: the real limactl refuses to run as "
-		    "root, so lanes will fail to start; run agent-laned as "
-		    "the user who owns the lanes");
 
 	if (lima_resolve_limactl(d.cfg.limactl, limactl, sizeof limactl) == -1)
 		fatalx("limactl not found (\"%s\"; searched PATH, "
