@@ -122,6 +122,36 @@ flag_value(int argc, char **argv, int i, const char **key, const char **value,
 	return 2;
 }
 
+/*
+ * Exits 2 unless arg (after "--", up to any '=') is a flag: an unknown
+ * option, with the flag it is likely a typo of, as agent-lanectl says it.
+ */
+static void
+flag_known(const char *arg)
+{
+	static const char *const own[] = { "config", "check-config", "debug",
+	    "help", "version" };
+	char key[64], near[64];
+	size_t len = strcspn(arg, "=");
+
+	if (len < sizeof key) {
+		memcpy(key, arg, len);
+		key[len] = '\0';
+		if (strcmp(key, "config") == 0 || config_is_key(key))
+			return;
+	} else
+		str_copy(key, arg, sizeof key);
+	str_sanitize(key);
+	if (config_nearest_flag(key, own, sizeof own / sizeof *own, near,
+	    sizeof near) != NULL)
+		fprintf(stderr, "agent-laned: unknown option --%s; did you mean "
+		    "--%s? (see agent-laned --help)\n", key, near);
+	else
+		fprintf(stderr, "agent-laned: unknown option --%s (see "
+		    "agent-laned --help)\n", key);
+	exit(2);
+}
+
 static void
 parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 {
@@ -170,6 +200,8 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 			    argv[i]);
 			usage(2);
 		}
+		/* What it is before what it needs: --bogus is unknown. */
+		flag_known(argv[i] + 2);
 		if (strchr(argv[i], '=') == NULL && config_is_flag(argv[i] + 2)) {
 			/* A yes/no key as a bare flag. */
 			key = argv[i] + 2;
@@ -183,11 +215,6 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 		i += n - 1;
 		if (strcmp(key, "config") == 0)
 			continue;
-		if (!config_is_key(key)) {
-			fprintf(stderr, "agent-laned: unknown option --%s (see "
-			    "agent-laned --help)\n", key);
-			exit(2);
-		}
 		if (config_set(cfg, key, value, err, sizeof err) == -1) {
 			fprintf(stderr, "agent-laned: %s\n", err);
 			exit(2);
