@@ -121,6 +121,15 @@ for typo in "--max-lane 3:max-lanes" "--max-lane=3:max-lanes" \
 	    "$RC $OUT"
 	check_eq "and exits 2 (${typo%:*})" 2 "$RC"
 done
+# --allow takes --secret's rule: a host that can never work is refused
+# (create --allow: lane-network.sh).
+for h in localhost 2130706433 '*.1.2.3'; do
+	OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+	    --allow "$h" --check-config 2>&1); RC=$?
+	check_match "agent-laned --allow $h is refused (exit $RC)" \
+	    "^2 agent-laned: allow: \"${h//\*/\\*}\" is (an address|a loopback name), not a host name" \
+	    "$RC $OUT"
+done
 start_daemon --default-lifetime 90s --max-lifetime 7200s --max-copy-out-bytes 1048576 || exit 1
 L=$(ctl create)
 OUT=$(ctl show "$L" --json | python3 -c 'import json,sys; l=json.load(sys.stdin); print((l["deadline_ms"]-l["created_at_ms"])//1000)')
