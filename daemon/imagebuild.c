@@ -516,26 +516,56 @@ stop_done(struct vm *vm, const struct vm_result *r, void *arg)
 	build_free(b);
 }
 
-/* The last lines of the failing script's stderr, on one line. */
+/*
+ * The last lines of the failing script's stderr, on one line ('|' between
+ * lines), in at most len - 1 bytes: whole lines from the end, as many as
+ * fit, since the last one usually says why. A last line longer than all
+ * the room keeps its end, after "...".
+ */
 static void
 tail_lines(const struct build *b, char *out, size_t len)
 {
-	size_t start = b->tail_len, lines = 0;
+	size_t end = b->tail_len, start, used = 0, lines = 0;
 	char *p;
 
-	while (start > 0 && lines <= IMAGE_TAIL_LINES) {
-		start--;
-		if (b->tail[start] == '\n' && start + 1 < b->tail_len)
-			lines++;
+	out[0] = '\0';
+	if (len < 8)
+		return;
+	while (end > 0 && b->tail[end - 1] == '\n')
+		end--;
+	/* out is filled from its end: each line before the ones taken. */
+	p = out + len - 1;
+	*p = '\0';
+	while (end > 0 && lines < IMAGE_TAIL_LINES) {
+		size_t n, sep;
+
+		for (start = end; start > 0 && b->tail[start - 1] != '\n';
+		    start--)
+			;
+		n = end - start;
+		sep = lines > 0 ? 1 : 0;
+		if (used + n + sep > len - 1) {
+			if (lines == 0) {	/* keep the end of the one line */
+				n = len - 1 - 3;
+				p -= n;
+				memcpy(p, b->tail + end - n, n);
+				p -= 3;
+				memcpy(p, "...", 3);
+				used = len - 1;
+			}
+			break;
+		}
+		if (sep) {
+			*--p = '|';
+			used++;
+		}
+		p -= n;
+		memcpy(p, b->tail + start, n);
+		used += n;
+		lines++;
+		end = start > 0 ? start - 1 : 0;
 	}
-	if (lines > IMAGE_TAIL_LINES)
-		start++;
-	snprintf(out, len, "%.*s", (int)(b->tail_len - start), b->tail + start);
-	while ((p = strrchr(out, '\n')) != NULL && p[1] == '\0')
-		*p = '\0';
-	for (p = out; *p != '\0'; p++)
-		if (*p == '\n')
-			*p = '|';
+	memmove(out, p, used + 1);
 	str_sanitize(out);
 }
 
@@ -595,10 +625,17 @@ script_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		return;
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0) {
-		tail_lines(b, tail, sizeof tail);
+		int head;
+
+		/* The message fits fail_msg: the tail gets the room left. */
+		head = snprintf(tail, sizeof tail, "provision script %s failed "
+		    "(%s): ", name, gexec_status(r, st, sizeof st));
+		if (head < 0 || (size_t)head + 8 >= sizeof b->fail_msg)
+			tail[0] = '\0';
+		else
+			tail_lines(b, tail, sizeof b->fail_msg - (size_t)head);
 		build_fail(b, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-		    "provision script %s failed (%s)%s%s", name,
-		    gexec_status(r, st, sizeof st),
+		    "provision script %s failed (%s)%s%s", name, st,
 		    tail[0] != '\0' ? ": " : "", tail);
 		return;
 	}

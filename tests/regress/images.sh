@@ -38,6 +38,16 @@ echo "line one of the failure" >&2
 echo "E: Unable to locate package no-such-package" >&2
 exit 3
 EOF
+# Long lines before the reason, more than an error message holds: the
+# reason, last, is what must be quoted, whole.
+cat > "$T/noisy.sh" <<'EOF'
+#!/bin/bash
+for i in 1 2 3 4 5 6 7 8; do
+	printf 'noise %d %0200d\n' "$i" 0 >&2
+done
+echo "E: the reason is in this last line, quoted whole" >&2
+exit 4
+EOF
 cat > "$T/slow.sh" <<'EOF'
 #!/bin/sh
 echo slow-started
@@ -116,6 +126,10 @@ check_match "the error quotes the script's last stderr lines" 'Unable to locate 
 check_eq "the failed build left no VM" 1 "$(images)"
 check_match "... and no image" 'NOT_FOUND' "$(ctl image show broken 2>&1)"
 check_nomatch "... and image ls does not list it" 'broken' "$(ctl image ls)"
+R=$(ctl image build noisy --provision "$T/noisy.sh" 2>&1 >/dev/null | tail -n 1)
+check_match "after long lines the error still ends with the script's last line, whole" \
+    'noisy.sh failed \(exit 4\): .*E: the reason is in this last line, quoted whole$' "$R"
+check_nomatch "... with no line cut in the middle" 'noise [0-9] 0{0,199}\|' "$R"
 
 # ---- Ctrl-C during a build cleans up
 "$LANECTL" --socket "$SOCK" image build slow --provision "$T/slow.sh" >/dev/null 2>"$T/slow.err" &
