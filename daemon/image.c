@@ -62,6 +62,84 @@ hold_count(struct laned *d, const char *name)
 	return h != NULL ? h->n : 0;
 }
 
+/* Candidates an ambiguous id prefix lists at most. */
+#define IMAGE_REF_CANDIDATES 4
+
+/* Ready images whose id begins with prefix: the first in rec, n in all. */
+static int
+image_by_id_prefix(struct laned *d, const char *prefix,
+    struct image_record *rec, char *names, size_t nameslen, size_t *n)
+{
+	struct image_record *all;
+	size_t nall, len = strlen(prefix), off = 0;
+
+	*n = 0;
+	names[0] = '\0';
+	if (registry_image_list(d->reg, &all, &nall) != REG_OK)
+		return REG_ERROR;
+	for (size_t i = 0; i < nall; i++) {
+		if (all[i].state != IMAGE_READY ||
+		    strncmp(all[i].id, prefix, len) != 0)
+			continue;
+		if (*n == 0)
+			*rec = all[i];
+		if (*n < IMAGE_REF_CANDIDATES && off < nameslen)
+			off += (size_t)snprintf(names + off, nameslen - off,
+			    "%s%s (%.12s)", *n > 0 ? ", " : "", all[i].name,
+			    all[i].id);
+		else if (*n == IMAGE_REF_CANDIDATES && off < nameslen)
+			off += (size_t)snprintf(names + off, nameslen - off,
+			    ", ...");
+		(*n)++;
+	}
+	free(all);
+	return REG_OK;
+}
+
+int
+image_resolve(struct laned *d, const char *ref, struct image_record *rec,
+    char *err, size_t errlen)
+{
+	char shown[IMAGE_NAME_SIZE + 8], names[IMAGE_REF_CANDIDATES *
+	    (IMAGE_NAME_SIZE + 20) + 8];
+	size_t n;
+	int rc = REG_NOT_FOUND;
+
+	str_copy(shown, ref != NULL ? ref : "", sizeof shown);
+	str_sanitize(shown);
+	if (ref == NULL || ref[0] == '\0' || (!names_image_valid(ref) &&
+	    !names_image_id_prefix(ref))) {
+		snprintf(err, errlen, "\"%s\" is not an image name, id or id "
+		    "prefix", shown);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	/* A name first, as docker does: "cafe" may be both. */
+	if (names_image_valid(ref))
+		rc = registry_image_get(d->reg, ref, rec);
+	if (rc == REG_NOT_FOUND && names_image_id_prefix(ref)) {
+		if ((rc = image_by_id_prefix(d, ref, rec, names, sizeof names,
+		    &n)) == REG_OK && n > 1) {
+			snprintf(err, errlen, "%s matches more than one image: "
+			    "%s (give more of the id, or the name)", shown,
+			    names);
+			return AGENTLANE__V1__ERROR_CODE__AMBIGUOUS;
+		}
+		if (rc == REG_OK && n == 0)
+			rc = REG_NOT_FOUND;
+	}
+	if (rc == REG_NOT_FOUND) {
+		snprintf(err, errlen, "no image %s (agent-lanectl image ls)",
+		    shown);
+		return AGENTLANE__V1__ERROR_CODE__NOT_FOUND;
+	}
+	if (rc != REG_OK) {
+		snprintf(err, errlen, "registry error: cannot read image %s",
+		    shown);
+		return AGENTLANE__V1__ERROR_CODE__INTERNAL;
+	}
+	return 0;
+}
+
 int
 image_hold(struct laned *d, const char *name,
     char instance[IMAGE_INSTANCE_SIZE], uint32_t *disk_gib, char *err,
@@ -207,25 +285,19 @@ image_handle_list(struct laned *d, struct conn *c)
 }
 
 void
-image_handle_get(struct laned *d, struct conn *c, const char *name)
+image_handle_get(struct laned *d, struct conn *c, const char *ref)
 {
 	struct image_record rec;
-	int rc;
+	char err[512];
+	int code;
 
-	if (!names_image_valid(name)) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "invalid image name");
+	if ((code = image_resolve(d, ref, &rec, err, sizeof err)) != 0) {
+		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	rc = registry_image_get(d->reg, name, &rec);
-	if (rc == REG_NOT_FOUND || (rc == REG_OK && rec.state != IMAGE_READY)) {
+	if (rec.state != IMAGE_READY) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no image %s", name);
-		return;
-	}
-	if (rc != REG_OK) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error");
+		    "no image %s (it is being built)", rec.name);
 		return;
 	}
 	image_send(d, c, &rec, false);
@@ -304,29 +376,20 @@ removal_failed(struct vm *vm, const char *why, unsigned attempt,
 }
 
 void
-image_handle_remove(struct laned *d, struct conn *c, const char *name)
+image_handle_remove(struct laned *d, struct conn *c, const char *ref)
 {
 	struct image_record rec;
 	struct removal *r;
 	struct hold *h;
-	int rc;
+	const char *name;
+	char err[512];
+	int code;
 
-	if (!names_image_valid(name)) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "invalid image name");
+	if ((code = image_resolve(d, ref, &rec, err, sizeof err)) != 0) {
+		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	rc = registry_image_get(d->reg, name, &rec);
-	if (rc == REG_NOT_FOUND) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no image %s", name);
-		return;
-	}
-	if (rc != REG_OK) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error");
-		return;
-	}
+	name = rec.name;
 	if (rec.state != IMAGE_READY) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
 		    "image %s is being built; cancel the build instead", name);

@@ -32,9 +32,19 @@ void image_free_all(struct laned *);
 void image_send(struct laned *, struct conn *, const struct image_record *,
     bool cached);
 
+/*
+ * An image as users name it, as docker does: its name, else its id or a
+ * prefix of the id (what image ls shows) among ready images. 0 with the
+ * row in rec, or an ErrorCode with err filled: AMBIGUOUS for a prefix of
+ * more than one image's id, NOT_FOUND, INVALID_ARGUMENT.
+ */
+int image_resolve(struct laned *, const char *ref, struct image_record *rec,
+    char *err, size_t errlen);
+
 void image_handle_list(struct laned *, struct conn *);
-void image_handle_get(struct laned *, struct conn *, const char *name);
-void image_handle_remove(struct laned *, struct conn *, const char *name);
+/* ref: a name, id or id prefix (image_resolve). */
+void image_handle_get(struct laned *, struct conn *, const char *ref);
+void image_handle_remove(struct laned *, struct conn *, const char *ref);
 
 /*
  * A lane is about to be cloned from image `name`: checks it is ready and

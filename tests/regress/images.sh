@@ -96,8 +96,37 @@ check_eq "a lane from the child has the parent's and the child's files" \
     "$(ctl exec -n "$LC" -- sh -c 'x; cat /etc/extra' 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 check_match "the child names its parent" '"from":"tools"' "$(ctl image show --json child)"
 ctl rm "$LC" >/dev/null 2>&1
-R=$(ctl image rm child 2>&1)
-check_eq "the child image is removed" child "$R"
+
+# ---- the id and id prefixes image ls shows name an image, as in docker
+image_id() { ctl image show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+TID=$(image_id tools)
+CID=$(image_id child)
+SHORT=$(ctl image ls | awk '$1 == "tools" { print $2 }')
+check_eq "image ls shows the id's first 12 digits" "${TID:0:12}" "$SHORT"
+check_match "image show takes that short id" '^name: +tools$' "$(ctl image show "$SHORT" 2>&1)"
+check_match "... the whole id" '^name: +tools$' "$(ctl image show "$TID" 2>&1)"
+check_match "... and a shorter prefix" '^name: +tools$' "$(ctl image show "${TID:0:5}" 2>&1)"
+LI=$(ctl create --image "$SHORT" 2>/dev/null)
+check_match "create --image takes the short id, and clones that image" \
+    'image +tools' "$(ctl events "$LI" 2>&1)"
+ctl rm "$LI" >/dev/null 2>&1
+R=$(ctl image show 0123456789ab 2>&1); RC=$?
+check_match "an id prefix of no image is NOT_FOUND (exit $RC)" 'NOT_FOUND: no image 0123456789ab' "$R"
+# Two ids with a long common prefix (the child's rewritten to share 63
+# digits with its parent): a prefix of both is refused, typed.
+ALT=${TID:0:63}$( [ "${TID:63:1}" = 0 ] && echo 1 || echo 0)
+sqlite3 "$STATE/registry.db" "UPDATE images SET id = '$ALT' WHERE name = 'child'"
+R=$(ctl image show "${TID:0:20}" 2>&1); RC=$?
+check_eq "a prefix of two images' ids is refused, exit 1" 1 "$RC"
+check_match "... as AMBIGUOUS, naming both" 'AMBIGUOUS: .* matches more than one image: tools \([0-9a-f]{12}\), child \([0-9a-f]{12}\)' "$R"
+R=$(ctl image rm "${TID:0:20}" 2>&1)
+check_match "image rm refuses it too" 'AMBIGUOUS' "$R"
+R=$(ctl create --image "${TID:0:20}" 2>&1)
+check_match "... and create --image" 'AMBIGUOUS' "$R"
+check_match "the whole id still names one" '^name: +tools$' "$(ctl image show "$TID" 2>&1)"
+sqlite3 "$STATE/registry.db" "UPDATE images SET id = '$CID' WHERE name = 'child'"
+R=$(ctl image rm "${CID:0:12}" 2>&1)
+check_eq "image rm takes the short id: the child image is removed" child "$R"
 
 # ---- an image is never handed out as a lane
 R=$(ctl exec -n "$IMG" -- true 2>&1)
