@@ -152,6 +152,26 @@ flag_known(const char *arg)
 	exit(2);
 }
 
+/*
+ * No limactl: where it was looked for and what to set, since the daemon
+ * can do nothing without one.
+ */
+static void __attribute__((noreturn))
+limactl_missing(const char *spec)
+{
+	const char *path = getenv("PATH");
+	static const char hint[] = "install Lima, or name its limactl with "
+	    "--limactl PATH, the limactl key or $AGENT_LANE_LIMACTL (in a "
+	    "source checkout, eval \"$(make -s lima-env)\" sets it to the Lima "
+	    "`make setup` installed)";
+
+	if (strchr(spec, '/') != NULL)
+		fatalx("limactl %s is not an executable file; %s", spec, hint);
+	fatalx("limactl not found: no executable \"%s\" in PATH (%s), "
+	    "/opt/homebrew/bin or /usr/local/bin; %s", spec,
+	    path != NULL ? path : "unset: /usr/bin:/bin", hint);
+}
+
 static void
 parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 {
@@ -326,9 +346,7 @@ main(int argc, char **argv)
 	log_init("agent-laned", d.cfg.debug);
 
 	if (lima_resolve_limactl(d.cfg.limactl, limactl, sizeof limactl) == -1)
-		fatalx("limactl not found (\"%s\"; searched PATH, "
-		    "/opt/homebrew/bin and /usr/local/bin): install Lima or "
-		    "pass --limactl PATH", d.cfg.limactl);
+		limactl_missing(d.cfg.limactl);
 	if (chdir("/") == -1)
 		fatal("chdir /");
 
