@@ -18,8 +18,13 @@ struct hold {
 	char name[IMAGE_NAME_SIZE];
 	unsigned n;
 	bool removing;
+	/* An image this name had, replaced while held: deleted when n is 0. */
+	bool has_retired;
+	struct image_record retired;
 	TAILQ_ENTRY(hold) entry;
 };
+
+static void retire_start(struct laned *, const struct image_record *);
 
 struct images {
 	TAILQ_HEAD(, hold) holds;
@@ -49,6 +54,8 @@ static void
 hold_drop_if_idle(struct laned *d, struct hold *h)
 {
 	if (h->n == 0 && !h->removing) {
+		if (h->has_retired)
+			retire_start(d, &h->retired);
 		TAILQ_REMOVE(&d->images->holds, h, entry);
 		free(h);
 	}
@@ -417,6 +424,76 @@ image_handle_remove(struct laned *d, struct conn *c, const char *ref)
 	r->vm = vm_new(d, rec.instance, r);
 	conn_set_handler(c, &removal_handler, r);
 	vm_delete(r->vm, 1, removal_failed, removal_gone);
+}
+
+/* ---- Retirement: the VM of an image a build replaced ---- */
+
+struct retirement {
+	struct laned *d;
+	struct image_record rec;	/* the retired row: "~" + instance */
+	struct vm *vm;
+};
+
+static void
+retire_gone(struct vm *vm, void *arg)
+{
+	struct retirement *t = arg;
+
+	if (registry_image_delete(t->d->reg, t->rec.name) == REG_ERROR)
+		log_warnx("images: cannot delete the row of replaced image %s",
+		    t->rec.instance);
+	(void)registry_event_append(t->d->reg, t->rec.instance,
+	    "image-replaced", "deleted");
+	log_info("images: %s, which a build replaced, is deleted",
+	    t->rec.instance);
+	vm_free(t->vm);
+	free(t);
+}
+
+static void
+retire_failed(struct vm *vm, const char *why, unsigned attempt,
+    uint64_t retry_ms, void *arg)
+{
+	struct retirement *t = arg;
+
+	log_warnx("images: cannot delete %s, which a build replaced (%s); "
+	    "retried at the next start", t->rec.instance, why);
+	vm_free(t->vm);
+	free(t);
+}
+
+static void
+retire_start(struct laned *d, const struct image_record *rec)
+{
+	struct retirement *t;
+
+	if (d->shutting_down || !names_image_instance_valid(rec->instance))
+		return;		/* the next start deletes the "building" row's VM */
+	t = xcalloc(1, sizeof *t);
+	t->d = d;
+	t->rec = *rec;
+	t->vm = vm_new(d, rec->instance, t);
+	vm_delete(t->vm, 1, retire_failed, retire_gone);
+}
+
+void
+image_retire(struct laned *d, const char *name,
+    const struct image_record *retired)
+{
+	struct hold *h = hold_find(d, name, false);
+
+	if (h == NULL || h->n == 0) {
+		retire_start(d, retired);
+		return;
+	}
+	/* Clones of it may be running: it goes when the last is done. */
+	if (h->has_retired) {
+		log_warnx("images: %s, replaced while in use, is deleted at the "
+		    "next start", retired->instance);
+		return;
+	}
+	h->has_retired = true;
+	h->retired = *retired;
 }
 
 /* ---- Life cycle ---- */

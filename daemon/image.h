@@ -55,5 +55,13 @@ int image_hold(struct laned *, const char *name,
     char instance[IMAGE_INSTANCE_SIZE], uint32_t *disk_gib, char *err,
     size_t errlen);
 void image_release(struct laned *, const char *name);
+/*
+ * A build replaced image `name`; retired is its old row, renamed and left
+ * "building" (registry_image_replace). Its VM is deleted now, or when the
+ * last clone holding the name is done; a daemon that stops first leaves
+ * the row to the next start's recovery, which deletes it.
+ */
+void image_retire(struct laned *, const char *name,
+    const struct image_record *retired);
 
 #endif

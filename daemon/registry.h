@@ -286,6 +286,16 @@ int registry_image_by_id(struct registry *, const char *id,
 int registry_image_set_ready(struct registry *, const char *name,
     uint64_t build_ms);
 int registry_image_delete(struct registry *, const char *name);
+/*
+ * A build made under the hidden row name `row` ("~" + its instance) takes
+ * `name`, ready, in one transaction. The ready image that had the name is
+ * retired: renamed "~" + its instance and "building", as a build the next
+ * start deletes; *replaced says so, with that row (renamed) in *old.
+ * REG_EXISTS: the name is another build's.
+ */
+int registry_image_replace(struct registry *, const char *row,
+    const char *name, uint64_t build_ms, struct image_record *old,
+    bool *replaced);
 /* Oldest first; the caller frees *out. */
 int registry_image_list(struct registry *, struct image_record **out,
     size_t *n);

@@ -143,8 +143,22 @@ check_match "... and says nothing was built" 'up to date' "$(cat "$T/build2.err"
 check_eq "... and ran no limactl create or start" "$C0 $S0" "$(sim_calls create) $(sim_calls start)"
 check_eq "... and made no VM" 1 "$(images)"
 printf '\n# changed\n' >> "$T/tools.sh"
-R=$(ctl image build tools --provision "$T/tools.sh" 2>&1)
-check_match "other inputs under the same name are refused" 'FAILED_PRECONDITION.*other inputs' "$R"
+R=$(ctl image build tools --provision "$T/tools.sh" --no-replace 2>&1)
+check_match "with --no-replace, other inputs under the same name are refused" 'FAILED_PRECONDITION.*other inputs' "$R"
+check_eq "... and nothing was built" "1 $C0" "$(images) $(sim_calls create)"
+inst_of() { sqlite3 "$STATE/registry.db" "SELECT instance FROM images WHERE name = '$1'"; }
+OLDINST=$(inst_of tools)
+OLDID=$(ctl image show --json tools | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+OUT=$(ctl image build tools --provision "$T/tools.sh" 2>/dev/null); RC=$?
+check_eq "without it, the build replaces the image, as docker build -t retags" "0 tools" "$RC $OUT"
+NEWID=$(ctl image show --json tools | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "... whose id is the new inputs'" test "$NEWID" != "$OLDID" -a -n "$NEWID"
+check_eq "... listed once" 1 "$(ctl image ls --json | python3 -c 'import json,sys; print(sum(i["name"] == "tools" for i in json.load(sys.stdin)))')"
+gone() { [ ! -e "$STATE/lima/$1" ]; }
+check "... and the replaced image's VM is deleted" wait_for "$(tw 10)" gone "$OLDINST"
+check_eq "... with its row" "tools" "$(sqlite3 "$STATE/registry.db" 'SELECT group_concat(name) FROM images')"
+check_match "its events say it was replaced" 'image-replaced' "$(sqlite3 "$STATE/registry.db" "SELECT event FROM events WHERE lane = '$OLDINST'")"
+check_match "image show ID of the old id finds nothing" 'NOT_FOUND' "$(ctl image show "$OLDID" 2>&1)"
 
 # ---- a failing script: no VM, no row, its stderr quoted
 R=$(ctl image build broken --provision "$T/fail.sh" 2>&1)
@@ -262,6 +276,26 @@ check_match "image show counts the clone" 'in use: +1' "$(ctl image show tools)"
 wait "$CP"
 check_match "the hung clone failed the lane at the command timeout" 'clone' "$(cat "$T/hung.err")"
 check_match "afterwards the image is free" 'in use: +0' "$(ctl image show tools)"
+stop_daemon
+
+# ---- a replacement while a clone of the image runs: the old VM stays
+# until the clone is done with it
+LIMA_SIM_HANG='clone:*' start_daemon --command-timeout 5s || exit 1
+NCLONE=$(sim_calls clone)
+ctl create --image tools >/dev/null 2>"$T/hung2.err" &
+CP=$!
+wait_for 20 new_clone
+OLDINST=$(inst_of tools)
+printf '\n# changed again\n' >> "$T/tools.sh"
+OUT=$(ctl image build tools --provision "$T/tools.sh" 2>&1); RC=$?
+check_eq "an image a clone holds is replaced all the same" "0 tools" "$RC $(tail -n 1 <<<"$OUT")"
+check "... but its VM stays while the clone runs" test -e "$STATE/lima/$OLDINST"
+check_eq "... retired: hidden, not an image" "tools" \
+    "$(ctl image ls --json | python3 -c 'import json,sys; print(",".join(i["name"] for i in json.load(sys.stdin)))')"
+wait "$CP"
+check "... and goes once the clone is done" wait_for "$(tw 10)" gone "$OLDINST"
+# Inputs no image has, for what follows.
+printf '\n# and once more\n' >> "$T/tools.sh"
 stop_daemon
 start_daemon || exit 1
 
