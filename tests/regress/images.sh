@@ -48,6 +48,14 @@ done
 echo "E: the reason is in this last line, quoted whole" >&2
 exit 4
 EOF
+# More stderr than the daemon keeps (2 KiB): the reason, last, is quoted
+# whole, without the part of the long line before it that was kept.
+cat > "$T/cut.sh" <<'EOF'
+#!/bin/bash
+printf 'start-of-a-long-line %03000d\n' 0 >&2
+echo "E: after a long line" >&2
+exit 5
+EOF
 cat > "$T/slow.sh" <<'EOF'
 #!/bin/sh
 echo slow-started
@@ -173,6 +181,9 @@ R=$(ctl image build noisy --provision "$T/noisy.sh" 2>&1 >/dev/null | tail -n 1)
 check_match "after long lines the error still ends with the script's last line, whole" \
     'noisy.sh failed \(exit 4\): .*E: the reason is in this last line, quoted whole$' "$R"
 check_nomatch "... with no line cut in the middle" 'noise [0-9] 0{0,199}\|' "$R"
+R=$(ctl image build cut --provision "$T/cut.sh" 2>&1 >/dev/null | tail -n 1)
+check_match "after more stderr than the daemon keeps, the last line is quoted whole, alone" \
+    'cut.sh failed \(exit 5\): E: after a long line$' "$R"
 
 # ---- Ctrl-C during a build cleans up
 "$LANECTL" --socket "$SOCK" image build slow --provision "$T/slow.sh" >/dev/null 2>"$T/slow.err" &
