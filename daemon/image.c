@@ -352,8 +352,19 @@ removal_gone(struct vm *vm, void *arg)
 {
 	struct removal *r = arg;
 	struct laned *d = r->d;
+	struct image_record cur;
+	char row[IMAGE_NAME_SIZE];
 
-	if (registry_image_delete(d->reg, r->rec.name) == REG_ERROR)
+	/*
+	 * A build that replaced the image meanwhile took the name and left
+	 * this one retired, as "~" + its instance: that row goes, not the
+	 * new image's.
+	 */
+	str_copy(row, r->rec.name, sizeof row);
+	if (registry_image_get(d->reg, r->rec.name, &cur) == REG_OK &&
+	    strcmp(cur.instance, r->rec.instance) != 0)
+		snprintf(row, sizeof row, "~%s", r->rec.instance);
+	if (registry_image_delete(d->reg, row) == REG_ERROR)
 		log_warnx("image %s: cannot delete the row", r->rec.name);
 	(void)registry_event_append(d->reg, r->rec.instance, "image-removed",
 	    r->rec.name);
@@ -482,6 +493,9 @@ image_retire(struct laned *d, const char *name,
 {
 	struct hold *h = hold_find(d, name, false);
 
+	/* Being removed: the removal deletes that VM, and then its row. */
+	if (h != NULL && h->removing)
+		return;
 	if (h == NULL || h->n == 0) {
 		retire_start(d, retired);
 		return;
