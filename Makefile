@@ -107,7 +107,8 @@ GEN_TEMPLATES := $(BUILD)/gen/ctl_templates.c
 TEMPLATES := launchd/dev.agent-lane.agent-laned.plist.in \
 	launchd/agent-laned.service.in launchd/agent-laned.socket.in
 
-PROTO_SRCS  := $(GEN_C) proto/wire.c proto/units.c proto/text.c
+PROTO_SRCS  := $(GEN_C) proto/wire.c proto/units.c proto/text.c \
+	       proto/nearest.c
 DAEMON_MAIN := daemon/agent-laned.c
 DAEMON_SRCS := $(filter-out $(DAEMON_MAIN),$(wildcard daemon/*.c))
 LIB_SRCS    := $(wildcard client/lib/*.c)

@@ -740,6 +740,12 @@ struct al_image_build_opts {
 	void *arg;
 	int stdout_fd;		/* the scripts' output; -1: dropped */
 	int stderr_fd;
+	/*
+	 * An image of this name built from other inputs is replaced once the
+	 * new one is ready (as docker build -t retags), unless no_replace:
+	 * then the build is refused with AL_FAILED_PRECONDITION.
+	 */
+	bool no_replace;
 };
 /* The scripts' output is dropped unless stdout_fd/stderr_fd are set. */
 #define AL_IMAGE_BUILD_OPTS_INIT { \

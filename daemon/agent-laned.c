@@ -17,6 +17,7 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "compat.h"
 #include "conn.h"
 #include "dispatch.h"
@@ -121,6 +122,56 @@ flag_value(int argc, char **argv, int i, const char **key, const char **value,
 	return 2;
 }
 
+/*
+ * Exits 2 unless arg (after "--", up to any '=') is a flag: an unknown
+ * option, with the flag it is likely a typo of, as agent-lanectl says it.
+ */
+static void
+flag_known(const char *arg)
+{
+	static const char *const own[] = { "config", "check-config", "debug",
+	    "help", "version" };
+	char key[64], near[64];
+	size_t len = strcspn(arg, "=");
+
+	if (len < sizeof key) {
+		memcpy(key, arg, len);
+		key[len] = '\0';
+		if (strcmp(key, "config") == 0 || config_is_key(key))
+			return;
+	} else
+		str_copy(key, arg, sizeof key);
+	str_sanitize(key);
+	if (config_nearest_flag(key, own, sizeof own / sizeof *own, near,
+	    sizeof near) != NULL)
+		fprintf(stderr, "agent-laned: unknown option --%s; did you mean "
+		    "--%s? (see agent-laned --help)\n", key, near);
+	else
+		fprintf(stderr, "agent-laned: unknown option --%s (see "
+		    "agent-laned --help)\n", key);
+	exit(2);
+}
+
+/*
+ * No limactl: where it was looked for and what to set, since the daemon
+ * can do nothing without one.
+ */
+static void __attribute__((noreturn))
+limactl_missing(const char *spec)
+{
+	const char *path = getenv("PATH");
+	static const char hint[] = "install Lima, or name its limactl with "
+	    "--limactl PATH, the limactl key or $AGENT_LANE_LIMACTL (in a "
+	    "source checkout, eval \"$(make -s lima-env)\" sets it to the Lima "
+	    "`make setup` installed)";
+
+	if (strchr(spec, '/') != NULL)
+		fatalx("limactl %s is not an executable file; %s", spec, hint);
+	fatalx("limactl not found: no executable \"%s\" in PATH (%s), "
+	    "/opt/homebrew/bin or /usr/local/bin; %s", spec,
+	    path != NULL ? path : "unset: /usr/bin:/bin", hint);
+}
+
 static void
 parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 {
@@ -169,6 +220,8 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 			    argv[i]);
 			usage(2);
 		}
+		/* What it is before what it needs: --bogus is unknown. */
+		flag_known(argv[i] + 2);
 		if (strchr(argv[i], '=') == NULL && config_is_flag(argv[i] + 2)) {
 			/* A yes/no key as a bare flag. */
 			key = argv[i] + 2;
@@ -182,11 +235,6 @@ parse_args(struct config *cfg, int argc, char **argv, bool *check_only)
 		i += n - 1;
 		if (strcmp(key, "config") == 0)
 			continue;
-		if (!config_is_key(key)) {
-			fprintf(stderr, "agent-laned: unknown option --%s (see "
-			    "agent-laned --help)\n", key);
-			exit(2);
-		}
 		if (config_set(cfg, key, value, err, sizeof err) == -1) {
 			fprintf(stderr, "agent-laned: %s\n", err);
 			exit(2);
@@ -296,15 +344,9 @@ main(int argc, char **argv)
 		return 0;
 	}
 	log_init("agent-laned", d.cfg.debug);
-	if (d.uid == 0)
-		log_warnx("running as root: the real limactl refuses to run as "
-		    "root, so lanes will fail to start; run agent-laned as "
-		    "the user who owns the lanes");
 
 	if (lima_resolve_limactl(d.cfg.limactl, limactl, sizeof limactl) == -1)
-		fatalx("limactl not found (\"%s\"; searched PATH, "
-		    "/opt/homebrew/bin and /usr/local/bin): install Lima or "
-		    "pass --limactl PATH", d.cfg.limactl);
+		limactl_missing(d.cfg.limactl);
 	if (chdir("/") == -1)
 		fatal("chdir /");
 
@@ -347,6 +389,8 @@ main(int argc, char **argv)
 	snprintf(path, sizeof path, "%s/registry.db", d.cfg.state_dir);
 	if (registry_open(path, &d.reg, err, sizeof err) != REG_OK)
 		fatalx("registry: %s", err);
+	/* Before any call: what the last run left in flight is said first. */
+	audit_recover(&d);
 
 	/* Before libevent allocates anything: buffers held secrets. */
 	wipe_libevent_on_free();

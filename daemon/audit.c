@@ -53,9 +53,25 @@ audit_proxy(struct laned *d, const char *lane, const char *event,
 	audit_record(d, lane, event, detail);
 }
 
+int
+audit_exec_begin(struct laned *d, const char *lane, const uint8_t *argv0,
+    size_t len, int64_t *id)
+{
+	char cmd[160];
+
+	audit_text(cmd, sizeof cmd, argv0, len);
+	if (registry_exec_begin(d->reg, lane, cmd, id) != REG_OK) {
+		log_warnx("lane %s: cannot record the exec of %s: %s", lane, cmd,
+		    registry_errmsg(d->reg));
+		return -1;
+	}
+	return 0;
+}
+
 void
-audit_exec(struct laned *d, const char *lane, const uint8_t *argv0,
-    size_t len, const struct gexec_result *r, const char *failure)
+audit_exec(struct laned *d, const char *lane, int64_t id,
+    const uint8_t *argv0, size_t len, const struct gexec_result *r,
+    const char *failure)
 {
 	char cmd[160], detail[400];
 
@@ -69,7 +85,24 @@ audit_exec(struct laned *d, const char *lane, const uint8_t *argv0,
 		snprintf(detail, sizeof detail, "%s signal=%d", cmd, r->sig);
 	else
 		snprintf(detail, sizeof detail, "%s exit=%d", cmd, r->code);
-	audit_record(d, lane, "exec", detail);
+	if (registry_exec_end(d->reg, id, lane, "exec", detail) != REG_OK)
+		log_warnx("lane %s: cannot record event exec", lane);
+	if (registry_audit_trim(d->reg, lane, d->cfg.max_audit_events) !=
+	    REG_OK)
+		log_warnx("lane %s: cannot trim the audit events", lane);
+}
+
+void
+audit_recover(struct laned *d)
+{
+	size_t n;
+
+	if (registry_exec_recover(d->reg, AUDIT_INTERRUPTED, &n) != REG_OK)
+		log_warnx("registry: cannot record the execs a restart "
+		    "interrupted: %s", registry_errmsg(d->reg));
+	else if (n > 0)
+		log_info("registry: %zu exec%s %s", n, n == 1 ? "" : "s",
+		    AUDIT_INTERRUPTED);
 }
 
 void

@@ -17,11 +17,22 @@ struct laned;
  * Each takes the lane by name: the audit trail is the registry's, and a
  * record needs nothing of the lane's run-time state.
  *
- * argv0 is the command's own bytes (any); r how it ended, NULL if the
+ * argv0 is the command's own bytes (any); id audit_exec_begin's; r how it ended, NULL if the
  * call failed before it ran, with why in failure.
  */
-void audit_exec(struct laned *, const char *lane, const uint8_t *argv0,
-    size_t len, const struct gexec_result *r, const char *failure);
+void audit_exec(struct laned *, const char *lane, int64_t id,
+    const uint8_t *argv0, size_t len, const struct gexec_result *r,
+    const char *failure);
+/*
+ * Records an exec as started, before its command runs, in *id for
+ * audit_exec; -1 if the registry could not (logged), and then it must not
+ * run: a daemon that died under it could not say it ran.
+ */
+int audit_exec_begin(struct laned *, const char *lane, const uint8_t *argv0,
+    size_t len, int64_t *id);
+/* At start: an exec begun and never ended was cut off by the restart. */
+#define AUDIT_INTERRUPTED "interrupted by a daemon restart"
+void audit_recover(struct laned *);
 /* what: "copy-in" or "copy-out"; failure NULL when it succeeded. */
 void audit_copy(struct laned *, const char *lane, const char *what,
     const char *path, uint64_t bytes, const char *failure);

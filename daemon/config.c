@@ -13,6 +13,7 @@
 #include "lanesecret.h"
 #include "log.h"
 #include "names.h"
+#include "nearest.h"
 #include "netpolicy.h"
 #include "proxy.h"
 #include "units.h"
@@ -296,6 +297,31 @@ config_user_name(const struct config_key *k, char *buf, size_t len)
 
 	str_copy(buf, k->name, len);
 	buf[bl < len ? bl : len - 1] = '\0';
+}
+
+const char *
+config_nearest_flag(const char *key, const char *const *extra, size_t nextra,
+    char *buf, size_t len)
+{
+	enum { NKEYS = sizeof config_keys / sizeof *config_keys };
+	static char flags[NKEYS][64];
+	const char *cands[NKEYS + 16];
+	const char *near;
+	size_t n = 0;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		config_user_name(&config_keys[i], flags[i], sizeof flags[i]);
+		for (char *p = flags[i]; *p != '\0'; p++)
+			if (*p == '_')
+				*p = '-';
+		cands[n++] = flags[i];
+	}
+	for (size_t i = 0; i < nextra && n < NKEYS + 16; i++)
+		cands[n++] = extra[i];
+	if ((near = nearest_word(key, cands, n)) == NULL)
+		return NULL;
+	str_copy(buf, near, len);
+	return buf;
 }
 
 /*

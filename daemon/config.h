@@ -130,6 +130,13 @@ void config_print(const struct config *, FILE *);
 /* Flag help lines for --help. */
 void config_usage(FILE *);
 bool config_is_key(const char *key);
+/*
+ * The flag (without "--") nearest a mistyped key, among the keys' flags
+ * and the extra ones the caller has (--check-config...), copied into buf;
+ * NULL if none is near.
+ */
+const char *config_nearest_flag(const char *key, const char *const *extra,
+    size_t nextra, char *buf, size_t len);
 /* A yes/no key, usable as a bare --flag. */
 bool config_is_flag(const char *key);
 void config_free(struct config *);

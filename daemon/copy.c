@@ -286,7 +286,6 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 		{ NULL, 0 }, { NULL, 0 }, { NULL, 0 },
 	};
 	struct gexec_spec spec;
-	struct session *s;
 	const char *dest, *how, *member;
 	char name[LANE_NAME_SIZE];
 
@@ -308,8 +307,8 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.stdin = true;
 	spec.stdin_direct = true;	/* the archive goes straight to tar */
 	spec.what = "copy-in";
-	if ((s = session_start(d, c, &spec, &copy_in_hooks, 0, true)) != NULL)
-		session_audit_begin(s, "copy-in", dest, strlen(dest));
+	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true,
+	    &(struct session_record){ "copy-in", dest, strlen(dest) });
 }
 
 /* ---- Copy out ---- */
@@ -525,10 +524,8 @@ copy_handle_out(struct laned *d, struct conn *c,
 	spec.cwd = copy_cwd(req->path);
 	spec.stdin = false;
 	spec.what = "copy-out";
-	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) !=
-	    NULL) {
+	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false,
+	    &(struct session_record){ "copy-out", req->path,
+	    strlen(req->path) })) != NULL)
 		s->max_bytes = max;
-		session_audit_begin(s, "copy-out", req->path,
-		    strlen(req->path));
-	}
 }

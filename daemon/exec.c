@@ -143,7 +143,6 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	char **envbuf = NULL, name[LANE_NAME_SIZE];
 	struct lanenet_env *lenv;
 	struct gexec_spec spec;
-	struct session *s;
 	uint64_t timeout_ms = req->timeout_ms, env_bytes = 0;
 	size_t argc, npol;
 
@@ -310,9 +309,9 @@ exec_handle(struct laned *d, struct conn *c, const Agentlane__V1__Exec *req)
 	spec.channel = true;
 	spec.what = "exec";
 	/* With a tty, window sizes may come even when stdin does not. */
-	if ((s = session_start(d, c, &spec, &exec_hooks, timeout_ms,
-	    req->stdin || req->tty)) != NULL)
-		session_audit_begin(s, "exec", argv[0].data, argv[0].len);
+	(void)session_start(d, c, &spec, &exec_hooks, timeout_ms,
+	    req->stdin || req->tty, &(struct session_record){ "exec",
+	    argv[0].data, argv[0].len });
 	/* The helper frames were queued; wipe our copies of the values. */
 	for (size_t i = 0; i < req->n_env; i++) {
 		wire_wipe(envbuf[i], env[npol + i].len);

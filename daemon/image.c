@@ -18,8 +18,13 @@ struct hold {
 	char name[IMAGE_NAME_SIZE];
 	unsigned n;
 	bool removing;
+	/* An image this name had, replaced while held: deleted when n is 0. */
+	bool has_retired;
+	struct image_record retired;
 	TAILQ_ENTRY(hold) entry;
 };
+
+static void retire_start(struct laned *, const struct image_record *);
 
 struct images {
 	TAILQ_HEAD(, hold) holds;
@@ -49,6 +54,8 @@ static void
 hold_drop_if_idle(struct laned *d, struct hold *h)
 {
 	if (h->n == 0 && !h->removing) {
+		if (h->has_retired)
+			retire_start(d, &h->retired);
 		TAILQ_REMOVE(&d->images->holds, h, entry);
 		free(h);
 	}
@@ -60,6 +67,84 @@ hold_count(struct laned *d, const char *name)
 	struct hold *h = hold_find(d, name, false);
 
 	return h != NULL ? h->n : 0;
+}
+
+/* Candidates an ambiguous id prefix lists at most. */
+#define IMAGE_REF_CANDIDATES 4
+
+/* Ready images whose id begins with prefix: the first in rec, n in all. */
+static int
+image_by_id_prefix(struct laned *d, const char *prefix,
+    struct image_record *rec, char *names, size_t nameslen, size_t *n)
+{
+	struct image_record *all;
+	size_t nall, len = strlen(prefix), off = 0;
+
+	*n = 0;
+	names[0] = '\0';
+	if (registry_image_list(d->reg, &all, &nall) != REG_OK)
+		return REG_ERROR;
+	for (size_t i = 0; i < nall; i++) {
+		if (all[i].state != IMAGE_READY ||
+		    strncmp(all[i].id, prefix, len) != 0)
+			continue;
+		if (*n == 0)
+			*rec = all[i];
+		if (*n < IMAGE_REF_CANDIDATES && off < nameslen)
+			off += (size_t)snprintf(names + off, nameslen - off,
+			    "%s%s (%.12s)", *n > 0 ? ", " : "", all[i].name,
+			    all[i].id);
+		else if (*n == IMAGE_REF_CANDIDATES && off < nameslen)
+			off += (size_t)snprintf(names + off, nameslen - off,
+			    ", ...");
+		(*n)++;
+	}
+	free(all);
+	return REG_OK;
+}
+
+int
+image_resolve(struct laned *d, const char *ref, struct image_record *rec,
+    char *err, size_t errlen)
+{
+	char shown[IMAGE_NAME_SIZE + 8], names[IMAGE_REF_CANDIDATES *
+	    (IMAGE_NAME_SIZE + 20) + 8];
+	size_t n;
+	int rc = REG_NOT_FOUND;
+
+	str_copy(shown, ref != NULL ? ref : "", sizeof shown);
+	str_sanitize(shown);
+	if (ref == NULL || ref[0] == '\0' || (!names_image_valid(ref) &&
+	    !names_image_id_prefix(ref))) {
+		snprintf(err, errlen, "\"%s\" is not an image name, id or id "
+		    "prefix", shown);
+		return AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT;
+	}
+	/* A name first, as docker does: "cafe" may be both. */
+	if (names_image_valid(ref))
+		rc = registry_image_get(d->reg, ref, rec);
+	if (rc == REG_NOT_FOUND && names_image_id_prefix(ref)) {
+		if ((rc = image_by_id_prefix(d, ref, rec, names, sizeof names,
+		    &n)) == REG_OK && n > 1) {
+			snprintf(err, errlen, "%s matches more than one image: "
+			    "%s (give more of the id, or the name)", shown,
+			    names);
+			return AGENTLANE__V1__ERROR_CODE__AMBIGUOUS;
+		}
+		if (rc == REG_OK && n == 0)
+			rc = REG_NOT_FOUND;
+	}
+	if (rc == REG_NOT_FOUND) {
+		snprintf(err, errlen, "no image %s (agent-lanectl image ls)",
+		    shown);
+		return AGENTLANE__V1__ERROR_CODE__NOT_FOUND;
+	}
+	if (rc != REG_OK) {
+		snprintf(err, errlen, "registry error: cannot read image %s",
+		    shown);
+		return AGENTLANE__V1__ERROR_CODE__INTERNAL;
+	}
+	return 0;
 }
 
 int
@@ -207,25 +292,19 @@ image_handle_list(struct laned *d, struct conn *c)
 }
 
 void
-image_handle_get(struct laned *d, struct conn *c, const char *name)
+image_handle_get(struct laned *d, struct conn *c, const char *ref)
 {
 	struct image_record rec;
-	int rc;
+	char err[512];
+	int code;
 
-	if (!names_image_valid(name)) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "invalid image name");
+	if ((code = image_resolve(d, ref, &rec, err, sizeof err)) != 0) {
+		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	rc = registry_image_get(d->reg, name, &rec);
-	if (rc == REG_NOT_FOUND || (rc == REG_OK && rec.state != IMAGE_READY)) {
+	if (rec.state != IMAGE_READY) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no image %s", name);
-		return;
-	}
-	if (rc != REG_OK) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error");
+		    "no image %s (it is being built)", rec.name);
 		return;
 	}
 	image_send(d, c, &rec, false);
@@ -273,8 +352,19 @@ removal_gone(struct vm *vm, void *arg)
 {
 	struct removal *r = arg;
 	struct laned *d = r->d;
+	struct image_record cur;
+	char row[IMAGE_NAME_SIZE];
 
-	if (registry_image_delete(d->reg, r->rec.name) == REG_ERROR)
+	/*
+	 * A build that replaced the image meanwhile took the name and left
+	 * this one retired, as "~" + its instance: that row goes, not the
+	 * new image's.
+	 */
+	str_copy(row, r->rec.name, sizeof row);
+	if (registry_image_get(d->reg, r->rec.name, &cur) == REG_OK &&
+	    strcmp(cur.instance, r->rec.instance) != 0)
+		snprintf(row, sizeof row, "~%s", r->rec.instance);
+	if (registry_image_delete(d->reg, row) == REG_ERROR)
 		log_warnx("image %s: cannot delete the row", r->rec.name);
 	(void)registry_event_append(d->reg, r->rec.instance, "image-removed",
 	    r->rec.name);
@@ -304,29 +394,20 @@ removal_failed(struct vm *vm, const char *why, unsigned attempt,
 }
 
 void
-image_handle_remove(struct laned *d, struct conn *c, const char *name)
+image_handle_remove(struct laned *d, struct conn *c, const char *ref)
 {
 	struct image_record rec;
 	struct removal *r;
 	struct hold *h;
-	int rc;
+	const char *name;
+	char err[512];
+	int code;
 
-	if (!names_image_valid(name)) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INVALID_ARGUMENT,
-		    "invalid image name");
+	if ((code = image_resolve(d, ref, &rec, err, sizeof err)) != 0) {
+		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	rc = registry_image_get(d->reg, name, &rec);
-	if (rc == REG_NOT_FOUND) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__NOT_FOUND,
-		    "no image %s", name);
-		return;
-	}
-	if (rc != REG_OK) {
-		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error");
-		return;
-	}
+	name = rec.name;
 	if (rec.state != IMAGE_READY) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
 		    "image %s is being built; cancel the build instead", name);
@@ -354,6 +435,79 @@ image_handle_remove(struct laned *d, struct conn *c, const char *name)
 	r->vm = vm_new(d, rec.instance, r);
 	conn_set_handler(c, &removal_handler, r);
 	vm_delete(r->vm, 1, removal_failed, removal_gone);
+}
+
+/* ---- Retirement: the VM of an image a build replaced ---- */
+
+struct retirement {
+	struct laned *d;
+	struct image_record rec;	/* the retired row: "~" + instance */
+	struct vm *vm;
+};
+
+static void
+retire_gone(struct vm *vm, void *arg)
+{
+	struct retirement *t = arg;
+
+	if (registry_image_delete(t->d->reg, t->rec.name) == REG_ERROR)
+		log_warnx("images: cannot delete the row of replaced image %s",
+		    t->rec.instance);
+	(void)registry_event_append(t->d->reg, t->rec.instance,
+	    "image-replaced", "deleted");
+	log_info("images: %s, which a build replaced, is deleted",
+	    t->rec.instance);
+	vm_free(t->vm);
+	free(t);
+}
+
+static void
+retire_failed(struct vm *vm, const char *why, unsigned attempt,
+    uint64_t retry_ms, void *arg)
+{
+	struct retirement *t = arg;
+
+	log_warnx("images: cannot delete %s, which a build replaced (%s); "
+	    "retried at the next start", t->rec.instance, why);
+	vm_free(t->vm);
+	free(t);
+}
+
+static void
+retire_start(struct laned *d, const struct image_record *rec)
+{
+	struct retirement *t;
+
+	if (d->shutting_down || !names_image_instance_valid(rec->instance))
+		return;		/* the next start deletes the "building" row's VM */
+	t = xcalloc(1, sizeof *t);
+	t->d = d;
+	t->rec = *rec;
+	t->vm = vm_new(d, rec->instance, t);
+	vm_delete(t->vm, 1, retire_failed, retire_gone);
+}
+
+void
+image_retire(struct laned *d, const char *name,
+    const struct image_record *retired)
+{
+	struct hold *h = hold_find(d, name, false);
+
+	/* Being removed: the removal deletes that VM, and then its row. */
+	if (h != NULL && h->removing)
+		return;
+	if (h == NULL || h->n == 0) {
+		retire_start(d, retired);
+		return;
+	}
+	/* Clones of it may be running: it goes when the last is done. */
+	if (h->has_retired) {
+		log_warnx("images: %s, replaced while in use, is deleted at the "
+		    "next start", retired->instance);
+		return;
+	}
+	h->has_retired = true;
+	h->retired = *retired;
 }
 
 /* ---- Life cycle ---- */

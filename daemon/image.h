@@ -32,9 +32,19 @@ void image_free_all(struct laned *);
 void image_send(struct laned *, struct conn *, const struct image_record *,
     bool cached);
 
+/*
+ * An image as users name it, as docker does: its name, else its id or a
+ * prefix of the id (what image ls shows) among ready images. 0 with the
+ * row in rec, or an ErrorCode with err filled: AMBIGUOUS for a prefix of
+ * more than one image's id, NOT_FOUND, INVALID_ARGUMENT.
+ */
+int image_resolve(struct laned *, const char *ref, struct image_record *rec,
+    char *err, size_t errlen);
+
 void image_handle_list(struct laned *, struct conn *);
-void image_handle_get(struct laned *, struct conn *, const char *name);
-void image_handle_remove(struct laned *, struct conn *, const char *name);
+/* ref: a name, id or id prefix (image_resolve). */
+void image_handle_get(struct laned *, struct conn *, const char *ref);
+void image_handle_remove(struct laned *, struct conn *, const char *ref);
 
 /*
  * A lane is about to be cloned from image `name`: checks it is ready and
@@ -45,5 +55,13 @@ int image_hold(struct laned *, const char *name,
     char instance[IMAGE_INSTANCE_SIZE], uint32_t *disk_gib, char *err,
     size_t errlen);
 void image_release(struct laned *, const char *name);
+/*
+ * A build replaced image `name`; retired is its old row, renamed and left
+ * "building" (registry_image_replace). Its VM is deleted now, or when the
+ * last clone holding the name is done; a daemon that stops first leaves
+ * the row to the next start's recovery, which deletes it.
+ */
+void image_retire(struct laned *, const char *name,
+    const struct image_record *retired);
 
 #endif

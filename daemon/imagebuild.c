@@ -158,6 +158,13 @@ struct build {
 	char from_instance[IMAGE_INSTANCE_SIZE];
 	int fail_code;			/* set: the build is being undone */
 	char fail_msg[LANE_ERROR_MAX];
+	/*
+	 * The registry row's name: rec.name, or for a build that replaces
+	 * the ready image of that name, "~" + its instance, hidden (not an
+	 * image name) until registry_image_replace gives it rec.name.
+	 */
+	char row[IMAGE_NAME_SIZE];
+	bool replacing;
 	TAILQ_ENTRY(build) entry;
 };
 
@@ -403,7 +410,7 @@ build_undone(struct build *b, bool vm_gone)
 	struct laned *d = b->d;
 
 	if (vm_gone) {
-		if (registry_image_delete(d->reg, b->rec.name) == REG_ERROR)
+		if (registry_image_delete(d->reg, b->row) == REG_ERROR)
 			log_warnx("image %s: cannot delete the row",
 			    b->rec.name);
 		(void)registry_event_append(d->reg, b->rec.instance,
@@ -493,6 +500,41 @@ step_ok(struct build *b, const struct vm_result *r, const char *verb)
 	return false;
 }
 
+/*
+ * The image becomes ready under its name; one it replaces is retired (its
+ * VM deleted). -1 when the build failed instead.
+ */
+static int
+build_commit(struct build *b)
+{
+	struct laned *d = b->d;
+	struct image_record old;
+	bool replaced;
+	int rc;
+
+	if (!b->replacing)
+		rc = registry_image_set_ready(d->reg, b->row, b->rec.build_ms);
+	else if ((rc = registry_image_replace(d->reg, b->row, b->rec.name,
+	    b->rec.build_ms, &old, &replaced)) == REG_OK && replaced) {
+		(void)registry_event_append(d->reg, old.instance,
+		    "image-replaced", b->rec.instance);
+		log_info("image %s: replaces %s (id %.16s)", b->rec.name,
+		    old.instance, old.id);
+		image_retire(d, b->rec.name, &old);
+	}
+	if (rc == REG_EXISTS) {
+		build_fail(b, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
+		    "image %s is being built by another call", b->rec.name);
+		return -1;
+	}
+	if (rc != REG_OK) {
+		build_fail(b, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "registry error: cannot record image %s", b->rec.name);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 stop_done(struct vm *vm, const struct vm_result *r, void *arg)
 {
@@ -504,12 +546,8 @@ stop_done(struct vm *vm, const struct vm_result *r, void *arg)
 		return;
 	took = time_now_ms() - b->t0;
 	b->rec.build_ms = took > 0 ? (uint64_t)took : 0;
-	if (registry_image_set_ready(d->reg, b->rec.name, b->rec.build_ms) !=
-	    REG_OK) {
-		build_fail(b, AGENTLANE__V1__ERROR_CODE__INTERNAL,
-		    "registry error: cannot record image %s", b->rec.name);
+	if (build_commit(b) == -1)
 		return;
-	}
 	b->rec.state = IMAGE_READY;
 	(void)registry_event_append(d->reg, b->rec.instance, "image-ready",
 	    b->rec.name);
@@ -524,26 +562,56 @@ stop_done(struct vm *vm, const struct vm_result *r, void *arg)
 	build_free(b);
 }
 
-/* The last lines of the failing script's stderr, on one line. */
+/*
+ * The last lines of the failing script's stderr, on one line ('|' between
+ * lines), in at most len - 1 bytes: whole lines from the end, as many as
+ * fit, since the last one usually says why. A last line longer than all
+ * the room keeps its end, after "...".
+ */
 static void
 tail_lines(const struct build *b, char *out, size_t len)
 {
-	size_t start = b->tail_len, lines = 0;
+	size_t end = b->tail_len, start, used = 0, lines = 0;
 	char *p;
 
-	while (start > 0 && lines <= IMAGE_TAIL_LINES) {
-		start--;
-		if (b->tail[start] == '\n' && start + 1 < b->tail_len)
-			lines++;
+	out[0] = '\0';
+	if (len < 8)
+		return;
+	while (end > 0 && b->tail[end - 1] == '\n')
+		end--;
+	/* out is filled from its end: each line before the ones taken. */
+	p = out + len - 1;
+	*p = '\0';
+	while (end > 0 && lines < IMAGE_TAIL_LINES) {
+		size_t n, sep;
+
+		for (start = end; start > 0 && b->tail[start - 1] != '\n';
+		    start--)
+			;
+		n = end - start;
+		sep = lines > 0 ? 1 : 0;
+		if (used + n + sep > len - 1) {
+			if (lines == 0) {	/* keep the end of the one line */
+				n = len - 1 - 3;
+				p -= n;
+				memcpy(p, b->tail + end - n, n);
+				p -= 3;
+				memcpy(p, "...", 3);
+				used = len - 1;
+			}
+			break;
+		}
+		if (sep) {
+			*--p = '|';
+			used++;
+		}
+		p -= n;
+		memcpy(p, b->tail + start, n);
+		used += n;
+		lines++;
+		end = start > 0 ? start - 1 : 0;
 	}
-	if (lines > IMAGE_TAIL_LINES)
-		start++;
-	snprintf(out, len, "%.*s", (int)(b->tail_len - start), b->tail + start);
-	while ((p = strrchr(out, '\n')) != NULL && p[1] == '\0')
-		*p = '\0';
-	for (p = out; *p != '\0'; p++)
-		if (*p == '\n')
-			*p = '|';
+	memmove(out, p, used + 1);
 	str_sanitize(out);
 }
 
@@ -603,10 +671,17 @@ script_done(struct gexec *g, const struct gexec_result *r, void *arg)
 		return;
 	}
 	if (r->end != GEXEC_EXITED || r->code != 0) {
-		tail_lines(b, tail, sizeof tail);
+		int head;
+
+		/* The message fits fail_msg: the tail gets the room left. */
+		head = snprintf(tail, sizeof tail, "provision script %s failed "
+		    "(%s): ", name, gexec_status(r, st, sizeof st));
+		if (head < 0 || (size_t)head + 8 >= sizeof b->fail_msg)
+			tail[0] = '\0';
+		else
+			tail_lines(b, tail, sizeof b->fail_msg - (size_t)head);
 		build_fail(b, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-		    "provision script %s failed (%s)%s%s", name,
-		    gexec_status(r, st, sizeof st),
+		    "provision script %s failed (%s)%s%s", name, st,
 		    tail[0] != '\0' ? ": " : "", tail);
 		return;
 	}
@@ -789,26 +864,34 @@ build_create(struct build *b)
 /*
  * An image with these inputs exists: the same name built from the same
  * inputs, or, for a build named by its content (create --provision), any
- * ready image with its id. True when c was answered.
+ * ready image with its id. True when c was answered. *replace: the name is
+ * a ready image built from other inputs, which this build replaces.
  */
 static bool
-build_reuse(struct laned *d, struct conn *c, const struct image_build_plan *p)
+build_reuse(struct laned *d, struct conn *c, const struct image_build_plan *p,
+    bool no_replace, bool *replace)
 {
 	const struct image_record *rec = &p->rec;
 	struct image_record old;
 	int rc;
 
+	*replace = false;
 	if ((rc = registry_image_get(d->reg, rec->name, &old)) == REG_OK) {
 		if (old.state == IMAGE_READY && strcmp(old.id, rec->id) == 0) {
 			log_info("image %s: identical inputs, nothing to build",
 			    rec->name);
 			image_send(d, c, &old, true);
+		} else if (old.state == IMAGE_READY && !no_replace) {
+			/* As docker build -t: the name moves when it is ready. */
+			*replace = true;
+			return false;
 		} else if (old.state == IMAGE_READY)
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
-			    "image %s exists, built from other inputs; remove "
-			    "it first (agent-lanectl image rm %s)", rec->name,
-			    rec->name);
+			    "image %s exists, built from other inputs "
+			    "(--no-replace); build without it to replace the "
+			    "image, or remove it (agent-lanectl image rm %s)",
+			    rec->name, rec->name);
 		else
 			conn_send_error(c,
 			    AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
@@ -835,8 +918,13 @@ static int
 image_insert(void *arg)
 {
 	struct build *b = arg;
+	struct image_record rec = b->rec;
 
-	return registry_image_insert(b->d->reg, &b->rec);
+	/* The instance is new on each try: so is a replacement's row name. */
+	if (b->replacing)
+		snprintf(b->row, sizeof b->row, "~%s", b->rec.instance);
+	str_copy(rec.name, b->row, sizeof rec.name);
+	return registry_image_insert(b->d->reg, &rec);
 }
 
 /* The build of a checked plan, holding its parent; NULL: c was answered. */
@@ -850,6 +938,7 @@ build_new(struct laned *d, struct conn *c, const struct image_build_plan *p,
 	b->d = d;
 	b->rec = p->rec;
 	b->rec.created_at_ms = time_now_ms();
+	str_copy(b->row, b->rec.name, sizeof b->row);
 	if (b->rec.from[0] != '\0' && image_hold(d, b->rec.from,
 	    b->from_instance, NULL, err, sizeof err) != 0) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
@@ -900,7 +989,7 @@ build_register(struct build *b)
 	    image_insert, b);
 	/* REG_EXISTS from the name, not the instance: no retry helps. */
 	if (rc == REG_EXISTS || (rc != REG_OK && registry_image_get(b->d->reg,
-	    b->rec.name, &old) == REG_OK))
+	    b->row, &old) == REG_OK))
 		return -1;
 	return rc == REG_OK ? 0 : -1;
 }
@@ -915,6 +1004,7 @@ image_handle_build(struct laned *d, struct conn *c,
 	size_t nimages = 0;
 	char err[256];
 	struct timeval tv;
+	bool replace;
 	int rc;
 
 	memset(&from, 0, sizeof from);
@@ -930,7 +1020,7 @@ image_handle_build(struct laned *d, struct conn *c,
 		conn_send_error(c, rc, "%s", err);
 		return;
 	}
-	if (build_reuse(d, c, &plan))
+	if (build_reuse(d, c, &plan, req->no_replace, &replace))
 		return;
 	if (registry_image_list(d->reg, &all, &nimages) != REG_OK) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
@@ -938,7 +1028,8 @@ image_handle_build(struct laned *d, struct conn *c,
 		return;
 	}
 	free(all);
-	if (nimages >= d->cfg.max_images) {
+	/* A replacement takes the place of the image it replaces. */
+	if (nimages - (replace ? 1 : 0) >= d->cfg.max_images) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED,
 		    "%zu images exist; the cap is %u (max_images)", nimages,
 		    d->cfg.max_images);
@@ -946,6 +1037,7 @@ image_handle_build(struct laned *d, struct conn *c,
 	}
 	if ((b = build_new(d, c, &plan, req)) == NULL)
 		return;
+	b->replacing = replace;
 	if (build_register(b) == -1) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: cannot register image %s", b->rec.name);

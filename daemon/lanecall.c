@@ -6,6 +6,7 @@
 #include "conn.h"
 #include "laned.h"
 #include "lane.h"
+#include "image.h"
 #include "lanecall.h"
 #include "lanelog.h"
 #include "lanecreate.h"
@@ -280,6 +281,18 @@ lane_handle_create(struct laned *d, struct conn *c,
 	    sizeof err)) != 0) {
 		conn_send_error(c, code, "%s", err);
 		return;
+	}
+	/* --image as image ls shows it: a name, an id or an id prefix. */
+	if (plan.image[0] != '\0') {
+		struct image_record im;
+
+		if ((code = image_resolve(d, plan.image, &im, err,
+		    sizeof err)) != 0) {
+			lane_create_plan_clear(&plan);
+			conn_send_error(c, code, "%s", err);
+			return;
+		}
+		str_copy(plan.image, im.name, sizeof plan.image);
 	}
 	if (lima_home_unsafe(d->lima, err, sizeof err)) {
 		lane_create_plan_clear(&plan);

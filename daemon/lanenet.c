@@ -131,6 +131,16 @@ probe_failed(struct laned *d, const char *why)
 	probe_finish(d);
 }
 
+/* Root with a limactl that refuses it: every lane would fail to start. */
+static void
+probe_root_warn(struct laned *d)
+{
+	if (d->uid == 0)
+		log_warnx("running as root: the real limactl refuses to run as "
+		    "root, so lanes will fail to start; run agent-laned as "
+		    "the user who owns the lanes");
+}
+
 static struct proc *
 probe_spawn(struct laned *d, char **argv, size_t cap, const char *what,
     proc_done_cb done)
@@ -187,6 +197,12 @@ info_done(struct proc *p, int status, void *arg)
 	    "lanes can drop guest root" : n->version_why, n->guest_net_none ?
 	    "; the driver reports guests without a network (simulator): "
 	    "network policies cannot be enforced or checked" : "");
+	/*
+	 * Only Lima's own limactl refuses root (the simulator, whose guests
+	 * have no network, does not): the warning is for it alone.
+	 */
+	if (!n->guest_net_none)
+		probe_root_warn(d);
 	probe_finish(d);
 }
 
@@ -210,6 +226,8 @@ version_done(struct proc *p, int status, void *arg)
 		proc_status_string(status, st, sizeof st);
 		snprintf(why, sizeof why, "limactl --version failed (%s%s%s)",
 		    st, msg[0] != '\0' ? ": " : "", msg);
+		if (strstr(msg, "root") != NULL)
+			probe_root_warn(d);
 		probe_failed(d, why);
 		return;
 	}

@@ -74,6 +74,12 @@ names_image_valid(const char *s)
 }
 
 bool
+names_image_id_prefix(const char *s)
+{
+	return s != NULL && hex_run(s, NAMES_IMAGE_ID_LEN);
+}
+
+bool
 names_lane_prefix(const char *s)
 {
 	return s != NULL &&

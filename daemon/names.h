@@ -48,6 +48,12 @@ bool names_alias_valid(const char *);
 
 /* An image name: 1-63 characters of [a-z0-9._-], starting with [a-z0-9]. */
 bool names_image_valid(const char *);
+/*
+ * An image id as image ls shows it, or a prefix of one: 1-64 lowercase
+ * hex digits (the sha256 of its inputs).
+ */
+#define NAMES_IMAGE_ID_LEN 64
+bool names_image_id_prefix(const char *);
 
 /*
  * A prefix of a lane name as a client writes it: "al-" and 1-16 hex

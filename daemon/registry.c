@@ -105,6 +105,17 @@ static const char *const migrations[] = {
 	 * need no migration: they have none.
 	 */
 	"ALTER TABLE lanes ADD COLUMN secrets TEXT NOT NULL DEFAULT '';",
+	/*
+	 * Execs in flight (registry_exec_begin): a row from before its
+	 * command runs to its "exec" event, so that a row left by a daemon
+	 * that died is found at the next start and said so in the events.
+	 */
+	"CREATE TABLE execs ("
+	"  id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	"  lane TEXT NOT NULL,"
+	"  started_ms INTEGER NOT NULL,"
+	"  command TEXT NOT NULL"
+	");",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))
@@ -171,10 +182,11 @@ pragma_int(struct registry *r, const char *sql, int *out)
 	return rc;
 }
 
+/* quiet: a new registry, which its creation's one line describes. */
 static int
-registry_migrate(struct registry *r, char *err, size_t errlen)
+registry_migrate(struct registry *r, bool quiet, char *err, size_t errlen)
 {
-	int version;
+	int version, from;
 
 	if (pragma_int(r, "PRAGMA user_version", &version) != REG_OK) {
 		snprintf(err, errlen, "reading user_version: %s",
@@ -187,7 +199,7 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 		    SCHEMA_VERSION);
 		return REG_ERROR;
 	}
-	for (; version < SCHEMA_VERSION; version++) {
+	for (from = version; version < SCHEMA_VERSION; version++) {
 		char *set;
 
 		xasprintf(&set, "PRAGMA user_version = %d", version + 1);
@@ -202,8 +214,10 @@ registry_migrate(struct registry *r, char *err, size_t errlen)
 			return REG_ERROR;
 		}
 		free(set);
-		log_info("registry: migrated to schema %d", version + 1);
 	}
+	if (!quiet && from < SCHEMA_VERSION)
+		log_info("registry: migrated from schema %d to schema %d", from,
+		    SCHEMA_VERSION);
 	return REG_OK;
 }
 
@@ -339,7 +353,7 @@ registry_create(const char *path, char *err, size_t errlen)
 	if (exec_sql(&r0, "PRAGMA journal_mode = WAL") != REG_OK ||
 	    exec_sql(&r0, "PRAGMA synchronous = FULL") != REG_OK ||
 	    exec_sql(&r0, durable_pragmas()) != REG_OK ||
-	    registry_migrate(&r0, err, errlen) != REG_OK) {
+	    registry_migrate(&r0, true, err, errlen) != REG_OK) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "%s: %s", tmp,
 			    sqlite3_errmsg(r0.db));
@@ -366,7 +380,7 @@ registry_create(const char *path, char *err, size_t errlen)
 	}
 	if (sync_parent(path, err, errlen) != REG_OK)
 		return REG_ERROR;
-	log_info("registry: created %s", path);
+	log_info("registry: created %s at schema %d", path, SCHEMA_VERSION);
 	return REG_OK;
 
 fail:
@@ -444,7 +458,7 @@ registry_open(const char *path, struct registry **out, char *err, size_t errlen)
 	    exec_sql(r, "PRAGMA synchronous = FULL") != REG_OK ||
 	    exec_sql(r, durable_pragmas()) != REG_OK ||
 	    exec_sql(r, "PRAGMA foreign_keys = ON") != REG_OK ||
-	    registry_migrate(r, err, errlen) != REG_OK ||
+	    registry_migrate(r, false, err, errlen) != REG_OK ||
 	    registry_check(r, path, true, err, errlen) != REG_OK) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "%s: %s", path,

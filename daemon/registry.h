@@ -237,6 +237,17 @@ int registry_labels_get(struct registry *, const char *name,
     struct lane_label *labels, size_t max, size_t *n);
 int registry_event_append(struct registry *, const char *lane,
     const char *event, const char *detail);
+/*
+ * An exec in flight: begin records it (command: its printable argv[0])
+ * before it runs; end removes that record and appends the exec's event in
+ * one transaction. recover, at start, turns every record a dead daemon
+ * left into an "exec" event "<command> <why>" and says how many in *n.
+ */
+int registry_exec_begin(struct registry *, const char *lane,
+    const char *command, int64_t *id);
+int registry_exec_end(struct registry *, int64_t id, const char *lane,
+    const char *event, const char *detail);
+int registry_exec_recover(struct registry *, const char *why, size_t *n);
 /* Keeps a lane's newest `keep` audit events (exec, copy-in, copy-out). */
 int registry_audit_trim(struct registry *, const char *lane, uint32_t keep);
 int registry_events_list(struct registry *, const char *lane,
@@ -275,6 +286,16 @@ int registry_image_by_id(struct registry *, const char *id,
 int registry_image_set_ready(struct registry *, const char *name,
     uint64_t build_ms);
 int registry_image_delete(struct registry *, const char *name);
+/*
+ * A build made under the hidden row name `row` ("~" + its instance) takes
+ * `name`, ready, in one transaction. The ready image that had the name is
+ * retired: renamed "~" + its instance and "building", as a build the next
+ * start deletes; *replaced says so, with that row (renamed) in *old.
+ * REG_EXISTS: the name is another build's.
+ */
+int registry_image_replace(struct registry *, const char *row,
+    const char *name, uint64_t build_ms, struct image_record *old,
+    bool *replaced);
 /* Oldest first; the caller frees *out. */
 int registry_image_list(struct registry *, struct image_record **out,
     size_t *n);

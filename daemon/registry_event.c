@@ -1,7 +1,8 @@
 /*
  * The registry's events table: the audit trail of every lane (its
  * lifecycle, execs, copies, proxy decisions), read by pages and trimmed
- * to a lane's audit cap; boot times for the create estimate.
+ * to a lane's audit cap; boot times for the create estimate; and the
+ * execs in flight, so that one a crash cut off is said in the events.
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -161,4 +162,66 @@ registry_audit_trim(struct registry *r, const char *lane, uint32_t keep)
 	sqlite3_bind_text(st, 1, lane, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, keep);
 	return reg_step_done(r, st);
+}
+
+/* ---- Execs in flight: recorded before they run, found after a crash ---- */
+
+int
+registry_exec_begin(struct registry *r, const char *lane, const char *command,
+    int64_t *id)
+{
+	sqlite3_stmt *st = reg_prepare(r, "INSERT INTO execs (lane, "
+	    "started_ms, command) VALUES (?1, ?2, ?3)");
+	int rc;
+
+	if (st == NULL)
+		return REG_ERROR;
+	sqlite3_bind_text(st, 1, lane, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, time_now_ms());
+	sqlite3_bind_text(st, 3, command, -1, SQLITE_STATIC);
+	if ((rc = reg_step_done(r, st)) == REG_OK)
+		*id = sqlite3_last_insert_rowid(r->db);
+	return rc;
+}
+
+int
+registry_exec_end(struct registry *r, int64_t id, const char *lane,
+    const char *event, const char *detail)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	if (reg_tx_begin(r) != REG_OK)
+		return REG_ERROR;
+	st = reg_prepare(r, "DELETE FROM execs WHERE id = ?1");
+	if (st != NULL)
+		sqlite3_bind_int64(st, 1, id);
+	rc = reg_step_done(r, st);
+	if (rc == REG_OK)
+		rc = reg_event_insert(r, time_now_ms(), lane, event, detail);
+	return reg_tx_end(r, rc);
+}
+
+int
+registry_exec_recover(struct registry *r, const char *why, size_t *n)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*n = 0;
+	if (reg_tx_begin(r) != REG_OK)
+		return REG_ERROR;
+	st = reg_prepare(r, "INSERT INTO events (time_ms, lane, event, detail) "
+	    "SELECT ?1, lane, 'exec', command || ' ' || ?2 FROM execs "
+	    "ORDER BY id");
+	if (st != NULL) {
+		sqlite3_bind_int64(st, 1, time_now_ms());
+		sqlite3_bind_text(st, 2, why, -1, SQLITE_STATIC);
+	}
+	rc = reg_step_done(r, st);
+	if (rc == REG_OK) {
+		*n = (size_t)sqlite3_changes(r->db);
+		rc = reg_step_done(r, reg_prepare(r, "DELETE FROM execs"));
+	}
+	return reg_tx_end(r, rc);
 }

@@ -126,6 +126,51 @@ registry_image_delete(struct registry *r, const char *name)
 }
 
 int
+registry_image_replace(struct registry *r, const char *row, const char *name,
+    uint64_t build_ms, struct image_record *old, bool *replaced)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	*replaced = false;
+	if (reg_tx_begin(r) != REG_OK)
+		return REG_ERROR;
+	rc = registry_image_get(r, name, old);
+	if (rc == REG_OK && old->state == IMAGE_READY) {
+		/* Retired: a "building" row, which recovery would delete. */
+		st = reg_prepare(r, "UPDATE images SET name = '~' || instance, "
+		    "state = 'building' WHERE name = ?1 AND state = 'ready'");
+		if (st != NULL)
+			sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		if ((rc = reg_step_done(r, st)) == REG_OK) {
+			*replaced = true;
+			snprintf(old->name, sizeof old->name, "~%s",
+			    old->instance);
+			old->state = IMAGE_BUILDING;
+		}
+	} else if (rc == REG_NOT_FOUND)
+		rc = REG_OK;	/* removed meanwhile: nothing to retire */
+	else if (rc == REG_OK)
+		rc = REG_EXISTS;	/* another build of the name */
+	if (rc == REG_OK) {
+		st = reg_prepare(r, "UPDATE images SET name = ?2, state = "
+		    "'ready', build_ms = ?3 WHERE name = ?1 AND state = "
+		    "'building'");
+		if (st != NULL) {
+			sqlite3_bind_text(st, 1, row, -1, SQLITE_STATIC);
+			sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 3, (int64_t)build_ms);
+		}
+		if ((rc = reg_step_done(r, st)) == REG_OK &&
+		    sqlite3_changes(r->db) != 1)
+			rc = REG_NOT_FOUND;
+	}
+	if ((rc = reg_tx_end(r, rc)) != REG_OK)
+		*replaced = false;
+	return rc;
+}
+
+int
 registry_image_list(struct registry *r, struct image_record **out, size_t *n)
 {
 	sqlite3_stmt *st = reg_prepare(r, "SELECT " IMAGE_COLUMNS

@@ -17,14 +17,23 @@
 #define CONTAINER(ptr, type, member) \
 	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
 
-void
-session_audit_begin(struct session *s, const char *kind, const void *data,
-    size_t len)
+/*
+ * Before the command runs: an exec is in the registry first, so that a
+ * daemon that dies under it leaves a record the next start finds.
+ */
+static int
+session_audit_begin(struct session *s, const struct session_record *rec)
 {
-	s->audit_kind = kind;
+	size_t len = rec->len;
+
 	s->audit_len = len < sizeof s->audit - 1 ? len : sizeof s->audit - 1;
-	memcpy(s->audit, data, s->audit_len);
+	memcpy(s->audit, rec->data, s->audit_len);
 	s->audit[s->audit_len] = '\0';
+	if (strcmp(rec->kind, "exec") == 0 && audit_exec_begin(s->d,
+	    s->act.lane->name, s->audit, s->audit_len, &s->exec_id) == -1)
+		return -1;
+	s->audit_kind = rec->kind;
+	return 0;
 }
 
 void
@@ -35,8 +44,8 @@ session_audit(struct session *s, const struct gexec_result *r,
 		return;
 	s->audited = true;
 	if (strcmp(s->audit_kind, "exec") == 0)
-		audit_exec(s->d, s->act.lane->name, s->audit, s->audit_len, r,
-		    failure);
+		audit_exec(s->d, s->act.lane->name, s->exec_id, s->audit,
+		    s->audit_len, r, failure);
 	else
 		audit_copy(s->d, s->act.lane->name, s->audit_kind,
 		    (const char *)s->audit, s->bytes, failure);
@@ -238,7 +247,8 @@ session_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 struct session *
 session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
-    const struct session_hooks *hooks, uint64_t timeout_ms, bool input_open)
+    const struct session_hooks *hooks, uint64_t timeout_ms, bool input_open,
+    const struct session_record *rec)
 {
 	struct session *s = xcalloc(1, sizeof *s);
 	char err[256], cwd[LANE_WORKSPACE_MAX + 4100];
@@ -280,6 +290,11 @@ session_start(struct laned *d, struct conn *c, struct gexec_spec *spec,
 			return NULL;
 		}
 		spec->cwd = cwd;
+	}
+	if (session_audit_begin(s, rec) == -1) {
+		session_fail(s, AGENTLANE__V1__ERROR_CODE__INTERNAL,
+		    "cannot record the %s in the registry", s->what);
+		return NULL;
 	}
 	if (spec->channel)
 		s->g = gchan_exec(d->base, &d->procs, d->lima,

@@ -63,6 +63,7 @@ struct session {
 	const char *audit_kind;
 	uint8_t audit[4100];
 	size_t audit_len;
+	int64_t exec_id;	/* the exec's registry record (audit_exec_begin) */
 	bool audited;
 };
 
@@ -70,15 +71,21 @@ struct session {
  * Starts the guest command (spec->lane is the client's lane reference,
  * resolved here and replaced by the lane's name). On failure the client has been answered and NULL is returned.
  */
-/* What the audit trail will say; data is cut to fit. */
-void session_audit_begin(struct session *, const char *kind,
-    const void *data, size_t len);
+/*
+ * What the audit trail will say of a call: kind "exec" (data argv[0]),
+ * "copy-in" or "copy-out" (data the guest path); data is cut to fit.
+ */
+struct session_record {
+	const char *kind;
+	const void *data;
+	size_t len;
+};
 /* Records the end: r for an exec that ran, failure (or NULL) otherwise. */
 void session_audit(struct session *, const struct gexec_result *r,
     const char *failure);
 struct session *session_start(struct laned *, struct conn *,
     struct gexec_spec *, const struct session_hooks *, uint64_t timeout_ms,
-    bool input_open);
+    bool input_open, const struct session_record *);
 /* Sends a response; pauses the guest's output if the client lags. */
 void session_send(struct session *, const AlResponse *);
 /* Forwards client input to the command, pausing the client if needed. */

@@ -75,6 +75,8 @@ static const struct ctl_option image_options[] = {
 	{ 0, "from", "IMAGE", "build: start from this image" },
 	{ 0, "docker", NULL, "build: install rootless Docker Engine for the "
 	    "lane user" },
+	{ 0, "no-replace", NULL, "build: refuse, rather than replace, an image "
+	    "of this name built from other inputs" },
 	{ 0, "cpus", "N", "build: virtual CPUs of the build VM" },
 	{ 0, "memory", "SIZE", "build: memory (4G, 512M)" },
 	{ 0, "disk", "SIZE", "build: disk, whole GiB (30G; lanes get at least "
@@ -394,11 +396,12 @@ const struct ctl_command ctl_commands[] = {
 		.name = "image",
 		.run = ctl_subcommand_run,
 		.subcommands = ctl_image_subcommands,
-		.operands = "build NAME | ls | show NAME | rm NAME...",
+		.operands = "build NAME | ls | show IMAGE | rm IMAGE...",
 		.summary = "build, list, show and remove lane images",
 		.text =
-		    "Lanes from an image get the lane template, never the image's own\n"
-		    "Lima settings.\n",
+		    "IMAGE is a name, or the id image ls shows or a prefix of it, as in\n"
+		    "docker. Lanes from an image get the lane template, never the\n"
+		    "image's own Lima settings.\n",
 		.options = image_options,
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,

@@ -172,6 +172,8 @@ image_build(struct ctl *ctl, const struct ctl_parsed *p)
 			o.from = v;
 		else if (ctl_is(&p->opts[i], "docker"))
 			o.docker = true;
+		else if (ctl_is(&p->opts[i], "no-replace"))
+			o.no_replace = true;
 		else if (ctl_is(&p->opts[i], "cpus")) {
 			if (!ctl_uint(v, 1024, &n) || n == 0)
 				return ctl_usage("--cpus needs a positive number");
@@ -188,7 +190,7 @@ image_build(struct ctl *ctl, const struct ctl_parsed *p)
 	if (p->noperands != 2)
 		return ctl_usage("usage: agent-lanectl image build NAME "
 		    "[--provision FILE]... [--from IMAGE] [--docker] [--cpus N] "
-		    "[--memory SIZE] [--disk SIZE]");
+		    "[--memory SIZE] [--disk SIZE] [--no-replace]");
 	o.name = p->operands[1];
 	if ((r = ctl_build_image(ctl, &o, paths, npaths, &im)) != 0)
 		return r;
@@ -247,7 +249,8 @@ image_show(struct ctl *ctl, const struct ctl_parsed *p)
 	char t[32], size[16];
 
 	if (p->noperands != 2 || p->nopts > 0)
-		return ctl_usage("usage: agent-lanectl image show NAME [--json]");
+		return ctl_usage("usage: agent-lanectl image show IMAGE [--json] "
+		    "(a name, id or id prefix)");
 	if (al_image_get(ctl->client, p->operands[1], &im, &err) != AL_OK)
 		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
 	if (ctl->json) {
@@ -282,7 +285,8 @@ image_rm(struct ctl *ctl, const struct ctl_parsed *p)
 	bool first = true;
 
 	if (p->noperands < 2 || p->nopts > 0)
-		return ctl_usage("usage: agent-lanectl image rm NAME...");
+		return ctl_usage("usage: agent-lanectl image rm IMAGE... (names, "
+		    "ids or id prefixes)");
 	if (ctl->json)
 		fputc('[', stdout);
 	for (size_t i = 1; i < p->noperands; i++) {
@@ -310,11 +314,13 @@ const struct ctl_subcommand ctl_image_subcommands[] = {
 	{ "build", image_build, NULL, "NAME", "make a stopped, provisioned VM "
 	    "from the lane template: each --provision script runs as root (a #! "
 	    "line picks the interpreter), its output on standard error; "
-	    "identical inputs build nothing; prints the name. Ctrl-C cancels "
-	    "and deletes the half-built VM", true },
+	    "identical inputs build nothing; other inputs replace the image of "
+	    "that name once ready (--no-replace: refuse); prints the name. "
+	    "Ctrl-C cancels and deletes the half-built VM", true },
 	{ "ls", image_ls, "list", "", "the images", true },
-	{ "show", image_show, NULL, "NAME", "one image", true },
-	{ "rm", image_rm, "remove", "NAME...", "remove images (refused while a "
+	{ "show", image_show, NULL, "IMAGE", "one image (a name, an id or an id "
+	    "prefix)", true },
+	{ "rm", image_rm, "remove", "IMAGE...", "remove images (refused while a "
 	    "lane is being cloned from one)", true },
 	{ NULL, NULL, NULL, NULL, NULL, false },
 };

@@ -110,6 +110,7 @@ do_image_build(struct al_client *c, const struct al_image_build_opts *o,
 	bi.name = (char *)(o->name != NULL ? o->name : "");
 	bi.from = (char *)(o->from != NULL ? o->from : "");
 	bi.docker = o->docker;
+	bi.no_replace = o->no_replace;
 	bi.cpus = o->cpus;
 	bi.memory_mib = o->memory_mib;
 	bi.disk_gib = o->disk_gib;

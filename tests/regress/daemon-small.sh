@@ -4,7 +4,7 @@
 # workdir is joined onto the workspace by the daemon itself; the daemon
 # refuses label values that are not UTF-8 or hold control characters
 # whatever the client checked; a plain number in the daemon's configuration
-# means seconds, as in the CLI.
+# means seconds, as in the CLI; an unknown flag is one, with a did-you-mean.
 . "$(dirname "$0")/lib.sh"
 
 start_daemon || exit 1
@@ -105,6 +105,31 @@ OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
     --default-memory 4 --check-config 2>&1); RC=$?
 check_eq "--default-memory 4 (no unit) is refused as a usage error" 2 "$RC"
 check_match "saying 4G or 4M" '"4" needs its unit \(4G or 4M\)' "$OUT"
+
+# ---- Unknown flags: what they are, before what they need -----------------
+OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --bogus 2>&1); RC=$?
+check_eq "agent-laned --bogus is a usage error" 2 "$RC"
+check_match "an unknown option, not one that needs a value" \
+    '^agent-laned: unknown option --bogus \(see agent-laned --help\)$' "$OUT"
+for typo in "--max-lane 3:max-lanes" "--max-lane=3:max-lanes" \
+    "--chek-config:check-config" "--defualt-cpus 2:default-cpus"; do
+	# shellcheck disable=SC2086 # the flag and its value, as typed
+	OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" ${typo%:*} 2>&1)
+	RC=$?
+	check_match "agent-laned ${typo%:*}: did you mean --${typo#*:}? (exit $RC)" \
+	    "unknown option --[a-z-]*; did you mean --${typo#*:}\\?" \
+	    "$RC $OUT"
+	check_eq "and exits 2 (${typo%:*})" 2 "$RC"
+done
+# --allow takes --secret's rule: a host that can never work is refused
+# (create --allow: lane-network.sh).
+for h in localhost 2130706433 '*.1.2.3'; do
+	OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl "$SIM" \
+	    --allow "$h" --check-config 2>&1); RC=$?
+	check_match "agent-laned --allow $h is refused (exit $RC)" \
+	    "^2 agent-laned: allow: \"${h//\*/\\*}\" is (an address|a loopback name), not a host name" \
+	    "$RC $OUT"
+done
 start_daemon --default-lifetime 90s --max-lifetime 7200s --max-copy-out-bytes 1048576 || exit 1
 L=$(ctl create)
 OUT=$(ctl show "$L" --json | python3 -c 'import json,sys; l=json.load(sys.stdin); print((l["deadline_ms"]-l["created_at_ms"])//1000)')

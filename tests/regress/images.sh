@@ -38,6 +38,24 @@ echo "line one of the failure" >&2
 echo "E: Unable to locate package no-such-package" >&2
 exit 3
 EOF
+# Long lines before the reason, more than an error message holds: the
+# reason, last, is what must be quoted, whole.
+cat > "$T/noisy.sh" <<'EOF'
+#!/bin/bash
+for i in 1 2 3 4 5 6 7 8; do
+	printf 'noise %d %0200d\n' "$i" 0 >&2
+done
+echo "E: the reason is in this last line, quoted whole" >&2
+exit 4
+EOF
+# More stderr than the daemon keeps (2 KiB): the reason, last, is quoted
+# whole, without the part of the long line before it that was kept.
+cat > "$T/cut.sh" <<'EOF'
+#!/bin/bash
+printf 'start-of-a-long-line %03000d\n' 0 >&2
+echo "E: after a long line" >&2
+exit 5
+EOF
 cat > "$T/slow.sh" <<'EOF'
 #!/bin/sh
 echo slow-started
@@ -86,8 +104,37 @@ check_eq "a lane from the child has the parent's and the child's files" \
     "$(ctl exec -n "$LC" -- sh -c 'x; cat /etc/extra' 2>&1 | tr '\n' ' ' | sed 's/ $//')"
 check_match "the child names its parent" '"from":"tools"' "$(ctl image show --json child)"
 ctl rm "$LC" >/dev/null 2>&1
-R=$(ctl image rm child 2>&1)
-check_eq "the child image is removed" child "$R"
+
+# ---- the id and id prefixes image ls shows name an image, as in docker
+image_id() { ctl image show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'; }
+TID=$(image_id tools)
+CID=$(image_id child)
+SHORT=$(ctl image ls | awk '$1 == "tools" { print $2 }')
+check_eq "image ls shows the id's first 12 digits" "${TID:0:12}" "$SHORT"
+check_match "image show takes that short id" '^name: +tools$' "$(ctl image show "$SHORT" 2>&1)"
+check_match "... the whole id" '^name: +tools$' "$(ctl image show "$TID" 2>&1)"
+check_match "... and a shorter prefix" '^name: +tools$' "$(ctl image show "${TID:0:5}" 2>&1)"
+LI=$(ctl create --image "$SHORT" 2>/dev/null)
+check_match "create --image takes the short id, and clones that image" \
+    'image +tools' "$(ctl events "$LI" 2>&1)"
+ctl rm "$LI" >/dev/null 2>&1
+R=$(ctl image show 0123456789ab 2>&1); RC=$?
+check_match "an id prefix of no image is NOT_FOUND (exit $RC)" 'NOT_FOUND: no image 0123456789ab' "$R"
+# Two ids with a long common prefix (the child's rewritten to share 63
+# digits with its parent): a prefix of both is refused, typed.
+ALT=${TID:0:63}$( [ "${TID:63:1}" = 0 ] && echo 1 || echo 0)
+sqlite3 "$STATE/registry.db" "UPDATE images SET id = '$ALT' WHERE name = 'child'"
+R=$(ctl image show "${TID:0:20}" 2>&1); RC=$?
+check_eq "a prefix of two images' ids is refused, exit 1" 1 "$RC"
+check_match "... as AMBIGUOUS, naming both" 'AMBIGUOUS: .* matches more than one image: tools \([0-9a-f]{12}\), child \([0-9a-f]{12}\)' "$R"
+R=$(ctl image rm "${TID:0:20}" 2>&1)
+check_match "image rm refuses it too" 'AMBIGUOUS' "$R"
+R=$(ctl create --image "${TID:0:20}" 2>&1)
+check_match "... and create --image" 'AMBIGUOUS' "$R"
+check_match "the whole id still names one" '^name: +tools$' "$(ctl image show "$TID" 2>&1)"
+sqlite3 "$STATE/registry.db" "UPDATE images SET id = '$CID' WHERE name = 'child'"
+R=$(ctl image rm "${CID:0:12}" 2>&1)
+check_eq "image rm takes the short id: the child image is removed" child "$R"
 
 # ---- an image is never handed out as a lane
 R=$(ctl exec -n "$IMG" -- true 2>&1)
@@ -104,8 +151,22 @@ check_match "... and says nothing was built" 'up to date' "$(cat "$T/build2.err"
 check_eq "... and ran no limactl create or start" "$C0 $S0" "$(sim_calls create) $(sim_calls start)"
 check_eq "... and made no VM" 1 "$(images)"
 printf '\n# changed\n' >> "$T/tools.sh"
-R=$(ctl image build tools --provision "$T/tools.sh" 2>&1)
-check_match "other inputs under the same name are refused" 'FAILED_PRECONDITION.*other inputs' "$R"
+R=$(ctl image build tools --provision "$T/tools.sh" --no-replace 2>&1)
+check_match "with --no-replace, other inputs under the same name are refused" 'FAILED_PRECONDITION.*other inputs' "$R"
+check_eq "... and nothing was built" "1 $C0" "$(images) $(sim_calls create)"
+inst_of() { sqlite3 "$STATE/registry.db" "SELECT instance FROM images WHERE name = '$1'"; }
+OLDINST=$(inst_of tools)
+OLDID=$(ctl image show --json tools | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+OUT=$(ctl image build tools --provision "$T/tools.sh" 2>/dev/null); RC=$?
+check_eq "without it, the build replaces the image, as docker build -t retags" "0 tools" "$RC $OUT"
+NEWID=$(ctl image show --json tools | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+check "... whose id is the new inputs'" test "$NEWID" != "$OLDID" -a -n "$NEWID"
+check_eq "... listed once" 1 "$(ctl image ls --json | python3 -c 'import json,sys; print(sum(i["name"] == "tools" for i in json.load(sys.stdin)))')"
+gone() { [ ! -e "$STATE/lima/$1" ]; }
+check "... and the replaced image's VM is deleted" wait_for "$(tw 10)" gone "$OLDINST"
+check_eq "... with its row" "tools" "$(sqlite3 "$STATE/registry.db" 'SELECT group_concat(name) FROM images')"
+check_match "its events say it was replaced" 'image-replaced' "$(sqlite3 "$STATE/registry.db" "SELECT event FROM events WHERE lane = '$OLDINST'")"
+check_match "image show ID of the old id finds nothing" 'NOT_FOUND' "$(ctl image show "$OLDID" 2>&1)"
 
 # ---- a failing script: no VM, no row, its stderr quoted
 R=$(ctl image build broken --provision "$T/fail.sh" 2>&1)
@@ -116,6 +177,13 @@ check_match "the error quotes the script's last stderr lines" 'Unable to locate 
 check_eq "the failed build left no VM" 1 "$(images)"
 check_match "... and no image" 'NOT_FOUND' "$(ctl image show broken 2>&1)"
 check_nomatch "... and image ls does not list it" 'broken' "$(ctl image ls)"
+R=$(ctl image build noisy --provision "$T/noisy.sh" 2>&1 >/dev/null | tail -n 1)
+check_match "after long lines the error still ends with the script's last line, whole" \
+    'noisy.sh failed \(exit 4\): .*E: the reason is in this last line, quoted whole$' "$R"
+check_nomatch "... with no line cut in the middle" 'noise [0-9] 0{0,199}\|' "$R"
+R=$(ctl image build cut --provision "$T/cut.sh" 2>&1 >/dev/null | tail -n 1)
+check_match "after more stderr than the daemon keeps, the last line is quoted whole, alone" \
+    'cut.sh failed \(exit 5\): E: after a long line$' "$R"
 
 # ---- Ctrl-C during a build cleans up
 "$LANECTL" --socket "$SOCK" image build slow --provision "$T/slow.sh" >/dev/null 2>"$T/slow.err" &
@@ -219,6 +287,26 @@ check_match "image show counts the clone" 'in use: +1' "$(ctl image show tools)"
 wait "$CP"
 check_match "the hung clone failed the lane at the command timeout" 'clone' "$(cat "$T/hung.err")"
 check_match "afterwards the image is free" 'in use: +0' "$(ctl image show tools)"
+stop_daemon
+
+# ---- a replacement while a clone of the image runs: the old VM stays
+# until the clone is done with it
+LIMA_SIM_HANG='clone:*' start_daemon --command-timeout 5s || exit 1
+NCLONE=$(sim_calls clone)
+ctl create --image tools >/dev/null 2>"$T/hung2.err" &
+CP=$!
+wait_for 20 new_clone
+OLDINST=$(inst_of tools)
+printf '\n# changed again\n' >> "$T/tools.sh"
+OUT=$(ctl image build tools --provision "$T/tools.sh" 2>&1); RC=$?
+check_eq "an image a clone holds is replaced all the same" "0 tools" "$RC $(tail -n 1 <<<"$OUT")"
+check "... but its VM stays while the clone runs" test -e "$STATE/lima/$OLDINST"
+check_eq "... retired: hidden, not an image" "tools" \
+    "$(ctl image ls --json | python3 -c 'import json,sys; print(",".join(i["name"] for i in json.load(sys.stdin)))')"
+wait "$CP"
+check "... and goes once the clone is done" wait_for "$(tw 10)" gone "$OLDINST"
+# Inputs no image has, for what follows.
+printf '\n# and once more\n' >> "$T/tools.sh"
 stop_daemon
 start_daemon || exit 1
 

@@ -245,11 +245,12 @@ wait_for() {
 	"$@"
 }
 
-# The registry schema this build writes: the highest migration its log
-# reports since a fresh registry. Never a number written in a test:
-# migrations are appended as the schema grows.
+# The registry schema this build writes: the highest its log reports, at
+# a registry's creation ("created PATH at schema N") or a migration ("...
+# to schema N"). Never a number written in a test: migrations are appended
+# as the schema grows.
 build_schema() {
-	grep -o 'migrated to schema [0-9]*' "$LOG" | awk '{ print $4 }' |
+	grep -Eo '(at|to) schema [0-9]+' "$LOG" | awk '{ print $3 }' |
 	    sort -n | tail -n 1
 }
 

@@ -133,4 +133,30 @@ while read -r N LINE HEADING <&3; do
 		not_ok "$what: exit $RC: $(tail -n 5 "$T/o$N.log" | tr '\n' '|')"
 	fi
 done 3<"$T/index"
+
+# The no-daemon snippet when agent-laned exits at start (here: no limactl
+# where it is named): each wait stops instead of looping forever, and the
+# daemon's own words say why and what to set. Run as typed at a prompt (no
+# -e), so that both waits are reached.
+N=$(awk '$3 == "When" && $0 ~ /When there is no daemon/ { print $1; exit }' "$T/index")
+if [ -z "$N" ]; then
+	not_ok "README.md has the \"When there is no daemon\" snippet"
+else
+	H=$T/nolima
+	mkdir -p "$H"
+	START=$(date +%s)
+	(cd "$H" && exec env -i HOME="$H" PATH="$BIN:$LANED_DIR:/usr/bin:/bin" \
+	    AGENT_LANE_LIMACTL="$H/no-such/limactl" TERM=dumb \
+	    setsid timeout 60 bash "$T/snip/$N.sh") </dev/null >"$T/nolima.log" 2>&1 &
+	SPID=$!
+	wait "$SPID"
+	RC=$?
+	cleanup_group "$SPID" "$H"
+	check "no-daemon snippet with an agent-laned that exits at start: it stops (exit $RC, $(( $(date +%s) - START ))s)" \
+	    test "$RC" -ne 124
+	check_match "... and shows why: the daemon says where it looked and what to set" \
+	    "limactl $H/no-such/limactl is not an executable file; install Lima, or name its limactl with --limactl PATH, the limactl key or \\\$AGENT_LANE_LIMACTL" \
+	    "$(cat "$T/nolima.log")"
+	check_match "... naming make -s lima-env" 'make -s lima-env' "$(cat "$T/nolima.log")"
+fi
 exit 0

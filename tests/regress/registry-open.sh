@@ -24,6 +24,12 @@ check_eq "a missing registry starts fresh (schema $(build_schema))" "$(build_sch
     "$(sqlite3 "$DB" 'PRAGMA user_version')"
 L=$(ctl create)
 check_eq "and works" ready "$(lane_state "$L")"
+check_eq "a fresh start says so in one line, not one a migration" 1 \
+    "$(grep -c -e 'registry: created .* at schema [0-9]' -e 'migrated' "$LOG")"
+probed() { grep -q 'limactl [0-9.]*: ' "$LOG"; }
+wait_for "$(tw 5)" probed
+check_nomatch "and no root warning when the limactl is not Lima's" \
+    'running as root' "$(cat "$LOG")"
 stop_daemon
 # log/ is the daemon's own log (and kept logs of failed starts).
 check "no initialisation file is left behind" \

@@ -2,7 +2,8 @@
  * daemon/registry.c, the image block: rows committed "building" before the
  * VM exists, made "ready", listed, deleted; names and instance names unique;
  * the schema refuses instance names that are not image names; a database
- * of schema 1 (lanes only) migrates with its lanes kept.
+ * of schema 1 (lanes only) migrates with its lanes kept; a replacing build
+ * takes the name in one step and leaves the old image retired.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -99,6 +100,56 @@ test_image_rows(void **state)
 }
 
 static void
+test_image_replace(void **state)
+{
+	char dir[64], path[128], err[256];
+	struct registry *r;
+	struct image_record a, b, old, got;
+	bool replaced;
+
+	tmpdb(dir, path);
+	assert_int_equal(registry_open(path, &r, err, sizeof err), REG_OK);
+	rec_init(&a, "tools", "ali-000000000000000a");
+	assert_int_equal(registry_image_insert(r, &a), REG_OK);
+	assert_int_equal(registry_image_set_ready(r, "tools", 5), REG_OK);
+	/* The replacement builds under its hidden row name. */
+	rec_init(&b, "~ali-000000000000000b", "ali-000000000000000b");
+	b.id[0] = 'f';
+	assert_int_equal(registry_image_insert(r, &b), REG_OK);
+	assert_int_equal(registry_image_replace(r, "~ali-000000000000000b",
+	    "tools", 7, &old, &replaced), REG_OK);
+	assert_true(replaced);
+	/* The old row is retired: hidden and "building", for recovery. */
+	assert_string_equal(old.name, "~ali-000000000000000a");
+	assert_string_equal(old.instance, "ali-000000000000000a");
+	assert_int_equal(registry_image_get(r, "~ali-000000000000000a", &got),
+	    REG_OK);
+	assert_int_equal(got.state, IMAGE_BUILDING);
+	/* The name is the new image's, ready. */
+	assert_int_equal(registry_image_get(r, "tools", &got), REG_OK);
+	assert_string_equal(got.instance, "ali-000000000000000b");
+	assert_int_equal(got.state, IMAGE_READY);
+	assert_int_equal(got.build_ms, 7);
+	assert_int_equal(registry_image_get(r, "~ali-000000000000000b", &got),
+	    REG_NOT_FOUND);
+	/* A name another build holds is not taken. */
+	assert_int_equal(registry_image_delete(r, "tools"), REG_OK);
+	rec_init(&a, "tools", "ali-000000000000000c");
+	assert_int_equal(registry_image_insert(r, &a), REG_OK);
+	rec_init(&b, "~ali-000000000000000d", "ali-000000000000000d");
+	assert_int_equal(registry_image_insert(r, &b), REG_OK);
+	assert_int_equal(registry_image_replace(r, "~ali-000000000000000d",
+	    "tools", 7, &old, &replaced), REG_EXISTS);
+	assert_false(replaced);
+	assert_int_equal(registry_image_get(r, "~ali-000000000000000d", &got),
+	    REG_OK);
+	assert_int_equal(got.state, IMAGE_BUILDING);
+	registry_close(r);
+	al_remove_tree(dir);
+	(void)state;
+}
+
+static void
 test_migrate_from_schema_1(void **state)
 {
 	char dir[64], path[128], err[256];
@@ -147,6 +198,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_image_rows),
+		cmocka_unit_test(test_image_replace),
 		cmocka_unit_test(test_migrate_from_schema_1),
 	};
 

@@ -91,6 +91,28 @@ test_image_names(void **state)
 	assert_false(names_image_valid(max));
 }
 
+/* Issue 31: the id image ls shows, and its prefixes, as docker takes them. */
+static void
+test_image_id_prefixes(void **state)
+{
+	char id[NAMES_IMAGE_ID_LEN + 2];
+
+	(void)state;
+	assert_true(names_image_id_prefix("0"));
+	assert_true(names_image_id_prefix("cafe0123beef"));
+	assert_false(names_image_id_prefix(""));	/* no prefix of every id */
+	assert_false(names_image_id_prefix("CAFE"));
+	assert_false(names_image_id_prefix("sha256:cafe"));
+	assert_false(names_image_id_prefix("cafe-"));
+	assert_false(names_image_id_prefix(NULL));
+	memset(id, 'f', NAMES_IMAGE_ID_LEN);
+	id[NAMES_IMAGE_ID_LEN] = '\0';
+	assert_true(names_image_id_prefix(id));
+	id[NAMES_IMAGE_ID_LEN] = 'f';
+	id[NAMES_IMAGE_ID_LEN + 1] = '\0';
+	assert_false(names_image_id_prefix(id));
+}
+
 /* Issue 31: "al-" with nothing after it is no prefix, of any lane. */
 static void
 test_prefixes(void **state)
@@ -123,6 +145,7 @@ main(void)
 		cmocka_unit_test(test_lane_and_image_names),
 		cmocka_unit_test(test_aliases),
 		cmocka_unit_test(test_image_names),
+		cmocka_unit_test(test_image_id_prefixes),
 		cmocka_unit_test(test_prefixes),
 	};
 

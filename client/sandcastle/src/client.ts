@@ -263,6 +263,12 @@ export interface BuildImageRequest {
   cpus?: number;
   memoryMib?: number;
   diskGib?: number;
+  /**
+   * An image of this name built from other inputs is replaced once the new
+   * one is ready (as `docker build -t` retags); true refuses instead
+   * (FAILED_PRECONDITION).
+   */
+  noReplace?: boolean;
 }
 
 export interface Image {
@@ -1004,6 +1010,7 @@ export class AgentLaneClient {
           cpus: req.cpus ?? 0,
           memoryMib: req.memoryMib ?? 0,
           diskGib: req.diskGib ?? 0,
+          noReplace: req.noReplace ?? false,
         },
       });
       for (;;) {

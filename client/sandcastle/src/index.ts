@@ -403,6 +403,8 @@ export async function buildImage(
     provision: string | ProvisionScript | ReadonlyArray<string | ProvisionScript>;
     from?: string;
     docker?: boolean;
+    /** Refuse, rather than replace, an image of this name built from other inputs. */
+    noReplace?: boolean;
     socketPath?: string;
     host?: string;
     context?: string;
@@ -418,7 +420,13 @@ export async function buildImage(
     remoteCommand: options.remoteCommand,
   });
   return client.buildImage(
-    { name: options.name, provision: await readProvision(options.provision), from: options.from, docker: options.docker },
+    {
+      name: options.name,
+      provision: await readProvision(options.provision),
+      from: options.from,
+      docker: options.docker,
+      noReplace: options.noReplace,
+    },
     { onOutput: options.onOutput, signal: options.signal },
   );
 }

@@ -49,6 +49,19 @@ test("lima({ image }): the lane is cloned from a built image and has its tools",
   assert.ok(events.some((e) => e.event === "vm-cloned" && e.detail === "tools"), "the lane was cloned from the image");
   await handle.close();
 
+  // Other inputs under the name: refused with noReplace, else the image is
+  // replaced, as docker build -t retags.
+  const other = [{ name: "tools.sh", script: toolScript + "# other inputs\n" }];
+  await assert.rejects(
+    buildImage({ name: "tools", provision: other, noReplace: true, socketPath: daemon.socketPath }),
+    (e) => e.code === "FAILED_PRECONDITION" && /other inputs/.test(e.message),
+  );
+  const replaced = await buildImage({ name: "tools", provision: other, socketPath: daemon.socketPath });
+  assert.equal(replaced.name, "tools");
+  assert.notEqual(replaced.id, img.id, "the name now has the new inputs' image");
+  const listed = (await daemon.client.listImages()).filter((i) => i.name === "tools");
+  assert.deepEqual(listed.map((i) => i.id), [replaced.id]);
+
   assert.throws(() => lima({ image: "Bad Name" }), /image must be an image name/);
   assert.throws(() => lima({ image: "tools", provision: "x.sh" }), /either image or provision/);
   await assert.rejects(
