@@ -1194,8 +1194,9 @@ lane_step_create(struct lane *l)
 }
 
 /*
- * The proxy of an allow lane, or of a lane with secrets, listens before
- * its rules (which name it) exist.
+ * The proxy of an allow lane, of a lane with secrets, or of a pool lane
+ * of those modes (laneproxy_wanted) listens before its rules (which name
+ * it) exist.
  */
 static int
 open_proxy(struct lane *l)
