@@ -28,6 +28,7 @@
 #include "lanecall.h"
 #include "lanecreate.h"
 #include "lanenet.h"
+#include "laneproxy.h"
 #include "lima.h"
 #include "listener.h"
 #include "log.h"
@@ -460,6 +461,7 @@ main(int argc, char **argv)
 	reaper_stop(&d);
 	pool_stop(&d);
 	lanenet_free(&d);
+	laneproxy_free(&d);
 	/* Let deferred frees and the kills run once. */
 	(void)event_base_loop(d.base, EVLOOP_NONBLOCK);
 	registry_close(d.reg);

@@ -30,7 +30,6 @@ struct pool_shape {
 	bool net_policy;
 	uint32_t net_mode;		/* enum netpolicy_mode */
 	bool sudo;
-	const char *allow;		/* '\n'-separated; borrowed */
 };
 
 struct config {

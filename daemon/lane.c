@@ -10,6 +10,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanelog.h"
+#include "laneproxy.h"
 #include "lima.h"
 #include "log.h"
 #include "names.h"
@@ -791,6 +792,14 @@ lane_recover(struct lane *l)
 		if (!lane_pool_booted(l))
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 			    "pool boot interrupted by an agent-laned restart");
+		else if (laneproxy_pool_ca(l))
+			/*
+			 * Its guest trusts a lane CA whose key was only in the
+			 * memory of the daemon that stopped: no taker's secret
+			 * could be bound to it.
+			 */
+			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+			    "warm lane: its lane CA key died with the daemon");
 		else if (l->deadline_ms <= time_now_ms())
 			lane_destroy(l,
 			    AGENTLANE__V1__ERROR_CODE__DEADLINE_EXCEEDED,

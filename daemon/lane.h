@@ -120,7 +120,8 @@ struct lane {
 	 * only, and the lane's CA (tlsca.h, made with its proxy), both
 	 * borrowed by the proxy and wiped when it closes (lane_free).
 	 * has_secrets comes from the row: after a restart secrets is NULL,
-	 * and the lane is destroyed.
+	 * and the lane is destroyed. A pool lane of an allow or internet
+	 * policy has its CA from its boot (laneproxy.h), for its taker.
 	 */
 	struct secret_set *secrets;
 	struct tlsca *ca;

@@ -212,9 +212,9 @@ static const struct conn_handler create_wait_handler = {
 };
 
 /*
- * After the checks and the facts: a pool lane, or a new one. A lane with
- * secrets is always new: a pool lane booted without the lane CA in its
- * trust store and without a proxy its rules let it reach.
+ * After the checks and the facts: a pool lane, or a new one. A pool lane
+ * takes the create's allow list and secrets into the proxy and lane CA
+ * it booted with (pool_take).
  */
 static void
 create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
@@ -229,15 +229,16 @@ create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	/* A lane with secrets is never a pool lane: its CA is its own. */
-	switch (plan->secrets == NULL ? pool_take(d, c, plan, &l) : POOL_COLD) {
+	switch (pool_take(d, c, plan, &l)) {
 	case POOL_READY:
+		lane_create_plan_clear(plan);
 		if (!lane_deliver(l, c) && l->owned)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 			    "its owning client could not be answered");
 		return;
 	case POOL_BOOTING:
 	case POOL_ANSWERED:
+		lane_create_plan_clear(plan);
 		return;
 	default:
 		break;

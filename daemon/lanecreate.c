@@ -14,6 +14,7 @@
 #include "lane.h"
 #include "lanecreate.h"
 #include "lanenet.h"
+#include "laneproxy.h"
 #include "lanesecret.h"
 #include "names.h"
 #include "secret.h"
@@ -455,8 +456,8 @@ record_secrets(struct conn *c, struct lane_create_plan *plan,
  * The lane's events name its secrets, their hosts and their own headers
  * (never a value).
  */
-static void
-secrets_event(struct lane *l)
+void
+lane_create_secrets_event(struct lane *l)
 {
 	char detail[LANE_SECRETS_TEXT_MAX + 64];
 
@@ -513,7 +514,7 @@ lane_create_start(struct laned *d, struct conn *c,
 	l->secrets = sealed;
 	if (plan->alias[0] != '\0')
 		lane_event(l, "alias", plan->alias);
-	secrets_event(l);
+	lane_create_secrets_event(l);
 	lane_waiter_add(l, c, LANE_WAIT_CREATE);
 	lane_waiters_progress(l, "registered", l->name);
 	lane_changed(d);
@@ -533,12 +534,14 @@ lane_create_pooled(struct laned *d, const struct pool_shape *shape,
 	/* The reaper recycles it at its deadline if nobody took it. */
 	lane_new_init(&n, d, shape->cpus, shape->memory_mib, shape->disk_gib,
 	    max_age_ms);
-	/* Pool lanes have the configured policy; pool_take matches it. */
+	/* Pool lanes have the configured mode; pool_take matches it. */
 	memset(&np, 0, sizeof np);
 	if (lane_create_net_plan(&d->cfg, NULL, &np, err, sizeof err) != 0) {
 		log_warnx("warm pool: %s", err);
 		return -1;
 	}
+	/* Its proxy starts with an empty list: its taker's comes later. */
+	np.allow[0] = '\0';
 	record_net(&n.rec, &np);
 	n.rec.pooled = true;
 	n.image = shape->image;
@@ -565,7 +568,7 @@ lane_create_release(struct lane *l)
 	if (l->step == LANE_STEP_SETUP)
 		(void)setup_abort(l);
 	gchan_close(&l->chan);
-	lanenet_proxy_close(l);
+	laneproxy_close(l);
 	/* A lane that ended before its clone (it waited, say) lets go. */
 	if (l->image_held) {
 		image_release(l->d, l->image);
@@ -991,7 +994,7 @@ lane_step_netcheck(struct lane *l)
 		return;
 	}
 	if ((n = netpolicy_check_script((enum netpolicy_mode)l->net_mode,
-	    l->sudo, port, lanenet_ca_pem(l), script, sizeof script)) < 0) {
+	    l->sudo, port, laneproxy_ca_pem(l), script, sizeof script)) < 0) {
 		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "network policy check script too large");
 		return;
@@ -1139,7 +1142,7 @@ render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
 	spec.proxy_port = l->proxy_port;
 	spec.sudo = l->sudo;
 	/* Its certificate only: the key never leaves the daemon's memory. */
-	spec.ca_pem = lanenet_ca_pem(l);
+	spec.ca_pem = laneproxy_ca_pem(l);
 	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, len)) < 0) {
 		snprintf(err, errlen, "lane YAML too large");
 		return -1;
@@ -1193,17 +1196,18 @@ lane_step_create(struct lane *l)
 }
 
 /*
- * The proxy of an allow lane, or of a lane with secrets, listens before
- * its rules (which name it) exist.
+ * The proxy of an allow lane, of a lane with secrets, or of a pool lane
+ * of those modes (laneproxy_wanted) listens before its rules (which name
+ * it) exist.
  */
 static int
 open_proxy(struct lane *l)
 {
 	char err[512];
 
-	if (!lanenet_wants_proxy(l) || l->proxy != NULL)
+	if (!laneproxy_wanted(l) || l->proxy != NULL)
 		return 0;
-	if (lanenet_proxy_open(l, 0, err, sizeof err) == -1) {
+	if (laneproxy_open(l, 0, err, sizeof err) == -1) {
 		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "the lane's proxy: %s", err);
 		return -1;

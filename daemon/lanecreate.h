@@ -71,6 +71,11 @@ void lane_create_start(struct laned *, struct conn *,
 struct pool_shape;
 int lane_create_pooled(struct laned *, const struct pool_shape *,
     uint64_t max_age_ms, char *name, size_t namelen);
+/*
+ * The events that name a lane's secrets, their hosts and their own
+ * headers (never a value): a cold create's, or a pool lane's taker's.
+ */
+void lane_create_secrets_event(struct lane *);
 
 /*
  * Reopens a booted pool lane's exec channel (it died in the pool, or the

@@ -17,6 +17,7 @@
 
 struct event_base;
 struct event;
+struct evdns_base;
 struct registry;
 struct lima;
 struct proc;
@@ -75,7 +76,10 @@ struct laned {
 	void (*lane_release)(struct lane *);
 
 	struct pool *pool;	/* warm pool; NULL when not configured */
-	struct lanenet *net;	/* limactl facts, lane proxies (lanenet.c) */
+	struct lanenet *net;	/* limactl facts (lanenet.c) */
+	/* The lane proxies' resolver, made with the first (laneproxy.c). */
+	struct evdns_base *proxy_dns;
+	bool proxy_dns_tried;
 	/*
 	 * Called with every new lane proxy. NULL in agent-laned; the test
 	 * build of the daemon (tests/proxy/testhooks.c) sets it to install

@@ -10,6 +10,7 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanenet.h"
+#include "laneproxy.h"
 #include "lanesecret.h"
 #include "lima.h"
 #include "log.h"
@@ -29,9 +30,6 @@ _Static_assert(LANENET_ENV_MAX >= 8 + 5 + LANESECRET_MAX,
 _Static_assert(LANENET_ENV_LEN > TEXT_SECRET_NAME_MAX + 1 + LANESECRET_PH_LEN &&
     LANENET_ENV_LEN > sizeof("NODE_EXTRA_CA_CERTS=" NETPOLICY_CA_FILE),
     "a lane's exec variable does not fit");
-
-/* A lane CA outlives the longest lane by this much (clocks drift). */
-#define LANE_CA_MARGIN_MS (24ull * 3600 * 1000)
 
 /* `limactl info` prints a few KiB; anything past this is not limactl. */
 #define INFO_OUTPUT_MAX (1u << 20)
@@ -59,8 +57,6 @@ struct lanenet {
 	char probe_error[256];
 	struct net_waiter *waiters;
 	size_t nwaiters;
-	struct evdns_base *dns;		/* made with the first proxy */
-	bool dns_tried;
 };
 
 void
@@ -74,8 +70,6 @@ lanenet_free(struct laned *d)
 {
 	if (d->net == NULL)
 		return;
-	if (d->net->dns != NULL)
-		evdns_base_free(d->net->dns, 1);
 	/* Calls still waiting learn of the shutdown (and free themselves). */
 	for (size_t i = 0; i < d->net->nwaiters; i++)
 		if (d->net->waiters[i].fn != NULL)
@@ -353,149 +347,27 @@ lanenet_facts(const struct laned *d, struct lanenet_facts *f)
 	}
 }
 
-/* ---- The proxy of an allow lane, or of a lane with secrets ---- */
-
-static void
-proxy_record(void *arg, const char *event, const char *detail)
-{
-	struct lane *l = arg;
-
-	audit_proxy(l->d, l->name, event, detail);
-}
-
-bool
-lanenet_wants_proxy(const struct lane *l)
-{
-	if (!l->net_policy)
-		return false;
-	return l->net_mode == NETPOLICY_ALLOW ||
-	    (l->net_mode == NETPOLICY_INTERNET && l->has_secrets);
-}
-
-const char *
-lanenet_ca_pem(const struct lane *l)
-{
-	return l->ca != NULL ? tlsca_cert_pem(l->ca, NULL) : NULL;
-}
-
-/*
- * The secrets go to the proxy with the lane CA, made here: the key
- * stays in this process, the certificate goes to the lane YAML.
- */
-static int
-proxy_secrets(struct lane *l, char *err, size_t errlen)
-{
-	if (l->secrets == NULL)
-		return 0;
-	/*
-	 * Its leaf cache is bounded by proxy_max_certs: one leaf a host of
-	 * a secret the guest connects to ("*.suffix" can name many); past
-	 * it the proxy refuses with a record (TLSCA_FULL).
-	 */
-	if (l->ca == NULL && (l->ca = tlsca_new(l->name,
-	    l->d->cfg.max_lifetime_ms + LANE_CA_MARGIN_MS,
-	    l->d->cfg.proxy_max_certs, err, errlen)) == NULL)
-		return -1;
-	proxy_set_secrets(l->proxy, l->secrets, l->ca);
-	return 0;
-}
-
-int
-lanenet_proxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
-{
-	struct laned *d = l->d;
-	struct lanenet *n = d->net;
-	struct proxy_policy pol;
-	struct proxy_limits lim = {
-		.max_conns = d->cfg.proxy_max_connections,
-		.max_header_bytes = 16384,
-		.max_conn_bytes = d->cfg.proxy_max_conn_bytes,
-		.max_lane_bytes = d->cfg.proxy_max_lane_bytes,
-		.idle_ms = d->cfg.proxy_idle_timeout_ms,
-		.head_ms = d->cfg.proxy_head_timeout_ms,
-		.max_heads = d->cfg.proxy_max_heads,
-		.connect_ms = d->cfg.command_timeout_ms < 30000 ?
-		    d->cfg.command_timeout_ms : 30000,
-		.max_events_per_min = d->cfg.proxy_events_per_min,
-	};
-	char *pats[NETPOLICY_ALLOW_MAX], list[LANE_ALLOW_TEXT_MAX + 1], *save;
-	char *tok;
-
-	memset(&pol, 0, sizeof pol);
-	str_copy(list, l->allow, sizeof list);
-	for (tok = strtok_r(list, "\n", &save); tok != NULL &&
-	    pol.nallow < NETPOLICY_ALLOW_MAX; tok = strtok_r(NULL, "\n", &save))
-		pats[pol.nallow++] = tok;
-	pol.allow = pats;
-	/* HTTPS through CONNECT, plain HTTP as absolute URIs (checked keys). */
-	if (!proxy_parse_ports(d->cfg.proxy_connect_ports, pol.connect_ports,
-	    &pol.nconnect_ports) || !proxy_parse_ports(d->cfg.proxy_http_ports,
-	    pol.http_ports, &pol.nhttp_ports)) {
-		snprintf(err, errlen, "bad proxy port keys");
-		return -1;
-	}
-	if (!n->dns_tried) {
-		n->dns_tried = true;
-		n->dns = evdns_base_new(d->base,
-		    EVDNS_BASE_INITIALIZE_NAMESERVERS |
-		    EVDNS_BASE_DISABLE_WHEN_INACTIVE);
-		if (n->dns == NULL)
-			log_warnx("lane proxies: no resolver (/etc/resolv.conf): "
-			    "every name will be refused");
-	}
-	/* Internet lanes have one for their secrets; others pass through. */
-	pol.internet = l->net_mode == NETPOLICY_INTERNET;
-	l->proxy = proxy_new(d->base, n->dns, &pol, &lim, port, proxy_record,
-	    l, err, errlen);
-	if (l->proxy == NULL)
-		return -1;
-	/* Before the guest can connect: open connections keep their set. */
-	if (proxy_secrets(l, err, errlen) == -1) {
-		proxy_free(l->proxy);
-		l->proxy = NULL;
-		return -1;
-	}
-	l->proxy_port = proxy_port(l->proxy);
-	if (d->proxy_hook != NULL)
-		d->proxy_hook(l->proxy);
-	log_info("lane %s: proxy on 127.0.0.1:%u (%s%zu allowed patterns, "
-	    "%zu secrets)", l->name, (unsigned)l->proxy_port, pol.internet ?
-	    "any public host, " : "", pol.nallow, l->secrets != NULL ?
-	    l->secrets->n : 0);
-	return 0;
-}
-
-void
-lanenet_proxy_close(struct lane *l)
-{
-	if (l->proxy != NULL) {
-		proxy_free(l->proxy);
-		l->proxy = NULL;
-		log_info("lane %s: proxy on 127.0.0.1:%u closed", l->name,
-		    (unsigned)l->proxy_port);
-	}
-	/* The proxy only borrowed them: the values and the CA key go now. */
-	secret_set_free(l->secrets);
-	l->secrets = NULL;
-	if (l->ca != NULL) {
-		tlsca_free(l->ca);
-		l->ca = NULL;
-	}
-}
+/* ---- A lane proxy after a restart, and the exec environment ---- */
 
 bool
 lanenet_recover(struct lane *l)
 {
 	char err[256], why[320];
 
-	if (!l->net_policy || l->net_mode != NETPOLICY_ALLOW ||
+	/*
+	 * An internet lane has one too when it came from the pool, or had
+	 * secrets: its rules let the guest reach that port as well.
+	 */
+	if (!l->net_policy || l->net_mode == NETPOLICY_NONE ||
 	    l->proxy_port == 0 || l->proxy != NULL)
 		return true;
-	/* Only a lane that lives on needs it (ready, or a booted pool lane). */
-	if ((l->state != LANE_READY && !lane_pool_booted(l)) ||
-	    l->deadline_ms <= time_now_ms())
+	/*
+	 * Only a lane that lives on needs it: a ready one. A pool lane with
+	 * a proxy is destroyed (lane_recover): its CA key is gone.
+	 */
+	if (l->state != LANE_READY || l->deadline_ms <= time_now_ms())
 		return true;
-	if (lanenet_proxy_open(l, l->proxy_port, err, sizeof err) == 0) {
+	if (laneproxy_open(l, l->proxy_port, err, sizeof err) == 0) {
 		lane_event(l, "proxy", "bound again after an agent-laned "
 		    "restart");
 		return true;
@@ -540,7 +412,7 @@ lanenet_exec_env(struct laned *d, const char *name, struct lanenet_env *env)
 	if (l == NULL || !l->net_policy)
 		return;
 	np = netpolicy_proxy_env((enum netpolicy_mode)l->net_mode,
-	    l->proxy != NULL ? l->proxy_port : 0, pol);
+	    l->proxy != NULL && laneproxy_in_use(l) ? l->proxy_port : 0, pol);
 	for (size_t i = 0; i < np; i++) {
 		char *eq = strchr(pol[i], '=');
 

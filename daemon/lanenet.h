@@ -6,9 +6,8 @@
  *    version (`limactl --version`: a lane without guest root needs Lima
  *    2.2) and whether its guests have a network at all (`limactl info`;
  *    only the test simulator says they do not);
- *  - the per-lane proxy of `allow` lanes (proxy.c) on 127.0.0.1, its port
- *    persisted in the registry and bound again after a restart, its
- *    records in the lane's events;
+ *  - a lane proxy (laneproxy.c) bound again after a restart, on the port
+ *    persisted in the registry;
  *  - the exec environment those lanes get (HTTP_PROXY and friends).
  *
  * The pre-ready check that the rules hold is a step of the create
@@ -23,7 +22,6 @@
 
 struct laned;
 struct lane;
-struct proxy;
 
 /* Sets up the module (d->net); nothing runs until lanenet_probe. */
 void lanenet_init(struct laned *);
@@ -75,31 +73,10 @@ struct lanenet_facts {
 void lanenet_facts(const struct laned *, struct lanenet_facts *);
 
 /*
- * Whether the lane has a proxy: allow lanes, and lanes with secrets in
- * internet mode (their HTTP(S) goes through it so that the secrets' hosts
- * are intercepted; every other host is an opaque tunnel). A none lane has
- * none: nothing leaves it, secrets or not.
- */
-bool lanenet_wants_proxy(const struct lane *);
-/*
- * Opens the lane's proxy on 127.0.0.1:port, port 0 for any; l->proxy_port
- * is set. A lane with secrets gets its CA made here (l->ca) and both
- * handed to the proxy before the guest can connect. -1 with err when it
- * cannot listen or the CA cannot be made.
- */
-int lanenet_proxy_open(struct lane *, uint16_t port, char *err,
-    size_t errlen);
-/*
- * Closes the proxy, then wipes the lane's secret values and frees its CA
- * (key included), which only the proxy used: the lane's end for both.
- */
-void lanenet_proxy_close(struct lane *);
-/* The lane CA's certificate (PEM) for the lane YAML; NULL without one. */
-const char *lanenet_ca_pem(const struct lane *);
-/*
- * Start-up: a live allow lane adopted from the registry gets its proxy
- * back on the port its rules let through. If that port cannot be bound,
- * whatever holds it would be reachable from the guest: the lane is
+ * Start-up: a live ready lane with a proxy port (allow lanes, internet
+ * lanes from the pool or with secrets) adopted from the registry gets its
+ * proxy back on the port its rules let through. If that port cannot be
+ * bound, whatever holds it would be reachable from the guest: the lane is
  * destroyed and false returned (else true: recover it as usual).
  */
 bool lanenet_recover(struct lane *);

@@ -10,10 +10,13 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecreate.h"
+#include "laneproxy.h"
+#include "lanesecret.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "pool.h"
 #include "registry.h"
+#include "secret.h"
 #include "util.h"
 
 /* Back-off after a failed pool boot: doubles from 5 s up to 5 min. */
@@ -46,10 +49,13 @@ struct pool {
 };
 
 /*
- * Pool lanes boot with the configured network policy (lane_create_pooled):
- * mode, allow list, no sudo. So the policy is part of a shape: a lane of
- * another policy (booted before the configuration changed) is not the
- * pool's, and a create asking for another policy never gets a pool lane.
+ * Pool lanes boot with the configured network mode and no sudo
+ * (lane_create_pooled), so both are part of a shape: a lane of another
+ * mode (booted before the configuration changed) is not the pool's, and
+ * a create asking for another mode never gets a pool lane. The allow
+ * list and the secrets are not: they live in the host's proxy, which a
+ * pool lane of a mode with one boots with (empty, with its lane CA:
+ * laneproxy.h) and which takes them from its taker (pool_take).
  */
 _Static_assert(sizeof(((struct pool_shape *)0)->image) == IMAGE_NAME_SIZE,
     "a pool shape holds an image name");
@@ -59,14 +65,13 @@ _Static_assert(sizeof(((struct pool_shape *)0)->image) == IMAGE_NAME_SIZE,
  * that asks for exactly its shape, and the refill and trim count lanes by
  * it. A new part of the shape is compared here (count is not a part).
  */
-static bool
+bool
 pool_shape_eq(const struct pool_shape *a, const struct pool_shape *b)
 {
 	return a->cpus == b->cpus && a->memory_mib == b->memory_mib &&
 	    a->disk_gib == b->disk_gib && strcmp(a->image, b->image) == 0 &&
 	    a->net_policy == b->net_policy && a->net_mode == b->net_mode &&
-	    a->sudo == b->sudo && strcmp(a->allow != NULL ? a->allow : "",
-	    b->allow != NULL ? b->allow : "") == 0;
+	    a->sudo == b->sudo;
 }
 
 /* A lane's shape, as it was booted. */
@@ -81,7 +86,6 @@ pool_lane_shape(const struct lane *l, struct pool_shape *s)
 	s->net_policy = l->net_policy;
 	s->net_mode = l->net_mode;
 	s->sudo = l->sudo;
-	s->allow = l->allow;
 }
 
 /*
@@ -129,7 +133,6 @@ pool_resolve(struct pool *p, struct laned *d)
 		s.net_policy = true;
 		s.net_mode = cfg->network;
 		s.sudo = false;
-		s.allow = cfg->network == NETPOLICY_ALLOW ? cfg->allow : "";
 		pool_shape_disk(d, &s);
 		for (j = 0; j < p->nshapes; j++)
 			if (pool_shape_eq(&p->shapes[j], &s))
@@ -430,7 +433,6 @@ pool_pick(struct laned *d, const struct lane_create_plan *plan,
 	want.net_policy = true;
 	want.net_mode = plan->net_mode;
 	want.sudo = plan->sudo;
-	want.allow = plan->allow;
 	pool_shape_disk(d, &want);
 	/* The list is oldest first. */
 	TAILQ_FOREACH(l, &d->lanes, entry) {
@@ -520,18 +522,52 @@ pool_taken_waiting(struct lane *l, struct conn *c,
 	return POOL_BOOTING;
 }
 
+/*
+ * After the registry committed the take: the proxy gets the taker's
+ * allow list, and its secrets, sealed here, are bound to the lane CA it
+ * booted with, all before the create is answered. False (c answered, the
+ * lane destroyed) if that failed: the lane was the taker's already.
+ */
+static bool
+pool_hand_over(struct lane *l, struct conn *c, struct lane_create_plan *plan)
+{
+	struct secret_set *sealed = NULL;
+	char err[256];
+
+	if (plan->secrets != NULL) {
+		sealed = lanesecret_seal(plan->secrets, err, sizeof err);
+		plan->secrets = NULL;
+		if (sealed == NULL)
+			goto fail;
+	}
+	if (laneproxy_take(l, plan->allow, sealed, err, sizeof err) == -1)
+		goto fail;
+	lane_create_secrets_event(l);
+	return true;
+fail:
+	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__INTERNAL, err);
+	conn_send_error(c, AGENTLANE__V1__ERROR_CODE__INTERNAL, "lane %s from "
+	    "the warm pool: %s", l->name, err);
+	return false;
+}
+
 int
-pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
+pool_take(struct laned *d, struct conn *c, struct lane_create_plan *plan,
     struct lane **taken)
 {
 	struct lane *pick;
 	char holder[LANE_NAME_SIZE];
+	char stext[LANE_SECRETS_TEXT_MAX + 1] = "";
 	enum pool_pick kind;
 	int64_t now, eta;
 	int rc;
 
 	*taken = NULL;
 	if (d->pool == NULL)
+		return POOL_COLD;
+	/* A text that does not fit: the cold create says so. */
+	if (plan->secrets != NULL && lanesecret_text(plan->secrets, stext,
+	    sizeof stext) == -1)
 		return POOL_COLD;
 	do {
 		if ((pick = pool_pick(d, plan, &kind)) == NULL)
@@ -543,7 +579,7 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
 	rc = registry_lane_take_pooled(d->reg, pick->name,
 	    kind == PICK_BOOTING, now, now + (int64_t)plan->lifetime_ms,
 	    plan->idle_timeout_ms, plan->labels, plan->nlabels, plan->alias,
-	    plan->owned);
+	    plan->owned, plan->allow, stext);
 	if (rc == REG_TAKEN) {
 		if (registry_lane_by_alias(d->reg, plan->alias, holder) != REG_OK)
 			holder[0] = '\0';
@@ -559,6 +595,8 @@ pool_take(struct laned *d, struct conn *c, const struct lane_create_plan *plan,
 		return POOL_COLD;
 	}
 	pool_taken(pick, plan, now);
+	if (!pool_hand_over(pick, c, plan))
+		return POOL_ANSWERED;
 	if (kind != PICK_WARM)
 		return pool_taken_waiting(pick, c, plan, kind, eta > 0 ? eta : 0);
 	pick->state = LANE_READY;

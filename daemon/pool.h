@@ -16,8 +16,10 @@
  * before it is handed over (lane_create_warm), or is destroyed. Refills
  * run in the
  * background, at most pool_max_boots at once, with a back-off after
- * failed boots. At start-up, booted pool lanes whose VM still runs are
- * kept and the rest destroyed (lane_recover, reconcile).
+ * failed boots. At start-up, booted pool lanes of mode none whose VM
+ * still runs are kept and the rest destroyed (lane_recover, reconcile):
+ * those of modes internet and allow carry a lane CA whose key died with
+ * the daemon.
  */
 #ifndef LANED_POOL_H
 #define LANED_POOL_H
@@ -28,6 +30,15 @@
 struct laned;
 struct conn;
 struct lane_create_plan;
+
+struct pool_shape;
+
+/*
+ * Whether two resolved shapes are one: guest side (cpus, memory, disk,
+ * image) and network mode and sudo. Never the allow list or secrets, which
+ * a pool lane's proxy takes from its taker.
+ */
+bool pool_shape_eq(const struct pool_shape *, const struct pool_shape *);
 
 /* Sets up the pool (off when nothing is configured) and its hook. */
 void pool_init(struct laned *);
@@ -41,11 +52,14 @@ void pool_stop(struct laned *);
  * the caller's: answer c with it (lane_deliver). POOL_BOOTING: a pool lane
  * of the shape still boots and will be ready sooner than a cold boot (by
  * a measured typical boot time), or reopens its exec channel: it is the
- * caller's, and c waits on it as on any creation. POOL_ANSWERED: c was answered (the alias is taken).
+ * caller's, and c waits on it as on any creation. POOL_ANSWERED: c was
+ * answered (the alias is taken). The plan's allow list and secrets go to
+ * the lane's proxy (the secrets are taken from the plan) before anything
+ * is answered.
  */
 enum { POOL_COLD, POOL_READY, POOL_BOOTING, POOL_ANSWERED };
 struct lane;
-int pool_take(struct laned *, struct conn *, const struct lane_create_plan *,
+int pool_take(struct laned *, struct conn *, struct lane_create_plan *,
     struct lane **taken);
 
 /* Boots pool lanes up to the configured counts, within the boot cap. */

@@ -515,6 +515,24 @@ proxy_set_secrets(struct proxy *px, const struct secret_set *set,
 	px->ca = ca;
 }
 
+void
+proxy_set_allow(struct proxy *px, char *const *allow, size_t nallow)
+{
+	struct pconn *c;
+
+	/* What an open connection was let through under is not the new list. */
+	while ((c = TAILQ_FIRST(&px->conns)) != NULL)
+		pconn_free(c);
+	for (size_t i = 0; i < px->pol.nallow; i++)
+		free(px->pol.allow[i]);
+	free(px->pol.allow);
+	px->pol.allow = xreallocarray(NULL, nallow ? nallow : 1,
+	    sizeof(char *));
+	for (size_t i = 0; i < nallow; i++)
+		px->pol.allow[i] = xstrdup(allow[i]);
+	px->pol.nallow = nallow;
+}
+
 int
 proxy_set_test_trust(struct proxy *px, const char *cafile)
 {

@@ -121,6 +121,13 @@ void proxy_set_secrets(struct proxy *, const struct secret_set *set,
     struct tlsca *ca);
 
 /*
+ * Replaces the allow list (patterns as in proxy_policy, copied). Every
+ * open connection is closed first: none carries on under the list it was
+ * let through by. A warm-pool lane's proxy gets its taker's list so.
+ */
+void proxy_set_allow(struct proxy *, char *const *allow, size_t nallow);
+
+/*
  * For tests only, like proxy_set_test_resolver: upstream certificates are
  * verified against the CA certificates in the PEM file cafile instead of
  * the system trust store (hostname check and all else unchanged). Returns

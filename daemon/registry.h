@@ -180,12 +180,14 @@ int registry_count_live(struct registry *, size_t *n);
  * A create takes a warm-pool lane, booted or (booting) still in
  * "creating": in one transaction it stops being pooled, its life
  * (created_at, deadline, idle timeout) starts at now_ms and its labels
- * are added. REG_NOT_FOUND unless it was such a pool lane.
+ * are added, and its allow list and secrets (names, hosts, headers) are
+ * the taker's. REG_NOT_FOUND unless it was such a pool lane.
  */
 int registry_lane_take_pooled(struct registry *, const char *name,
     bool booting, int64_t now_ms, int64_t deadline_ms,
     uint64_t idle_timeout_ms, const struct lane_label *labels, size_t nlabels,
-    const char *alias, bool owned);
+    const char *alias, bool owned,
+    const char *allow, const char *secrets);
 /*
  * How long the newest creations took from registration to ready (warm-pool
  * boots included), newest first: up to max of them, in ms.

@@ -575,7 +575,7 @@ int
 registry_lane_take_pooled(struct registry *r, const char *name, bool booting,
     int64_t now_ms, int64_t deadline_ms, uint64_t idle_timeout_ms,
     const struct lane_label *labels, size_t nlabels, const char *alias,
-    bool owned)
+    bool owned, const char *allow, const char *secrets)
 {
 	sqlite3_stmt *st;
 	char detail[256];
@@ -586,7 +586,7 @@ registry_lane_take_pooled(struct registry *r, const char *name, bool booting,
 	/* Only a pool lane one create has not taken already. */
 	st = reg_prepare(r, "UPDATE lanes SET pooled = 0, created_at_ms = ?2, "
 	    "deadline_ms = ?3, idle_timeout_ms = ?4, last_activity_ms = ?2, "
-	    "alias = NULLIF(?5, ''), owned = ?6 "
+	    "alias = NULLIF(?5, ''), owned = ?6, allow = ?8, secrets = ?9 "
 	    "WHERE name = ?1 AND pooled = 1 AND state = ?7");
 	if (st != NULL) {
 		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
@@ -597,6 +597,8 @@ registry_lane_take_pooled(struct registry *r, const char *name, bool booting,
 		sqlite3_bind_int(st, 6, owned);
 		sqlite3_bind_text(st, 7, booting ? "creating" : "ready", -1,
 		    SQLITE_STATIC);
+		sqlite3_bind_text(st, 8, allow, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 9, secrets, -1, SQLITE_STATIC);
 	}
 	rc = reg_step_done(r, st);
 	if (rc == REG_OK && sqlite3_changes(r->db) != 1)

@@ -15,10 +15,12 @@ booted_pool() { sqlite3 "$DB" "SELECT name FROM lanes WHERE pooled = 1 AND state
 have_booted_pool() { [ -n "$(booted_pool)" ]; }
 state_is() { [ "$(lane_state "$1")" = "$2" ]; }
 creates() { grep -c ' create --name=al-' "$LIMA_SIM_LOG"; }
+# Lanes of mode none: only a pool lane without a lane CA is kept across
+# the restart below (tests/regress/pool-secrets.sh).
 ls_state() { ctl ls --all --json | python3 -c 'import json,sys; print([l["state"] for l in json.load(sys.stdin) if l["name"] == sys.argv[1]][0])' "$1"; }
 
 # ---- A booting pool lane is shown booting, and taken rather than a cold boot
-LIMA_SIM_BOOT_MS=4000 start_daemon --pool-size 1 || exit 1
+LIMA_SIM_BOOT_MS=4000 start_daemon --network none --pool-size 1 || exit 1
 wait_for 10 have_booting_pool
 P=$(booting_pool)
 check_eq "ls --all shows the pool lane booting" booting "$(ls_state "$P")"
@@ -39,7 +41,7 @@ stop_daemon
 # ---- A pool boot late by more than a typical cold boot is not waited for
 # The first start after this restart (the refill's) hangs; the estimate
 # comes from the registry (the boots above).
-LIMA_SIM_HANG=start:1 LIMA_SIM_BOOT_MS=4000 start_daemon --pool-size 1 || exit 1
+LIMA_SIM_HANG=start:1 LIMA_SIM_BOOT_MS=4000 start_daemon --network none --pool-size 1 || exit 1
 TYPICAL=$(grep -o 'a cold boot takes about [0-9]* ms' "$LOG" | tail -1 | awk '{ print $6 }')
 check "the daemon measured a typical cold boot from the registry ($TYPICAL ms)" \
     test "${TYPICAL:-0}" -ge 1000 -a "${TYPICAL:-0}" -lt 60000

@@ -16,9 +16,11 @@ for l in json.load(sys.stdin):
         print(l["name"])'
 }
 npooled() { pooled | grep -c .; }
+# Lanes of mode none throughout: only a pool lane without a lane CA is
+# kept over a restart (tests/regress/pool-secrets.sh).
 one_pooled() { [ "$(npooled)" = 1 ]; }
 
-start_daemon || exit 1
+start_daemon --network none || exit 1
 cat > "$T/tools.sh" <<'EOF'
 #!/bin/sh
 echo y-from-image > /etc/y
@@ -27,7 +29,7 @@ check_eq "an image is built" tools \
     "$(ctl image build tools --provision "$T/tools.sh" 2>/dev/null)"
 stop_daemon
 
-start_daemon --pool-shape "1 image=tools" --pool-max-boots 1 || exit 1
+start_daemon --network none --pool-shape "1 image=tools" --pool-max-boots 1 || exit 1
 check "the pool boots a lane of the image shape" wait_for 30 one_pooled
 P=$(pooled)
 check_match "a clone of the image" 'image +tools' "$(ctl events "$P")"
@@ -51,7 +53,7 @@ P2=$(pooled)
 stop_daemon
 NREC=$(grep -c 'reconcile: done' "$LOG")
 reconciled() { [ "$(grep -c 'reconcile: done' "$LOG")" -gt "$NREC" ]; }
-start_daemon --pool-shape "1 image=tools" --pool-max-boots 1 || exit 1
+start_daemon --network none --pool-shape "1 image=tools" --pool-max-boots 1 || exit 1
 wait_for 20 reconciled
 check_eq "a restart keeps the image pool lane" "$P2" "$(pooled)"
 L=$(ctl create --timeout 10m)
@@ -65,7 +67,7 @@ P3=$(pooled)
 
 # The same sizes without the image: not the same shape.
 stop_daemon
-start_daemon --pool-size 1 --pool-max-boots 1 || exit 1
+start_daemon --network none --pool-size 1 --pool-max-boots 1 || exit 1
 gone() { [ "$(lane_state "$P3")" = destroyed ]; }
 check "a pool without the image shape destroys the image lane" wait_for 30 gone
 check "and boots a lane of the base template" wait_for 30 one_pooled
