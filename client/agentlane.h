@@ -17,12 +17,14 @@
  *
  * ABI and soname. Only the functions declared here are exported (the
  * protobuf code inside the library is hidden). The shared library is
- * libagentlane.so.1 (on macOS libagentlane.dylib, compatibility version 2);
+ * libagentlane.so.2 (on macOS libagentlane.dylib, compatibility version 3;
+ * 2 since struct al_image grew the origin of committed images);
  * the number after ".so." (and the dylib's compatibility version) is bumped
  * on any incompatible change: a
  * function removed or its signature changed, an enum value renumbered, or
  * an output struct (al_lane, al_lane_net, al_event, al_daemon_info,
- * al_reap_report, al_exec_result, al_error) changing size or layout. Option structs grow
+ * al_reap_report, al_exec_result, al_error, al_image) changing size or
+ * layout. Option structs grow
  * without a bump: they begin with a size field that their AL_*_INIT macro
  * fills, new fields are only appended, and the library treats fields
  * beyond the caller's size as zero. Always initialize them with the macro.
