@@ -43,14 +43,14 @@ PLATFORM_CFLAGS := -D_DARWIN_C_SOURCE
 SHLIB_EXT := dylib
 # The install name is set for the real prefix by `make install`.
 SHLIB_FLAGS = -dynamiclib -install_name @rpath/libagentlane.$(SHLIB_EXT) \
-	-compatibility_version 2 -current_version 2
+	-compatibility_version 3 -current_version 3
 # libarchive, sqlite and openssl@3 are keg-only in Homebrew.
 BREW_PREFIX := $(shell brew --prefix 2>/dev/null)
 export PKG_CONFIG_PATH := $(BREW_PREFIX)/opt/libarchive/lib/pkgconfig:$(BREW_PREFIX)/opt/sqlite/lib/pkgconfig:$(BREW_PREFIX)/opt/openssl@3/lib/pkgconfig:$(PKG_CONFIG_PATH)
 else
 PLATFORM_CFLAGS := -D_GNU_SOURCE
 SHLIB_EXT := so
-SHLIB_FLAGS = -shared -Wl,-soname,libagentlane.so.1
+SHLIB_FLAGS = -shared -Wl,-soname,libagentlane.so.2
 endif
 
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
@@ -369,8 +369,8 @@ install: all
 ifeq ($(UNAME_S),Darwin)
 	install -m 0755 $(LIBAGENTLANE_SO) $(DESTDIR)$(PREFIX)/lib/
 else
-	install -m 0755 $(LIBAGENTLANE_SO) $(DESTDIR)$(PREFIX)/lib/libagentlane.so.1
-	ln -sf libagentlane.so.1 $(DESTDIR)$(PREFIX)/lib/libagentlane.so
+	install -m 0755 $(LIBAGENTLANE_SO) $(DESTDIR)$(PREFIX)/lib/libagentlane.so.2
+	ln -sf libagentlane.so.2 $(DESTDIR)$(PREFIX)/lib/libagentlane.so
 endif
 	install -m 0644 client/agentlane.h $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' \
@@ -395,7 +395,7 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/agent-laned $(DESTDIR)$(PREFIX)/bin/agent-lanectl \
 		$(DESTDIR)$(PREFIX)/lib/libagentlane.a \
 		$(DESTDIR)$(PREFIX)/lib/libagentlane.$(SHLIB_EXT) \
-		$(DESTDIR)$(PREFIX)/lib/libagentlane.so.1 $(DESTDIR)$(PREFIX)/lib/libagentlane.so.0 \
+		$(DESTDIR)$(PREFIX)/lib/libagentlane.so.2 $(DESTDIR)$(PREFIX)/lib/libagentlane.so.1 $(DESTDIR)$(PREFIX)/lib/libagentlane.so.0 \
 		$(DESTDIR)$(PREFIX)/include/agentlane.h \
 		$(DESTDIR)$(PREFIX)/lib/pkgconfig/agentlane.pc \
 		$(DESTDIR)$(PREFIX)/share/man/man1/agent-lanectl.1 \

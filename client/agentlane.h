@@ -17,12 +17,14 @@
  *
  * ABI and soname. Only the functions declared here are exported (the
  * protobuf code inside the library is hidden). The shared library is
- * libagentlane.so.1 (on macOS libagentlane.dylib, compatibility version 2);
+ * libagentlane.so.2 (on macOS libagentlane.dylib, compatibility version 3;
+ * 2 since struct al_image grew the origin of committed images);
  * the number after ".so." (and the dylib's compatibility version) is bumped
  * on any incompatible change: a
  * function removed or its signature changed, an enum value renumbered, or
  * an output struct (al_lane, al_lane_net, al_event, al_daemon_info,
- * al_reap_report, al_exec_result, al_error) changing size or layout. Option structs grow
+ * al_reap_report, al_exec_result, al_error, al_image) changing size or
+ * layout. Option structs grow
  * without a bump: they begin with a size field that their AL_*_INIT macro
  * fills, new fields are only appended, and the library treats fields
  * beyond the caller's size as zero. Always initialize them with the macro.
@@ -719,6 +721,14 @@ struct al_image {
 	uint64_t build_ms;
 	bool cached;		/* a build found identical inputs: nothing ran */
 	uint32_t in_use;	/* clones and builds using it now */
+	/*
+	 * al_commit: the lane whose disk it is (its al- name; "" for a built
+	 * image), the lane's alias then ("" for none), and when. from is the
+	 * image that lane was cloned from ("": the lane template).
+	 */
+	char committed_from[20];
+	char committed_alias[AL_IMAGE_NAME_MAX];
+	int64_t committed_at_ms;
 };
 
 struct al_provision_script {
@@ -768,6 +778,28 @@ AL_API enum al_code al_image_get(struct al_client *, const char *name,
 /* Fails with AL_FAILED_PRECONDITION while a clone or build uses it. */
 AL_API enum al_code al_image_remove(struct al_client *, const char *name,
     struct al_image *, struct al_error *);
+
+struct al_commit_opts {
+	size_t size;		/* sizeof(struct al_commit_opts) */
+	bool no_workspace;	/* the image gets no copy of the workspace */
+	/* Phases ("stopping", "cloning", "scrubbing", ...) as it goes. */
+	void (*progress)(const char *phase, const char *message, void *arg);
+	void *arg;
+};
+#define AL_COMMIT_OPTS_INIT { .size = sizeof(struct al_commit_opts) }
+
+/*
+ * Commits a ready lane's disk as image `image` (agent-lanectl commit; see
+ * agent-lanectl(1)). The lane stays ready, but its VM is stopped, cloned
+ * and started again: its execs and copies meanwhile fail with
+ * AL_UNAVAILABLE. The image holds no lane CA, ssh host keys, machine id,
+ * logs or audit of the lane. Blocks until the image is ready and the lane
+ * runs again; al_interrupt() stops the wait, not the commit. opts may be
+ * NULL.
+ */
+AL_API enum al_code al_commit(struct al_client *, const char *lane,
+    const char *image, const struct al_commit_opts *, struct al_image *,
+    struct al_error *);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@
 #include "dispatch.h"
 #include "image.h"
 #include "imagebuild.h"
+#include "lanecommit.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanecall.h"
@@ -438,8 +439,11 @@ main(int argc, char **argv)
 	reaper_init(&d);
 	image_init(&d);
 	image_build_init(&d);
+	lanecommit_init(&d);
 	pool_init(&d);
 	reaper_start(&d);
+	/* Before image_recover deletes a half-made commit's clone. */
+	lanecommit_recover(&d);
 	image_recover(&d);
 	/* After recovery: pool lanes kept from the last run count. */
 	pool_start(&d);
@@ -453,6 +457,7 @@ main(int argc, char **argv)
 	 */
 	listener_stop(&d);
 	lane_persist_activity(&d);
+	lanecommit_free_all(&d);
 	lane_free_all(&d);
 	image_build_free_all(&d);
 	image_free_all(&d);

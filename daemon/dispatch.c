@@ -4,6 +4,7 @@
 #include "exec.h"
 #include "image.h"
 #include "imagebuild.h"
+#include "lanecommit.h"
 #include "info.h"
 #include "laned.h"
 #include "lanecall.h"
@@ -63,6 +64,9 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_REMOVE_IMAGE:
 		image_handle_remove(d, c, req->remove_image->name);
+		break;
+	case AGENTLANE__V1__REQUEST__BODY_COMMIT_LANE:
+		lanecommit_handle(d, c, req->commit_lane);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_GET_LOGS:
 		logcall_handle(d, c, req->get_logs);

@@ -223,6 +223,9 @@ image_to_proto(struct laned *d, const struct image_record *rec,
 	im->created_at_ms = rec->created_at_ms;
 	im->build_ms = rec->build_ms;
 	im->in_use = hold_count(d, rec->name);
+	im->committed_from = (char *)rec->committed_from;
+	im->committed_alias = (char *)rec->committed_alias;
+	im->committed_at_ms = rec->committed_at_ms;
 	str_copy(buf, rec->scripts, IMAGE_SCRIPTS_MAX);
 	for (p = strtok_r(buf, "\n", &save); p != NULL && n < maxnames;
 	    p = strtok_r(NULL, "\n", &save))

@@ -691,6 +691,17 @@ lane_destroy(struct lane *l, int code, const char *reason)
 	struct lane_change ch;
 	char msg[128];
 
+	if (l->committing) {
+		/* Its VM is stopped or being cloned: deleted once it ends. */
+		if (!l->destroy_deferred) {
+			l->destroy_deferred = true;
+			l->destroy_code = code;
+			str_copy(l->destroy_reason, reason,
+			    sizeof l->destroy_reason);
+			lane_event(l, "destroy-requested", reason);
+		}
+		return;
+	}
 	/* A pool lane still booting is a creation; a booted one is ready. */
 	if (lane_pool_booted(l))
 		goto ready;
@@ -841,6 +852,13 @@ lane_activity_begin(struct laned *d, struct conn *c, const char *name,
 		    "record it: %s)", name, l->commit_error);
 		return NULL;
 	}
+	if (l->committing) {
+		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
+		    "lane %s is committing (agent-lanectl commit): its VM is "
+		    "stopped while its disk is copied; try again when the "
+		    "commit is done", name);
+		return NULL;
+	}
 	if (l->nactivities >= d->cfg.max_execs_per_lane) {
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED,
 		    "lane %s already runs %zu execs and copies "
@@ -852,6 +870,19 @@ lane_activity_begin(struct laned *d, struct conn *c, const char *name,
 	l->nactivities++;
 	lane_touch(l);
 	return l;
+}
+
+void
+lane_commit_end(struct lane *l)
+{
+	char reason[sizeof l->destroy_reason];
+
+	l->committing = false;
+	if (!l->destroy_deferred)
+		return;
+	l->destroy_deferred = false;
+	str_copy(reason, l->destroy_reason, sizeof reason);
+	lane_destroy(l, l->destroy_code, reason);
 }
 
 void

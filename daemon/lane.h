@@ -146,6 +146,14 @@ struct lane {
 	char fail_msg[LANE_ERROR_MAX];
 	/* Destroy asked while creating; acted on when the step returns. */
 	bool destroy_pending;
+	/*
+	 * agent-lanectl commit (lanecommit.h) has its VM stopped, cloned or
+	 * restarting: still "ready" in the registry, but execs and copies
+	 * get UNAVAILABLE, reconcile does not judge it, and a destroy waits
+	 * (destroy_deferred, its code and reason kept) until it runs again.
+	 */
+	bool committing;
+	bool destroy_deferred;
 	/* create --detach: its client may go before ready (else: destroyed). */
 	bool create_detached;
 	bool logs_kept;		/* lanelog_keep ran for its failed start */
@@ -183,9 +191,13 @@ void lane_recover(struct lane *);
 /*
  * Starts destroying a lane (idempotent). reason goes to the audit trail;
  * code is what running execs and a waiting creator are told
- * (DEADLINE_EXCEEDED for deadlines, CANCELLED otherwise).
+ * (DEADLINE_EXCEEDED for deadlines, CANCELLED otherwise). A committing
+ * lane is destroyed once its commit ends (lane_commit_end).
  */
 void lane_destroy(struct lane *, int code, const char *reason);
+/* The commit of a lane ended (its VM runs again, or will not): a destroy
+ * asked meanwhile runs now. */
+void lane_commit_end(struct lane *);
 
 /*
  * What a client calls a lane, made its al- name: the name itself, its

@@ -55,6 +55,7 @@ struct laned {
 	struct lane_list lanes;	/* runtime state of live lanes */
 	struct images *images;	/* image rows' holds (image.c) */
 	struct builds *builds;	/* image builds (imagebuild.c) */
+	struct commits *commits;	/* lane commits (lanecommit.c) */
 
 	/*
 	 * Hooks that keep the modules acyclic: conn.c hands a call to

@@ -434,7 +434,9 @@ lima_argv_stop(const struct lima *l, const char *name)
 char **
 lima_argv_clone(const struct lima *l, const char *image, const char *to)
 {
-	if (!names_image_instance_valid(image) || !names_instance_valid(to))
+	/* An image to a lane or image; a lane only to an image (commit). */
+	if (!(names_image_instance_valid(image) && names_instance_valid(to)) &&
+	    !(names_lane_valid(image) && names_image_instance_valid(to)))
 		return NULL;
 	return argv_build((const char *const[]){ l->limactl, LIMACTL_COMMON,
 	    "clone", image, to, NULL });

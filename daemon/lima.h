@@ -112,7 +112,11 @@ char **lima_argv_start(const struct lima *, const char *name,
 char **lima_argv_delete(const struct lima *, const char *name);
 /* Graceful stop (an image is stopped before it can be cloned). */
 char **lima_argv_stop(const struct lima *, const char *name);
-/* `limactl clone IMAGE TO`: only ever from an image (to a lane or image). */
+/*
+ * `limactl clone FROM TO`: from an image (to a lane or an image), or from
+ * a stopped lane to an image (agent-lanectl commit); never to a lane from
+ * a lane.
+ */
 char **lima_argv_clone(const struct lima *, const char *image,
     const char *to);
 /*

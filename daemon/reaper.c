@@ -312,8 +312,9 @@ static bool
 vm_should_run(const struct lane *l)
 {
 	/* Booted pool lanes too: a stopped VM is no warm lane. */
+	/* A committing lane's VM is stopped on purpose (lanecommit.h). */
 	return (l->state == LANE_READY || lane_pool_booted(l)) &&
-	    l->step != LANE_STEP_COMMIT_WAIT;
+	    l->step != LANE_STEP_COMMIT_WAIT && !l->committing;
 }
 
 /* Taken when the list starts: what it may judge. */

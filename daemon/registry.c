@@ -116,6 +116,15 @@ static const char *const migrations[] = {
 	"  started_ms INTEGER NOT NULL,"
 	"  command TEXT NOT NULL"
 	");",
+	/*
+	 * Images made by agent-lanectl commit (daemon/lanecommit.h): the
+	 * lane they came from, its alias then, and when. Built images keep
+	 * committed_from ''.
+	 */
+	"ALTER TABLE images ADD COLUMN committed_from TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE images ADD COLUMN committed_alias TEXT NOT NULL DEFAULT '';"
+	"ALTER TABLE images ADD COLUMN committed_at_ms INTEGER NOT NULL "
+	"DEFAULT 0;",
 };
 
 #define SCHEMA_VERSION ((int)(sizeof migrations / sizeof *migrations))

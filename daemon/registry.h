@@ -276,6 +276,10 @@ struct image_record {
 	char scripts[IMAGE_SCRIPTS_MAX];
 	int64_t created_at_ms;
 	uint64_t build_ms;
+	/* commit: the lane (al- name, "" for a built image), its alias. */
+	char committed_from[LANE_NAME_SIZE];
+	char committed_alias[LANE_ALIAS_SIZE];
+	int64_t committed_at_ms;
 };
 
 /* In "building"; REG_EXISTS when the name (or instance) is taken. */

@@ -2,7 +2,8 @@
  * The registry's images table. One row per image: committed in "building"
  * before limactl hears the instance name (the lanes' invariant 1), "ready"
  * once the provisioned VM is stopped, deleted together with its VM (a
- * failed or cancelled build leaves no row).
+ * failed or cancelled build leaves no row). A commit's row also names
+ * the lane it came from (committed_from, committed_alias, committed_at).
  */
 #include <sqlite3.h>
 #include <stdio.h>
@@ -35,6 +36,11 @@ image_row(sqlite3_stmt *st, struct image_record *rec)
 	reg_column_copy(st, 9, rec->scripts, sizeof rec->scripts);
 	rec->created_at_ms = sqlite3_column_int64(st, 10);
 	rec->build_ms = (uint64_t)sqlite3_column_int64(st, 11);
+	reg_column_copy(st, 12, rec->committed_from,
+	    sizeof rec->committed_from);
+	reg_column_copy(st, 13, rec->committed_alias,
+	    sizeof rec->committed_alias);
+	rec->committed_at_ms = sqlite3_column_int64(st, 14);
 }
 
 int
@@ -42,7 +48,7 @@ registry_image_insert(struct registry *r, const struct image_record *rec)
 {
 	sqlite3_stmt *st = reg_prepare(r, "INSERT INTO images ("
 	    IMAGE_COLUMNS ") VALUES (?1, ?2, ?3, 'building', ?4, ?5, ?6, ?7, "
-	    "?8, ?9, ?10, 0)");
+	    "?8, ?9, ?10, 0, ?11, ?12, ?13)");
 	int rc;
 
 	if (st == NULL)
@@ -57,6 +63,9 @@ registry_image_insert(struct registry *r, const struct image_record *rec)
 	sqlite3_bind_int64(st, 8, rec->disk_gib);
 	sqlite3_bind_text(st, 9, rec->scripts, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 10, rec->created_at_ms);
+	sqlite3_bind_text(st, 11, rec->committed_from, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 12, rec->committed_alias, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 13, rec->committed_at_ms);
 	rc = reg_step_done(r, st);
 	/* Extended result codes are on: only a taken name or instance. */
 	return rc == REG_TAKEN ? REG_EXISTS : rc;

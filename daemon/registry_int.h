@@ -41,7 +41,8 @@ struct registry {
 	"secrets"
 
 #define IMAGE_COLUMNS "name, id, instance, state, from_image, docker, cpus, " \
-	"memory_mib, disk_gib, scripts, created_at_ms, build_ms"
+	"memory_mib, disk_gib, scripts, created_at_ms, build_ms, " \
+	"committed_from, committed_alias, committed_at_ms"
 
 #define LIVE_STATES "('creating','ready','destroying')"
 

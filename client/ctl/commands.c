@@ -84,6 +84,12 @@ static const struct ctl_option image_options[] = {
 	{ 0, NULL, NULL, NULL },
 };
 
+static const struct ctl_option commit_options[] = {
+	{ 0, "no-workspace", NULL, "leave the lane's workspace out of the "
+	    "image" },
+	{ 0, NULL, NULL, NULL },
+};
+
 static const struct ctl_option ls_options[] = {
 	{ 'a', "all", NULL, "ended lanes too" },
 	{ 'q', "quiet", NULL, "lane names only, one a line" },
@@ -406,6 +412,25 @@ const struct ctl_command ctl_commands[] = {
 		.json = true,
 		.complete = CTL_COMPLETE_WORDS,
 		.units = true,
+	},
+	{
+		.name = "commit",
+		.run = cmd_commit,
+		.operands = "LANE IMAGE",
+		.summary = "save a ready lane's disk as an image (docker commit)",
+		.text =
+		    "Lanes and pool shapes can then start from IMAGE (create --image).\n"
+		    "Lima clones only a stopped VM: the lane stays ready, but its VM\n"
+		    "is stopped, cloned and started again, and its execs and copies\n"
+		    "meanwhile fail (UNAVAILABLE, committing); its deadline runs on.\n"
+		    "The copy is booted once to scrub it: the image never holds the\n"
+		    "lane's CA (secrets), ssh host keys, machine id, cloud-init data,\n"
+		    "logs or audit; --no-workspace drops the workspace too. Prints\n"
+		    "the name; image ls and image show say where an image came from.\n"
+		    "Ctrl-C stops waiting, not the commit.\n",
+		.options = commit_options,
+		.json = true,
+		.complete = CTL_COMPLETE_LANE,
 	},
 	{
 		.name = "daemon",

@@ -377,6 +377,7 @@ int cmd_help(struct ctl *, int, char **);
 int cmd_completion(struct ctl *, int, char **);
 /* Completion's live lane names and aliases, one a line (not in the help). */
 int cmd_complete_lanes(struct ctl *, int, char **);
+int cmd_commit(struct ctl *, int, char **);
 int cmd_info(struct ctl *, int, char **);
 int cmd_stats(struct ctl *, int, char **);
 

@@ -1,4 +1,5 @@
-/* Image commands: image build|ls|show|rm, and the --provision path of create. */
+/* Image commands: image build|ls|show|rm, commit, and the --provision path
+ * of create. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -146,9 +147,35 @@ image_json(FILE *f, const struct al_image *im)
 	ctl_time(im->created_at_ms, t, sizeof t);
 	fputs("],\"created_at\":", f);
 	ctl_json_string(f, t);
-	fprintf(f, ",\"created_at_ms\":%lld,\"build_ms\":%llu,\"in_use\":%u}",
+	fprintf(f, ",\"created_at_ms\":%lld,\"build_ms\":%llu,\"in_use\":%u",
 	    (long long)im->created_at_ms, (unsigned long long)im->build_ms,
 	    im->in_use);
+	/* Where it came from: a build, or a commit of a lane. */
+	fputs(",\"origin\":", f);
+	ctl_json_string(f, im->committed_from[0] ? "commit" : "build");
+	if (im->committed_from[0]) {
+		ctl_time(im->committed_at_ms, t, sizeof t);
+		fputs(",\"committed_from\":", f);
+		ctl_json_string(f, im->committed_from);
+		fputs(",\"committed_alias\":", f);
+		ctl_json_string(f, im->committed_alias);
+		fputs(",\"committed_at\":", f);
+		ctl_json_string(f, t);
+		fprintf(f, ",\"committed_at_ms\":%lld",
+		    (long long)im->committed_at_ms);
+	}
+	fputc('}', f);
+}
+
+/* ORIGIN of image ls: "build", or "commit LANE" (its alias if it had one). */
+static void
+image_origin(const struct al_image *im, char *buf, size_t len)
+{
+	if (im->committed_from[0] == '\0')
+		snprintf(buf, len, "build");
+	else
+		snprintf(buf, len, "commit %s", im->committed_alias[0] ?
+		    im->committed_alias : im->committed_from);
 }
 
 static int
@@ -222,19 +249,21 @@ image_ls(struct ctl *ctl, const struct ctl_parsed *p)
 		}
 		fputs("]\n", stdout);
 	} else {
-		printf("%-24s %-12s %4s %8s %7s %-6s  %s\n", "NAME", "ID", "CPUS",
-		    "MEMORY", "DISK", "DOCKER", "CREATED");
+		printf("%-24s %-12s %4s %8s %7s %-6s  %-20s  %s\n", "NAME",
+		    "ID", "CPUS", "MEMORY", "DISK", "DOCKER", "CREATED",
+		    "ORIGIN");
 		for (size_t i = 0; i < n; i++) {
-			char t[32], mem[16], disk[16];
+			char t[32], mem[16], disk[16], origin[96];
 
 			ctl_time(v[i].created_at_ms, t, sizeof t);
 			ctl_bytes((uint64_t)v[i].memory_mib << 20, mem,
 			    sizeof mem);
 			ctl_bytes((uint64_t)v[i].disk_gib << 30, disk,
 			    sizeof disk);
-			printf("%-24s %-12.12s %4u %8s %7s %-6s  %s\n",
+			image_origin(&v[i], origin, sizeof origin);
+			printf("%-24s %-12.12s %4u %8s %7s %-6s  %-20s  %s\n",
 			    v[i].name, v[i].id, v[i].cpus, mem, disk,
-			    v[i].docker ? "yes" : "no", t);
+			    v[i].docker ? "yes" : "no", t, origin);
 		}
 	}
 	al_images_free(v);
@@ -273,6 +302,14 @@ image_show(struct ctl *ctl, const struct ctl_parsed *p)
 	printf("created:  %s\n", t);
 	printf("build:    %.1f s\n", im.build_ms / 1000.0);
 	printf("in use:   %u\n", im.in_use);
+	if (im.committed_from[0]) {
+		ctl_time(im.committed_at_ms, t, sizeof t);
+		printf("origin:   commit of lane %s%s%s%s at %s, base %s\n",
+		    im.committed_from, im.committed_alias[0] ? " (" : "",
+		    im.committed_alias, im.committed_alias[0] ? ")" : "", t,
+		    im.from[0] ? im.from : "the lane template");
+	} else
+		printf("origin:   build\n");
 	return 0;
 }
 
@@ -308,6 +345,42 @@ image_rm(struct ctl *ctl, const struct ctl_parsed *p)
 	if (ctl->json)
 		fputs("]\n", stdout);
 	return status;
+}
+
+int
+cmd_commit(struct ctl *ctl, int argc, char **argv)
+{
+	struct al_commit_opts o = AL_COMMIT_OPTS_INIT;
+	struct ctl_parsed p;
+	struct al_image im;
+	struct al_error err;
+	int rc;
+
+	if ((rc = ctl_parse(ctl, argc, argv, &p)) != CTL_CONTINUE)
+		return rc;
+	for (size_t i = 0; i < p.nopts; i++)
+		if (ctl_is(&p.opts[i], "no-workspace"))
+			o.no_workspace = true;
+	if (p.noperands != 2)
+		return ctl_usage("usage: agent-lanectl commit LANE IMAGE "
+		    "[--no-workspace]");
+	o.progress = build_progress;
+	if (al_commit(ctl->client, p.operands[0], p.operands[1], &o, &im,
+	    &err) != AL_OK) {
+		if (ctl_interrupted()) {
+			ctl_report(ctl, CTL_CODE_INTERRUPTED, NULL, NULL,
+			    "stopped waiting; the daemon finishes the commit "
+			    "(agent-lanectl image ls)", NULL);
+			return CTL_EXIT_FAILURE;
+		}
+		return ctl_fail(ctl, &err, CTL_EXIT_FAILURE);
+	}
+	if (ctl->json) {
+		image_json(stdout, &im);
+		fputc('\n', stdout);
+	} else
+		printf("%s\n", im.name);
+	return 0;
 }
 
 const struct ctl_subcommand ctl_image_subcommands[] = {

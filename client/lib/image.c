@@ -1,4 +1,5 @@
-/* Image calls: build (streaming progress and script output), list, get, rm. */
+/* Image calls: build (streaming progress and script output), list, get, rm,
+ * and commit (a lane's disk made an image). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,11 @@ image_from_proto(struct al_image *out, const Agentlane__V1__Image *im)
 	out->build_ms = im->build_ms;
 	out->cached = im->cached;
 	out->in_use = im->in_use;
+	snprintf(out->committed_from, sizeof out->committed_from, "%s",
+	    im->committed_from ? im->committed_from : "");
+	snprintf(out->committed_alias, sizeof out->committed_alias, "%s",
+	    im->committed_alias ? im->committed_alias : "");
+	out->committed_at_ms = im->committed_at_ms;
 	for (size_t i = 0; i < im->n_scripts && i < AL_IMAGE_SCRIPTS_MAX; i++)
 		snprintf(out->scripts[out->nscripts++], sizeof out->scripts[0],
 		    "%s", im->scripts[i] ? im->scripts[i] : "");
@@ -151,6 +157,27 @@ do_image_remove(struct al_client *c, const char *name, struct al_image *out,
 }
 
 static int
+do_commit(struct al_client *c, const char *lane, const char *image,
+    const struct al_commit_opts *o, struct al_image *out,
+    struct al_error *err)
+{
+	AlRequest req = AGENTLANE__V1__REQUEST__INIT;
+	Agentlane__V1__CommitLane cl = AGENTLANE__V1__COMMIT_LANE__INIT;
+	struct al_image_build_opts po = AL_IMAGE_BUILD_OPTS_INIT;
+
+	cl.lane = (char *)(lane != NULL ? lane : "");
+	cl.image = (char *)(image != NULL ? image : "");
+	cl.no_workspace = o != NULL && o->no_workspace;
+	if (o != NULL) {
+		po.progress = o->progress;
+		po.arg = o->arg;
+	}
+	req.body_case = AGENTLANE__V1__REQUEST__BODY_COMMIT_LANE;
+	req.commit_lane = &cl;
+	return image_answer(image_call(c, &req, &po, err), out, err);
+}
+
+static int
 do_image_list(struct al_client *c, struct al_image **images, size_t *n,
     struct al_error *err)
 {
@@ -225,6 +252,22 @@ al_image_list(struct al_client *c, struct al_image **images, size_t *n,
 
 	err = al_error_begin(err, &local);
 	return al_result(do_image_list(c, images, n, err), err);
+}
+
+AL_API enum al_code
+al_commit(struct al_client *c, const char *lane, const char *image,
+    const struct al_commit_opts *o, struct al_image *out, struct al_error *err)
+{
+	struct al_commit_opts opts;
+	struct al_error local;
+
+	err = al_error_begin(err, &local);
+	if (o != NULL) {
+		if (al_opts_copy(&opts, sizeof opts, o, err) == -1)
+			return al_result(-1, err);
+		o = &opts;
+	}
+	return al_result(do_commit(c, lane, image, o, out, err), err);
 }
 
 AL_API void

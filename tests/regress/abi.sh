@@ -66,7 +66,7 @@ if nm -D "$LIB" | grep -q __asan_; then
 fi
 if $CC_TEST -Wall -Werror -I"$REPO/client" -o "$T/v" "$T/v.c" -L"$(dirname "$LIB")" \
     -lagentlane 2>"$T/cc.err"; then
-	ln -s "$LIB" "$T/libagentlane.so.1"
+	ln -s "$LIB" "$T/libagentlane.so.2"
 	OUT=$(LD_LIBRARY_PATH=$T "$T/v")
 	set -- $OUT ""
 	if [ "$1" = "$2" ] && [ "$3" = "$("$LANECTL" --version | awk '{print $2}')" ]; then

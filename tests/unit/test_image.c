@@ -171,10 +171,14 @@ test_clone_argv(void **state)
 	    "template:_images/ubuntu-lts", (char *const[]){ NULL });
 	char **argv;
 
-	/* Only ever from an image, to a valid instance name. */
+	/* From an image to a valid instance name, or a lane to an image. */
 	assert_null(lima_argv_clone(l, "al-0123456789abcdef",
 	    "al-00000000000000aa"));
 	assert_null(lima_argv_clone(l, "ali-0123456789abcdef", "../x"));
+	/* commit: a lane to an image, never a lane to a lane (above). */
+	argv = lima_argv_clone(l, "al-0123456789abcdef", "ali-00000000000000aa");
+	assert_non_null(argv);
+	lima_argv_free(argv);
 	assert_null(lima_argv_clone(l, "ali-0123456789abcdef", "default"));
 	argv = lima_argv_clone(l, "ali-0123456789abcdef",
 	    "al-00000000000000aa");

@@ -286,6 +286,10 @@ export interface Image {
   /** The build found identical inputs and built nothing. */
   cached: boolean;
   inUse: number;
+  /** commitLane: the lane whose disk it is ("" for a built image), its alias then, and when. */
+  committedFrom: string;
+  committedAlias: string;
+  committedAtMs: number;
 }
 
 export interface Progress {
@@ -1034,6 +1038,43 @@ export class AgentLaneClient {
     }
   }
 
+  /**
+   * Commit a ready lane's disk as image `image` (agent-lanectl commit): the
+   * lane stays ready, but its VM is stopped, cloned and started again, and
+   * its execs meanwhile fail with UNAVAILABLE. The image holds none of the
+   * lane's CA, ssh host keys, machine id, logs or audit. Aborting `signal`
+   * stops the wait, not the commit.
+   */
+  async commitLane(
+    lane: string,
+    image: string,
+    opts: { noWorkspace?: boolean; onProgress?: (p: Progress) => void; signal?: AbortSignal } = {},
+  ): Promise<Image> {
+    const { conn } = await this.open();
+    const onAbort = () => {
+      const reason = opts.signal?.reason;
+      conn.fail(reason instanceof Error ? reason : new AgentLaneError("CANCELLED", "stopped waiting for the commit"));
+    };
+    if (opts.signal?.aborted) onAbort();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await conn.send({ commitLane: { lane, image, noWorkspace: opts.noWorkspace ?? false } });
+      for (;;) {
+        const m = await conn.expect("the committed image");
+        if (m.body === "progress") {
+          opts.onProgress?.({ phase: m.progress.phase, message: m.progress.message });
+          continue;
+        }
+        if (m.body === "error") throw errorFrom(m.error);
+        if (m.body === "image") return toImage(m.image);
+        throw new AgentLaneError("UNAVAILABLE", `unexpected ${m.body} during CommitLane`);
+      }
+    } finally {
+      opts.signal?.removeEventListener("abort", onAbort);
+      conn.destroy();
+    }
+  }
+
   async listImages(): Promise<Image[]> {
     const list = await this.unary({ listImages: {} }, "imageList");
     return (list.images ?? []).map(toImage);
@@ -1357,6 +1398,9 @@ function toImage(m: any): Image {
     buildMs: Number(m.buildMs ?? 0),
     cached: Boolean(m.cached),
     inUse: Number(m.inUse ?? 0),
+    committedFrom: m.committedFrom ?? "",
+    committedAlias: m.committedAlias ?? "",
+    committedAtMs: Number(m.committedAtMs ?? 0),
   };
 }
 

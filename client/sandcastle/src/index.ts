@@ -186,6 +186,13 @@ export interface LaneHandle extends IsolatedSandboxHandle {
   /** True once close() was called. */
   readonly closed: boolean;
   interactiveExec(args: string[], options: InteractiveExecOptions): Promise<{ exitCode: number }>;
+  /**
+   * Save this lane's disk as image `image` (agent-lanectl commit), so that
+   * `lima({ image })` starts more lanes from it: prepare once, fan out. The
+   * lane stays usable once it resolves (its VM was stopped, cloned and
+   * started again; execs meanwhile fail with UNAVAILABLE).
+   */
+  commit(image: string, options?: { noWorkspace?: boolean }): Promise<import("./client.js").Image>;
 }
 
 /**
@@ -429,6 +436,32 @@ export async function buildImage(
     },
     { onOutput: options.onOutput, signal: options.signal },
   );
+}
+
+/**
+ * Commits a lane (a name, alias or prefix: e.g. the `name` given to
+ * lima({ name })) as an image that lima({ image }) and pool shapes start
+ * from: `await commit({ lane: "prep", image: "prepared" })`.
+ */
+export async function commit(
+  options: {
+    lane: string;
+    image: string;
+    noWorkspace?: boolean;
+    socketPath?: string;
+    host?: string;
+    context?: string;
+    remoteCommand?: string;
+    signal?: AbortSignal;
+  },
+): Promise<import("./client.js").Image> {
+  const client = new AgentLaneClient({
+    socketPath: options.socketPath,
+    host: options.host,
+    context: options.context,
+    remoteCommand: options.remoteCommand,
+  });
+  return client.commitLane(options.lane, options.image, { noWorkspace: options.noWorkspace, signal: options.signal });
 }
 
 async function cleanupFailedCreate(client: AgentLaneClient, laneName: string | undefined, createId: string): Promise<void> {
@@ -796,6 +829,11 @@ class AgentLaneHandle implements LaneHandle {
   async copyFileOut(sandboxPath: string, hostPath: string): Promise<void> {
     this.ensureOpen("copyFileOut");
     await this.client.copyFileOut(this.laneName, sandboxPath, hostPath, { maxBytes: this.options.maxCopyOutBytes });
+  }
+
+  async commit(image: string, options: { noWorkspace?: boolean } = {}): Promise<import("./client.js").Image> {
+    this.ensureOpen("commit");
+    return this.client.commitLane(this.laneName, image, { noWorkspace: options.noWorkspace });
   }
 
   /**
