@@ -306,7 +306,14 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.argc = 7;
 	spec.cwd = copy_cwd(dest);
 	spec.stdin = true;
-	spec.stdin_direct = true;	/* the archive goes straight to tar */
+	/*
+	 * On the lane's exec channel, its archive relayed as an exec's stdin
+	 * (acknowledged in windows, so a guest that stops reading stalls only
+	 * this copy): a copy-in pays no limactl shell, ssh session, login
+	 * shell or helper compile of its own, which under emulation was most
+	 * of a small copy's time (docs/performance.md, "Sandcastle").
+	 */
+	spec.channel = true;
 	spec.what = "copy-in";
 	if ((s = session_start(d, c, &spec, &copy_in_hooks, 0, true)) != NULL)
 		session_audit_begin(s, "copy-in", dest, strlen(dest));
@@ -524,6 +531,14 @@ copy_handle_out(struct laned *d, struct conn *c,
 	spec.argc = 5;
 	spec.cwd = copy_cwd(req->path);
 	spec.stdin = false;
+	/*
+	 * On the lane's exec channel, as an exec: a copy-out pays no limactl
+	 * shell, ssh session, login shell or helper compile of its own (under
+	 * emulation most of its time for a small file; docs/performance.md).
+	 * Its output is windowed as an exec's, so a slow client still stalls
+	 * only this copy, and a refused one is killed by its helper.
+	 */
+	spec.channel = true;
 	spec.what = "copy-out";
 	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false)) !=
 	    NULL) {

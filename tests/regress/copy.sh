@@ -154,6 +154,18 @@ exec /usr/bin/tar "$@"
 FAKE
 # The profile also prints noise before the helper starts.
 g sh -c 'printf "echo Welcome to your lane\nexport PATH=\"\$HOME/evil/bin:\$PATH\"\n" >> "$HOME/.bash_profile"'
+# Copies run on the lane's exec channel, whose login shell read the profile
+# before this: end the channel, so that the next one starts from it.
+chan_pids() {
+	local p
+	for p in $(pgrep -f 'limactl --tty=false shell' 2>/dev/null); do
+		{ tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
+		    grep -qx "LIMA_HOME=$STATE/lima" && echo "$p"
+	done
+}
+kill $(chan_pids) 2>/dev/null
+no_chan() { [ -z "$(chan_pids)" ]; }
+wait_for 30 no_chan
 check_eq "exec still works with a noisy login profile" ok "$(g echo ok)"
 before=$(cd "$T" && find . -path ./st -prune -o -print | LC_ALL=C sort)
 for n in abs dotdot symlink device hardlink; do
