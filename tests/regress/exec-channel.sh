@@ -41,6 +41,18 @@ CH=$(shell_pids)
 for i in 1 2 3 4 5; do ctl exec -n "$L" -- true; done
 check_eq "later execs reuse it" "$CH" "$(shell_pids)"
 
+# An idle channel keeps a spare: the next exec's helper, forked (with its
+# keeper) ahead, so that an exec pays neither fork (docs/performance.md).
+# Seen from the guest (its pid namespace on both tiers), as $PPID is.
+spares() { sim shell --workdir=/ "$L" -- pgrep -x agent-lane-spar </dev/null; }
+two_spares() { [ "$(spares | wc -l)" = 2 ]; }
+check "an idle channel has a spare helper and its keeper" wait_for 10 two_spares
+S=$(spares)
+PARENT=$(ctl exec -n "$L" -- sh -c 'echo $PPID')
+check_match "the next exec runs in the spare" "^$PARENT\$" "$S"
+check "and a new spare is made" wait_for 10 two_spares
+check_nomatch "not the one just used" "^$PARENT\$" "$(spares)"
+
 # Copies in and out run on the channel too: a small copy pays no limactl
 # shell, ssh session or login shell of its own (docs/performance.md).
 shells() { grep -c ' shell ' "$LIMA_SIM_LOG"; }
