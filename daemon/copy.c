@@ -36,7 +36,10 @@
  * directories that exist): an interrupted copy never leaves a partial file
  * where the copy was going. A killed copy (its client went away: the whole
  * process group is killed) cannot remove the directory itself, so a watcher
- * in a session of its own does once the script is gone. mv -T and setsid:
+ * in a session of its own does once the script is gone. The watcher starts
+ * before the directory is made, so that no kill can fall between the two;
+ * the directory is named for the script's pid, which no live copy shares
+ * (one of that name is a dead copy's, removed first). mv -T and setsid:
  * the guest has GNU coreutils and util-linux.
  */
 static const char copy_in_script[] =
@@ -54,10 +57,10 @@ static const char copy_in_script[] =
     "if [ \"$2\" != f ]; then "
     "if { [ -e \"$x\" ] || [ -L \"$x\" ]; } && [ ! -d \"$x\" ]; then "
     "echo \"$x\" >&2; exit 71; fi; p=$x; fi; "
-    "mkdir -p -- \"$p\" && t=$(mktemp -d -- \"$p/.agent-lane-in.XXXXXX\") "
-    "|| exit 1; "
+    "mkdir -p -- \"$p\" || exit 1; t=$p/.agent-lane-in.$$; "
     "setsid sh -c 'while kill -0 \"$1\"; do sleep 1; done; rm -rf -- \"$2\"' "
     "w $$ \"$t\" </dev/null >/dev/null 2>&1 & "
+    "rm -rf -- \"$t\" && mkdir -m 700 -- \"$t\" || exit 1; "
     "if [ \"$2\" = f ]; then tar -x -p -f - -C \"$t\" && "
     "mv -fT -- \"$t/$3\" \"$x\"; "
     "else tar -x -p -f - -C \"$t\" && m \"$t\" \"$x\"; fi; r=$?; "

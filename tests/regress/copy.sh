@@ -51,11 +51,18 @@ check_eq "copy-in to an unwritable guest path fails" 1 "$RC"
 check_match "as a typed FAILED_PRECONDITION from the guest" 'FAILED_PRECONDITION' "$OUT"
 OUT=$(ctl cp "$T/nonexistent" "$L:$WS/n" 2>&1); RC=$?
 check_eq "copy-in of a missing host file fails" 1 "$RC"
+no_temps() {
+	! find "$T" -name '*.agent-lane-*' | grep -q .
+}
 mkfifo "$H/fifo"
 OUT=$(ctl cp "$H" "$L:$WS/tree2" 2>&1); RC=$?
 check_eq "a FIFO in the tree fails the copy" 1 "$RC"
 check_match "saying why" 'FIFOs' "$OUT"
 rm "$H/fifo"
+# The guest's half-made copy is removed by its watcher once the killed
+# copy script is gone (a second or so later), not by the script itself.
+check "the abandoned copy's temporary directory is removed" \
+    wait_for 15 no_temps
 
 # Copy out: a directory round trip and a file.
 check "copy-out of the tree succeeds" ctl cp "$L:$WS/tree" "$T/back"
@@ -71,9 +78,6 @@ check "lands inside it under the guest name" test -f "$T/into/r.bin"
 check "copy-out over an existing file replaces it" ctl cp "$L:$WS/x/y/z/renamed.txt" "$T/r.bin"
 check_eq "with the new content" "one file" "$(cat "$T/r.bin")"
 
-no_temps() {
-	! find "$T" -name '*.agent-lane-*' | grep -q .
-}
 
 # Over the bound: typed error, destination untouched, no temporary file.
 echo original > "$T/dest"
