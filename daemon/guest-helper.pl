@@ -145,10 +145,12 @@ sub mux {
                 if ($t eq "N") {
                     exit(2) if $e || $l != 4;
                     # The spare if it still runs (the OOM killer may have
-                    # taken it), else a child forked now.
+                    # taken it), else a child forked now. waitpid, not
+                    # kill 0: a spare that just died is a zombie, which
+                    # kill 0 still finds.
                     my $c = $spare;
                     $spare = undef;
-                    if ($c && !kill(0, $c->{p})) { close($c->{i}); close($c->{o}); $c = undef; }
+                    if ($c && waitpid($c->{p}, 1) != 0) { close($c->{i}); close($c->{o}); $c = undef; }
                     if (!$c) {
                         $c = $spawn->();
                         return if defined($c) && !ref($c);
