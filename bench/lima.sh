@@ -28,6 +28,9 @@
 #   BENCH_LIMA_ONLY       sandcastle: only the Sandcastle row; pool: only
 #                         the pool rows (create -> first output and its
 #                         breakdown, against limactl shell by hand)
+#   BENCH_LIMA_TRACE      1: the Sandcastle run's provider calls, each with
+#                         its time (AGENT_LANE_PROVIDER_TRACE), and single
+#                         calls timed on its lane after it, on stderr
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../tests/lima/tier.sh"
 lima_skip_all() {
@@ -249,21 +252,45 @@ sandcastle_rows() {
 	run_ms=$(( $(ms) - t ))
 	wait_for $((AL_BOOT_S * 3)) booted || { say "the image pool did not refill"; return 1; }
 	t=$(ms)
-	if ! (cd "$REPO/client/sandcastle" && node - "$SOCK" "$repo" <<'JS'
-const [sock, repo] = process.argv.slice(2);
-const { createSandbox } = await import("@ai-hero/sandcastle");
-const { lima } = await import("./dist/index.js");
+	if ! (cd "$REPO/client/sandcastle" &&
+	    AGENT_LANE_PROVIDER_TRACE=${BENCH_LIMA_TRACE:-0} node - "$SOCK" "$repo" "$T" <<'JS'
+const [sock, repo, tmp] = process.argv.slice(2);
+const { createSandbox, createIsolatedSandboxProvider } = await import("@ai-hero/sandcastle");
+const { lima, createLaneHandle } = await import("./dist/index.js");
 const agent = {
   name: "bench-agent", env: {}, captureSessions: false,
   buildPrintCommand: () => ({ command: "echo done >> f && git -c user.name=b -c user.email=b@b commit -qam bench" }),
   parseStreamLine: (line) => [{ type: "text", text: line }],
 };
-const sandbox = await createSandbox({ branch: "bench/run", cwd: repo,
-  sandbox: lima({ image: "bench", socketPath: sock, timeoutMinutes: 30 }) });
+const fs = await import("node:fs");
+const opts = { image: "bench", socketPath: sock, timeoutMinutes: 30 };
+// BENCH_LIMA_TRACE=1: the provider's own create (lima()'s), kept to time
+// single calls on the same lane after the run, outside the timed part.
+let handle;
+const provider = process.env.BENCH_LIMA_TRACE !== "1" ? lima(opts) : createIsolatedSandboxProvider({
+  name: "agent-lane-lima", create: async (o) => (handle = await createLaneHandle(opts, o)) });
+const t0 = performance.now();
+let ran = 0;
+const sandbox = await createSandbox({ branch: "bench/run", cwd: repo, sandbox: provider });
 try {
   const r = await sandbox.run({ agent, prompt: "x", maxIterations: 1 });
   if (r.commits.length !== 1) throw new Error("the run brought back " + r.commits.length + " commits");
-} finally { await sandbox.close(); }
+  // Since this process started (performance.now()'s origin), as the row
+  // times it from outside; the single calls below are left out of it.
+  ran = performance.now();
+  if (handle) {
+    process.stderr.write(`agent-lane trace: createSandbox + run took ${(ran - t0).toFixed(0)} ms; single calls:\n`);
+    fs.writeFileSync(`${tmp}/small`, "x\n");
+    for (let i = 0; i < 5; i++) await handle.exec("true");
+    for (let i = 0; i < 5; i++) await handle.exec("git rev-parse HEAD");
+    for (let i = 0; i < 3; i++) await handle.copyIn(`${tmp}/small`, `/tmp/bench-small-${i}`);
+    for (let i = 0; i < 3; i++) await handle.copyFileOut(`/tmp/bench-small-${i}`, `${tmp}/small.out`);
+  }
+} finally {
+  const tc = performance.now();
+  await sandbox.close();
+  if (ran) fs.writeFileSync(`${tmp}/sc.ms`, String(Math.round(ran + performance.now() - tc)));
+}
 JS
 	) >/dev/null 2>"$T/sc.err"; then
 		say "the Sandcastle run failed:"; tail -n 20 "$T/sc.err" >&2
@@ -272,6 +299,12 @@ JS
 		return 1
 	fi
 	sc_ms=$(( $(ms) - t ))
+	if [ "${BENCH_LIMA_TRACE:-}" = 1 ]; then
+		grep '^agent-lane trace:' "$T/sc.err" >&2
+		# The node process's own time to the end of its close, without
+		# the single calls timed after the run.
+		sc_ms=$(cat "$T/sc.ms")
+	fi
 	row "real Lima Sandcastle run on a pooled lane from an image (1 run)" \
 	    "$((run_ms / 1000)).$(( run_ms % 1000 / 100 )) s agent-lanectl run --image" \
 	    "$((sc_ms / 1000)).$(( sc_ms % 1000 / 100 )) s" \

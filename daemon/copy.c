@@ -36,7 +36,10 @@
  * directories that exist): an interrupted copy never leaves a partial file
  * where the copy was going. A killed copy (its client went away: the whole
  * process group is killed) cannot remove the directory itself, so a watcher
- * in a session of its own does once the script is gone. mv -T and setsid:
+ * in a session of its own does once the script is gone. The watcher starts
+ * before the directory is made, so that no kill can fall between the two;
+ * the directory is named for the script's pid, which no live copy shares
+ * (one of that name is a dead copy's, removed first). mv -T and setsid:
  * the guest has GNU coreutils and util-linux.
  */
 static const char copy_in_script[] =
@@ -54,10 +57,10 @@ static const char copy_in_script[] =
     "if [ \"$2\" != f ]; then "
     "if { [ -e \"$x\" ] || [ -L \"$x\" ]; } && [ ! -d \"$x\" ]; then "
     "echo \"$x\" >&2; exit 71; fi; p=$x; fi; "
-    "mkdir -p -- \"$p\" && t=$(mktemp -d -- \"$p/.agent-lane-in.XXXXXX\") "
-    "|| exit 1; "
+    "mkdir -p -- \"$p\" || exit 1; t=$p/.agent-lane-in.$$; "
     "setsid sh -c 'while kill -0 \"$1\"; do sleep 1; done; rm -rf -- \"$2\"' "
     "w $$ \"$t\" </dev/null >/dev/null 2>&1 & "
+    "rm -rf -- \"$t\" && mkdir -m 700 -- \"$t\" || exit 1; "
     "if [ \"$2\" = f ]; then tar -x -p -f - -C \"$t\" && "
     "mv -fT -- \"$t/$3\" \"$x\"; "
     "else tar -x -p -f - -C \"$t\" && m \"$t\" \"$x\"; fi; r=$?; "
@@ -305,7 +308,14 @@ copy_handle_in(struct laned *d, struct conn *c, const Agentlane__V1__CopyIn *req
 	spec.argc = 7;
 	spec.cwd = copy_cwd(dest);
 	spec.stdin = true;
-	spec.stdin_direct = true;	/* the archive goes straight to tar */
+	/*
+	 * On the lane's exec channel, its archive relayed as an exec's stdin
+	 * (acknowledged in windows, so a guest that stops reading stalls only
+	 * this copy): a copy-in pays no limactl shell, ssh session, login
+	 * shell or helper compile of its own, which under emulation was most
+	 * of a small copy's time (docs/performance.md, "Sandcastle").
+	 */
+	spec.channel = true;
 	spec.what = "copy-in";
 	(void)session_start(d, c, &spec, &copy_in_hooks, 0, true,
 	    &(struct session_record){ "copy-in", dest, strlen(dest) });
@@ -523,6 +533,14 @@ copy_handle_out(struct laned *d, struct conn *c,
 	spec.argc = 5;
 	spec.cwd = copy_cwd(req->path);
 	spec.stdin = false;
+	/*
+	 * On the lane's exec channel, as an exec: a copy-out pays no limactl
+	 * shell, ssh session, login shell or helper compile of its own (under
+	 * emulation most of its time for a small file; docs/performance.md).
+	 * Its output is windowed as an exec's, so a slow client still stalls
+	 * only this copy, and a refused one is killed by its helper.
+	 */
+	spec.channel = true;
 	spec.what = "copy-out";
 	if ((s = session_start(d, c, &spec, &copy_out_hooks, 0, false,
 	    &(struct session_record){ "copy-out", req->path,

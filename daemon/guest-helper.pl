@@ -82,8 +82,45 @@ sub mux {
     pipe(my $sig_r, my $sig_w) or exit(3);
     nonblock($sig_r); nonblock($sig_w);
     $SIG{CHLD} = sub { syswrite($sig_w, "x"); };
+    # A spare: the next exec's child, forked while the channel is idle. Its
+    # fork and its keeper's are then off the exec's path (under emulation
+    # each is tens of ms of a small command's time). It waits for its setup
+    # frames as a child forked on N does; it holds no other exec's pipes.
+    my $spare;
+    my $spawn = sub {
+        my ($ir, $iw, $or, $ow, $p);
+        pipe($ir, $iw) or return undef;
+        if (!pipe($or, $ow)) { close($ir); close($iw); return undef; }
+        $p = fork();
+        if (!defined($p)) { close($_) for ($ir, $iw, $or, $ow); return undef; }
+        if ($p == 0) {
+            # Named for what it is until its exec's setup ends (R).
+            $0 = "agent-lane-spare";
+            $SIG{CHLD} = "DEFAULT";
+            for my $o (values %x) { close($o->{o}); close($o->{i}) if $o->{i}; }
+            if ($spare) { close($spare->{o}); close($spare->{i}); }
+            close($iw); close($or); close($sig_r); close($sig_w);
+            open(STDIN, "<&", $ir) or exit(3);
+            open(STDOUT, ">&", $ow) or exit(3);
+            close($ir); close($ow);
+            return 0;
+        }
+        close($ir); close($ow);
+        nonblock($iw); nonblock($or);
+        return { i => $iw, o => $or, p => $p };
+    };
     while (1) {
         1 while waitpid(-1, 1) > 0;
+        # Only with no exec in flight and nothing to read: never in the way.
+        if (!$spare && !%x) {
+            my $rin = "";
+            vec($rin, 0, 1) = 1;
+            if (select(my $rout = $rin, undef, undef, 0) == 0) {
+                my $c = $spawn->();
+                return if defined($c) && !ref($c);
+                $spare = $c;
+            }
+        }
         my ($rin, $win) = ("", "");
         vec($rin, 0, 1) = 1;
         vec($rin, fileno($sig_r), 1) = 1;
@@ -107,27 +144,19 @@ sub mux {
                 my $e = $x{$id};
                 if ($t eq "N") {
                     exit(2) if $e || $l != 4;
-                    my ($ir, $iw, $or, $ow, $p);
-                    if (!pipe($ir, $iw)) { wall("Q" . pack("NN", $id, 0)) or exit(0); next; }
-                    if (!pipe($or, $ow)) { close($ir); close($iw); wall("Q" . pack("NN", $id, 0)) or exit(0); next; }
-                    $p = fork();
-                    if (!defined($p)) {
-                        close($_) for ($ir, $iw, $or, $ow);
-                        wall("Q" . pack("NN", $id, 0)) or exit(0);
-                        next;
+                    # The spare if it still runs (the OOM killer may have
+                    # taken it), else a child forked now. waitpid, not
+                    # kill 0: a spare that just died is a zombie, which
+                    # kill 0 still finds.
+                    my $c = $spare;
+                    $spare = undef;
+                    if ($c && waitpid($c->{p}, 1) != 0) { close($c->{i}); close($c->{o}); $c = undef; }
+                    if (!$c) {
+                        $c = $spawn->();
+                        return if defined($c) && !ref($c);
                     }
-                    if ($p == 0) {
-                        $SIG{CHLD} = "DEFAULT";
-                        for my $o (values %x) { close($o->{o}); close($o->{i}) if $o->{i}; }
-                        close($iw); close($or); close($sig_r); close($sig_w);
-                        open(STDIN, "<&", $ir) or exit(3);
-                        open(STDOUT, ">&", $ow) or exit(3);
-                        close($ir); close($ow);
-                        return;
-                    }
-                    close($ir); close($ow);
-                    nonblock($iw); nonblock($or);
-                    $x{$id} = { i => $iw, o => $or, q => "", c => unpack("N", $d), new => 1 };
+                    if (!$c) { wall("Q" . pack("NN", $id, 0)) or exit(0); next; }
+                    $x{$id} = { i => $c->{i}, o => $c->{o}, q => "", c => unpack("N", $d), new => 1 };
                 }
                 elsif (!$e) { }
                 elsif ($t eq "M") { $e->{q} .= $d if $e->{i}; }
@@ -217,7 +246,9 @@ my $kp = fork();
 exit(3) if !defined($kp);
 if ($kp == 0) {
     close($kw);
-    $0 = "agent-lane-keeper";
+    # A spare's keeper (channel mode) waits for an exec: named for it once
+    # its command's pid comes.
+    $0 = "agent-lane-spare";
     $SIG{PIPE} = "DEFAULT";
     open(STDIN, "<", "/dev/null") or exit(3);
     open(STDOUT, ">", "/dev/null") or exit(3);
@@ -225,6 +256,7 @@ if ($kp == 0) {
     my $m = "";
     while (length($m) < 256) {
         my $r = sysread($kr, $m, 64, length($m));
+        $0 = "agent-lane-keeper" if $m =~ /^\d+\n/ && $0 ne "agent-lane-keeper";
         last if defined($r) && $r == 0;
         last if !defined($r) && $! != $EINTR;
     }
@@ -249,6 +281,7 @@ SETUP: while (1) {
     fill() or exit(2);
 }
 exit(2) if !@argv || ($direct && length($ibuf)) || ($direct && $tty);
+$0 = "perl" if $0 eq "agent-lane-spare";
 sub winsize {
     my ($fh, $d) = @_;
     my $ws = pack("S4", unpack("n2", $d), 0, 0);

@@ -51,11 +51,18 @@ check_eq "copy-in to an unwritable guest path fails" 1 "$RC"
 check_match "as a typed FAILED_PRECONDITION from the guest" 'FAILED_PRECONDITION' "$OUT"
 OUT=$(ctl cp "$T/nonexistent" "$L:$WS/n" 2>&1); RC=$?
 check_eq "copy-in of a missing host file fails" 1 "$RC"
+no_temps() {
+	! find "$T" -name '*.agent-lane-*' | grep -q .
+}
 mkfifo "$H/fifo"
 OUT=$(ctl cp "$H" "$L:$WS/tree2" 2>&1); RC=$?
 check_eq "a FIFO in the tree fails the copy" 1 "$RC"
 check_match "saying why" 'FIFOs' "$OUT"
 rm "$H/fifo"
+# The guest's half-made copy is removed by its watcher once the killed
+# copy script is gone (a second or so later), not by the script itself.
+check "the abandoned copy's temporary directory is removed" \
+    wait_for 15 no_temps
 
 # Copy out: a directory round trip and a file.
 check "copy-out of the tree succeeds" ctl cp "$L:$WS/tree" "$T/back"
@@ -71,9 +78,6 @@ check "lands inside it under the guest name" test -f "$T/into/r.bin"
 check "copy-out over an existing file replaces it" ctl cp "$L:$WS/x/y/z/renamed.txt" "$T/r.bin"
 check_eq "with the new content" "one file" "$(cat "$T/r.bin")"
 
-no_temps() {
-	! find "$T" -name '*.agent-lane-*' | grep -q .
-}
 
 # Over the bound: typed error, destination untouched, no temporary file.
 echo original > "$T/dest"
@@ -154,6 +158,18 @@ exec /usr/bin/tar "$@"
 FAKE
 # The profile also prints noise before the helper starts.
 g sh -c 'printf "echo Welcome to your lane\nexport PATH=\"\$HOME/evil/bin:\$PATH\"\n" >> "$HOME/.bash_profile"'
+# Copies run on the lane's exec channel, whose login shell read the profile
+# before this: end the channel, so that the next one starts from it.
+chan_pids() {
+	local p
+	for p in $(pgrep -f 'limactl --tty=false shell' 2>/dev/null); do
+		{ tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null |
+		    grep -qx "LIMA_HOME=$STATE/lima" && echo "$p"
+	done
+}
+kill $(chan_pids) 2>/dev/null
+no_chan() { [ -z "$(chan_pids)" ]; }
+wait_for 30 no_chan
 check_eq "exec still works with a noisy login profile" ok "$(g echo ok)"
 before=$(cd "$T" && find . -path ./st -prune -o -print | LC_ALL=C sort)
 for n in abs dotdot symlink device hardlink; do

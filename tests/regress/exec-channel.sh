@@ -7,6 +7,9 @@
 # and is replaced by the next exec.
 . "$(dirname "$0")/lib.sh"
 
+# Every limactl call, to count the shells opened (the tier's limactl keeps
+# the same log on real Lima).
+export LIMA_SIM_LOG=$T/sim.log
 start_daemon || exit 1
 L=$(ctl create --timeout "$(life 600)")
 
@@ -37,6 +40,28 @@ check_eq "it opened one limactl shell for the lane" 1 "$(nshells)"
 CH=$(shell_pids)
 for i in 1 2 3 4 5; do ctl exec -n "$L" -- true; done
 check_eq "later execs reuse it" "$CH" "$(shell_pids)"
+
+# An idle channel keeps a spare: the next exec's helper, forked (with its
+# keeper) ahead, so that an exec pays neither fork (docs/performance.md).
+# Seen from the guest (its pid namespace on both tiers), as $PPID is.
+spares() { sim shell --workdir=/ "$L" -- pgrep -x agent-lane-spar </dev/null; }
+two_spares() { [ "$(spares | wc -l)" = 2 ]; }
+check "an idle channel has a spare helper and its keeper" wait_for 10 two_spares
+S=$(spares)
+PARENT=$(ctl exec -n "$L" -- sh -c 'echo $PPID')
+check_match "the next exec runs in the spare" "^$PARENT\$" "$S"
+check "and a new spare is made" wait_for 10 two_spares
+check_nomatch "not the one just used" "^$PARENT\$" "$(spares)"
+
+# Copies in and out run on the channel too: a small copy pays no limactl
+# shell, ssh session or login shell of its own (docs/performance.md).
+shells() { grep -c ' shell ' "$LIMA_SIM_LOG"; }
+n0=$(shells)
+echo small > "$T/small"
+ctl cp "$T/small" "$L:/tmp/small" && ctl cp "$L:/tmp/small" "$T/small.back"
+check_eq "a copy in and out: the file came back" small "$(cat "$T/small.back")"
+check_eq "copies opened no limactl shell of their own" "$n0" "$(shells)"
+check_eq "and left the channel as it was" "$CH" "$(shell_pids)"
 
 # Six execs at once, each with its own 3 MiB of random stdin that it sends
 # back on stdout (and a marker on stderr), and its own exit code.

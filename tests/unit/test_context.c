@@ -53,41 +53,52 @@ url_refused(const char *url)
 	assert_int_equal(err.code, AL_INVALID_ARGUMENT);
 }
 
+/*
+ * tests/vectors/hosts.tsv, which the provider's tests read too: one source
+ * of truth for what both clients take as a host URL (tests/vectors/README.md).
+ */
+static void
+test_url_vectors(void **state)
+{
+	char path[1024], line[1024], *f[8], *p;
+	const char *slash = strrchr(__FILE__, '/');
+	unsigned ok = 0, refused = 0;
+	FILE *in;
+	int n;
+
+	(void)state;
+	snprintf(path, sizeof path, "%.*s../vectors/hosts.tsv",
+	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+	if ((in = fopen(path, "r")) == NULL)
+		fail_msg("%s: cannot open (run from the repository root)", path);
+	while (fgets(line, sizeof line, in) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		for (n = 0, p = line; n < 8 && p != NULL; n++)
+			f[n] = strsep(&p, "\t");
+		for (int k = 0; k < n; k++)
+			if (strcmp(f[k], "-") == 0)
+				f[k] = "";
+		if (n == 2 && strcmp(f[1], "refused") == 0) {
+			url_refused(f[0]);
+			refused++;
+		} else if (n == 7 && strcmp(f[1], "ok") == 0) {
+			url_ok(f[0], strcmp(f[2], "ssh") == 0 ? AL_HOST_SSH :
+			    AL_HOST_UNIX, f[3], f[4], (unsigned)atoi(f[5]), f[6]);
+			ok++;
+		} else
+			fail_msg("%s: a line that is neither ok nor refused: %s",
+			    path, line);
+	}
+	assert_int_equal(fclose(in), 0);
+	assert_true(ok >= 5 && refused >= 20);
+}
+
 static void
 test_urls(void **state)
 {
-	url_ok("ssh://mac-studio", AL_HOST_SSH, "", "mac-studio", 0,
-	    "ssh://mac-studio");
-	url_ok("ssh://me@mac.local:2222", AL_HOST_SSH, "me", "mac.local", 2222,
-	    "ssh://me@mac.local:2222");
-	url_ok("ssh://a_b@10.0.0.2", AL_HOST_SSH, "a_b", "10.0.0.2", 0,
-	    "ssh://a_b@10.0.0.2");
-	url_ok("ssh://u@[fe80::1%25eth0]:22", AL_HOST_SSH, "u", "fe80::1%25eth0",
-	    22, "ssh://u@[fe80::1%25eth0]:22");
-	url_ok("unix:///run/x.sock", AL_HOST_UNIX, "", "/run/x.sock", 0,
-	    "unix:///run/x.sock");
-	/* What ssh would take as an option, or the shell would split. */
-	url_refused("ssh://-oProxyCommand=x");
-	url_refused("ssh://-luser@host");
-	url_refused("ssh://u@-host");
-	url_refused("ssh://host;rm");
-	url_refused("ssh://ho st");
-	url_refused("ssh://host/path");
-	url_refused("ssh://host?x=1");
-	url_refused("ssh://host:0");
-	url_refused("ssh://host:65536");
-	url_refused("ssh://host:22a");
-	url_refused("ssh://host:");
-	url_refused("ssh://@host");
-	url_refused("ssh://");
-	url_refused("ssh://[::1");
-	url_refused("ssh://[::1]x");
-	url_refused("ssh://u@[%]");
-	url_refused("ssh://[host]");
-	url_refused("ssh://.host");
-	url_refused("unix://relative");
-	url_refused("tcp://host:1");
-	url_refused("host");
+	/* Beyond the shared vectors: bytes a text file would not carry. */
 	url_refused("ssh://ho\x1bst");
 	assert_true(al_remote_command_valid("agent-lanectl"));
 	assert_true(al_remote_command_valid("/opt/homebrew/bin/agent-lanectl"));
@@ -100,14 +111,82 @@ test_urls(void **state)
 	assert_false(al_remote_command_valid(""));
 }
 
-static void
-ctx_refused(const char *text, const char *why)
+/* A vector file's escapes (\n \r \t \\ \xHH) into out; the length. */
+static size_t
+unescape(const char *in, char *out, size_t cap)
 {
-	struct ctx c;
-	char err[256];
+	size_t n = 0;
+	unsigned v;
 
-	if (ctx_parse(text, strlen(text), &c, err, sizeof err) == 0)
-		fail_msg("accepted (%s): %s", why, text);
+	for (; *in != '\0'; in++) {
+		assert_true(n < cap);
+		if (*in != '\\') {
+			out[n++] = *in;
+			continue;
+		}
+		switch (*++in) {
+		case 'n': out[n++] = '\n'; break;
+		case 'r': out[n++] = '\r'; break;
+		case 't': out[n++] = '\t'; break;
+		case '\\': out[n++] = '\\'; break;
+		case 'x':
+			assert_int_equal(sscanf(in + 1, "%2x", &v), 1);
+			out[n++] = (char)v;
+			in += 2;
+			break;
+		default: fail_msg("bad escape \\%c", *in);
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* tests/vectors/contexts.tsv, which the provider's tests read too. */
+static void
+test_context_vectors(void **state)
+{
+	char path[1024], line[2048], text[1024], want[3][512], err[256], *f[8];
+	char *p;
+	const char *slash = strrchr(__FILE__, '/');
+	unsigned ok = 0, refused = 0;
+	struct ctx c;
+	size_t len;
+	FILE *in;
+	int n;
+
+	(void)state;
+	snprintf(path, sizeof path, "%.*s../vectors/contexts.tsv",
+	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
+	if ((in = fopen(path, "r")) == NULL)
+		fail_msg("%s: cannot open (run from the repository root)", path);
+	while (fgets(line, sizeof line, in) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		for (n = 0, p = line; n < 8 && p != NULL; n++)
+			f[n] = strsep(&p, "\t");
+		assert_true(n >= 3);
+		len = unescape(f[1], text, sizeof text - 1);
+		if (strcmp(f[0], "refused") == 0) {
+			if (ctx_parse(text, len, &c, err, sizeof err) == 0)
+				fail_msg("accepted (%s): %s", f[2], f[1]);
+			refused++;
+			continue;
+		}
+		assert_int_equal(n, 5);
+		assert_string_equal(f[0], "ok");
+		for (int k = 0; k < 3; k++)
+			(void)unescape(strcmp(f[k + 2], "-") == 0 ? "" :
+			    f[k + 2], want[k], sizeof want[k] - 1);
+		if (ctx_parse(text, len, &c, err, sizeof err) != 0)
+			fail_msg("refused (%s): %s", err, f[1]);
+		assert_string_equal(c.host, want[0]);
+		assert_string_equal(c.description, want[1]);
+		assert_string_equal(c.remote_command, want[2]);
+		ok++;
+	}
+	assert_int_equal(fclose(in), 0);
+	assert_true(ok >= 3 && refused >= 14);
 }
 
 static void
@@ -129,23 +208,7 @@ test_parse(void **state)
 	assert_int_equal(ctx_parse(buf, n, &d, err, sizeof err), 0);
 	assert_string_equal(d.host, c.host);
 	assert_string_equal(d.description, c.description);
-	ctx_refused("", "no host");
-	ctx_refused("description=x\n", "no host");
-	ctx_refused("host=\n", "an empty host");
-	ctx_refused("host=ssh://a\nhost=ssh://b\n", "host twice");
-	ctx_refused("host=ssh://a", "no newline");
-	ctx_refused("host=ssh://a\nport=22\n", "an unknown key");
-	ctx_refused("host=ssh://a\ndescription=\x1b[2J\n", "a control character");
-	ctx_refused("host=ssh://a\ndescription=\xff\n", "invalid UTF-8");
-	ctx_refused("host=ssh://a\r\n", "a carriage return");
-	ctx_refused("host=ssh://a\njunk\n", "a line without =");
-	ctx_refused("# \x07\nhost=ssh://a\n", "a bell in a comment");
-	{
-		char nul[] = "host=ssh://a\0b\n";
-
-		assert_int_equal(ctx_parse(nul, sizeof nul - 1, &c, err,
-		    sizeof err), -1);
-	}
+	/* The refusals are tests/vectors/contexts.tsv's; and a file too large: */
 	memset(buf, 'x', sizeof buf);
 	memcpy(buf, "host=", 5);
 	buf[sizeof buf - 1] = '\n';
@@ -222,7 +285,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_url_vectors),
 		cmocka_unit_test(test_urls),
+		cmocka_unit_test(test_context_vectors),
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_store),
 	};

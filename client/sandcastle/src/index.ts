@@ -11,6 +11,7 @@ import { lstat, readFile, realpath, stat } from "node:fs/promises";
 import * as path from "node:path";
 import { randomBytes } from "node:crypto";
 import { StringDecoder } from "node:string_decoder";
+import { performance } from "node:perf_hooks";
 import * as tar from "tar";
 import {
   createIsolatedSandboxProvider,
@@ -34,6 +35,7 @@ import {
   secretHeaderValid,
 } from "./client.js";
 import { parseHost, remoteCommandValid } from "./transport.js";
+import { type CallTimer, ProviderTrace, timed, traceOn, traceText } from "./trace.js";
 
 export {
   AgentLaneClient,
@@ -261,6 +263,7 @@ export async function createLaneHandle(
   // daemon), leaves none, and looking for one would only add a second
   // error to the first.
   let createSent = false;
+  const createStart = performance.now();
   try {
     let image = options.image;
     if (options.provision !== undefined || options.docker) {
@@ -308,6 +311,9 @@ export async function createLaneHandle(
     }
     const worktreePath = path.posix.join(workspace, "repo");
     const handle = new AgentLaneHandle(client, lane, owner, worktreePath, env, options);
+    if (traceOn()) {
+      process.stderr.write(`agent-lane trace: ${lane.name} create (lane ready) ${(performance.now() - createStart).toFixed(1)} ms\n`);
+    }
     // Sandcastle needs git, sh and mktemp in the guest and replaces
     // worktreePath (so its parent must be writable); check now so that a
     // broken image fails here, where the lane is still cleaned up.
@@ -627,6 +633,7 @@ class AgentLaneHandle implements LaneHandle {
   private readonly inflight = new Set<ExecCall>();
   private closing: Promise<void> | undefined;
   private isClosed = false;
+  private readonly trace: ProviderTrace | undefined;
 
   constructor(
     private readonly client: AgentLaneClient,
@@ -638,6 +645,7 @@ class AgentLaneHandle implements LaneHandle {
   ) {
     this.laneName = lane.name;
     this.workspace = lane.workspace;
+    this.trace = traceOn() ? new ProviderTrace(lane.name) : undefined;
   }
 
   get closed(): boolean {
@@ -653,6 +661,14 @@ class AgentLaneHandle implements LaneHandle {
     options: { onLine?: (line: string) => void; cwd?: string; sudo?: boolean; stdin?: string } = {},
   ): Promise<ExecResult> {
     this.ensureOpen("exec");
+    return timed(this.trace, "exec", traceText(command), (t) => this.execRun(command, options, t));
+  }
+
+  private async execRun(
+    command: string,
+    options: { onLine?: (line: string) => void; cwd?: string; sudo?: boolean; stdin?: string },
+    timer: CallTimer | undefined,
+  ): Promise<ExecResult> {
     const onLine = options.onLine;
     const streaming = typeof onLine === "function";
     const stdoutChunks: Buffer[] = [];
@@ -691,10 +707,12 @@ class AgentLaneHandle implements LaneHandle {
       },
       {
         onStdout: (data) => {
+          timer?.firstOutput();
           if (streaming) onText(stdoutDecoder.write(data));
           else stdoutChunks.push(data);
         },
         onStderr: (data) => {
+          timer?.firstOutput();
           if (streaming) stderrTail.push(stderrDecoder.write(data));
           else stderrChunks.push(data);
         },
@@ -823,12 +841,16 @@ class AgentLaneHandle implements LaneHandle {
       const kind = (await lstat(source)).isSocket() ? "a socket" : "not a regular file or directory";
       throw new AgentLaneError("INVALID_ARGUMENT", `copyIn: ${hostPath} is ${kind}`);
     }
-    await this.client.copyIn(this.laneName, destDir, archive);
+    await timed(this.trace, "copyIn", `${traceText(hostPath)} -> ${traceText(sandboxPath)}`, () =>
+      this.client.copyIn(this.laneName, destDir, archive),
+    );
   }
 
   async copyFileOut(sandboxPath: string, hostPath: string): Promise<void> {
     this.ensureOpen("copyFileOut");
-    await this.client.copyFileOut(this.laneName, sandboxPath, hostPath, { maxBytes: this.options.maxCopyOutBytes });
+    await timed(this.trace, "copyFileOut", traceText(sandboxPath), () =>
+      this.client.copyFileOut(this.laneName, sandboxPath, hostPath, { maxBytes: this.options.maxCopyOutBytes }),
+    );
   }
 
   async commit(image: string, options: { noWorkspace?: boolean } = {}): Promise<import("./client.js").Image> {
@@ -843,6 +865,7 @@ class AgentLaneHandle implements LaneHandle {
   close(): Promise<void> {
     if (!this.closing) {
       this.isClosed = true;
+      this.trace?.summary();
       for (const call of this.inflight) call.cancel(`lane ${this.laneName} closed`);
       this.inflight.clear();
       // DestroyLane on a connection of its own (the audit says "destroyed

@@ -2,6 +2,7 @@
 // from the same context files that agent-lanectl writes (read with the same
 // strict rules), against the real daemon and the limactl simulator.
 import { test, before } from "node:test";
+import { fileURLToPath } from "node:url";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
@@ -75,17 +76,66 @@ test("a context file is read as strictly as agent-lanectl reads it", () => {
   fs.chmodSync(file, 0o666);
   assert.throws(() => client({ context: "strict" }), (e) => e.code === "INVALID_ARGUMENT" && /writable by others/.test(e.message));
   fs.chmodSync(file, 0o600);
-  assert.throws(() => parseContext("x", "host=ssh://a\nport=22\n"), /unknown key/);
-  assert.throws(() => parseContext("x", "host=ssh://a\nhost=ssh://b\n"), /twice/);
-  assert.throws(() => parseContext("x", "host=ssh://a"), /no newline/);
-  assert.throws(() => parseContext("x", "description=\u001b[2J\nhost=ssh://a\n"), /not printable/);
-  assert.throws(() => parseContext("x", "# c\n"), /no host/);
-  assert.equal(parseContext("x", "# c\nhost=ssh://a\nremote-command=/opt/homebrew/bin/agent-lanectl\n").remoteCommand, "/opt/homebrew/bin/agent-lanectl");
-  // The same URLs as libagentlane's (tests/unit/test_context.c).
-  assert.deepEqual(parseHost("ssh://me@mac.local:2222"), { kind: "ssh", user: "me", host: "mac.local", port: 2222, url: "ssh://me@mac.local:2222" });
-  for (const bad of ["ssh://-oProxyCommand=x", "ssh://u@-h", "ssh://h/path", "ssh://h:0", "ssh://h;rm", "unix://rel", "ssh://[::1"]) {
-    assert.throws(() => parseHost(bad), `${bad} is refused`);
+  // The contents' rules: tests/vectors/contexts.tsv, below.
+});
+
+const vectors = (name) =>
+  path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "vectors", name);
+
+/** A vector file's escapes (\n \r \t \\ \xHH) into bytes, read as a context file is (UTF-8). */
+function unescape(s) {
+  const out = [];
+  for (let i = 0; i < s.length; i++) {
+    if (s[i] !== "\\") { out.push(...Buffer.from(s[i])); continue; }
+    const c = s[++i];
+    if (c === "x") { out.push(parseInt(s.slice(i + 1, i + 3), 16)); i += 2; }
+    else out.push({ n: 10, r: 13, t: 9, "\\": 92 }[c]);
   }
+  return Buffer.from(out).toString("utf8");
+}
+
+// tests/vectors/contexts.tsv: the same files libagentlane's
+// tests/unit/test_context.c reads, with the same answers.
+test("context files: the shared vectors, as libagentlane reads them", () => {
+  let ok = 0, refused = 0;
+  for (const line of fs.readFileSync(vectors("contexts.tsv"), "utf8").split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const f = line.split("\t");
+    const text = unescape(f[1]);
+    if (f[0] === "refused") {
+      assert.throws(() => parseContext("x", text), `accepted (${f[2]}): ${f[1]}`);
+      refused++;
+      continue;
+    }
+    assert.equal(f[0], "ok", line);
+    const c = parseContext("x", text);
+    const want = f.slice(2, 5).map((x) => (x === "-" ? "" : unescape(x)));
+    assert.deepEqual([c.host, c.description, c.remoteCommand], want, f[1]);
+    ok++;
+  }
+  assert.ok(ok >= 3 && refused >= 14);
+});
+
+// tests/vectors/hosts.tsv: the same host URLs libagentlane's
+// tests/unit/test_context.c reads, with the same answers.
+test("host URLs: the shared vectors, as libagentlane parses them", () => {
+  const file = vectors("hosts.tsv");
+  let ok = 0, refused = 0;
+  for (const line of fs.readFileSync(file, "utf8").split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const f = line.split("\t").map((x) => (x === "-" ? "" : x));
+    if (f.length === 2 && f[1] === "refused") {
+      assert.throws(() => parseHost(f[0]), `${f[0]} is refused`);
+      refused++;
+    } else if (f.length === 7 && f[1] === "ok") {
+      const want = f[2] === "ssh"
+        ? { kind: "ssh", user: f[3], host: f[4], port: Number(f[5]), url: f[6] }
+        : { kind: "unix", path: f[4], url: f[6] };
+      assert.deepEqual(parseHost(f[0]), want, f[0]);
+      ok++;
+    } else assert.fail(`${file}: a line that is neither ok nor refused: ${line}`);
+  }
+  assert.ok(ok >= 5 && refused >= 20);
 });
 
 test("ssh inherits only what it needs: no secret's value, whatever its name", () => {
