@@ -45,7 +45,7 @@ check_eq "image biuld: a usage error" 2 "$RC"
 check_match "... with the nearest subcommand, from image's table" \
     'image: no subcommand "biuld"; did you mean "build"\?' "$OUT"
 check_match "help image lists its subcommands from the table" \
-    '^  rm NAME\.\.\. +remove images' "$(ctl help image)"
+    '^  rm IMAGE\.\.\. +remove images' "$(ctl help image)"
 check_eq "ps is ls" "$(ctl ls -q)" "$(ctl ps -q)"
 check_match "help ls names ps" 'agent-lanectl ps \.\.\.' "$(ctl help ls)"
 
