@@ -25,9 +25,16 @@
 #   BENCH_LIMA_COPY_MIB   the copied tree (default 64)
 #   BENCH_LIMA_BOOTS      creates per side (default 1)
 #   BENCH_LIMA_SANDCASTLE 0: skip the Sandcastle row
+#   commit of a lane           against `limactl stop` + `limactl clone` of
+#                              the same lane by hand
+#   create -> first output     from a warm pool of the committed image,
+#                              against the cold create -> first output of
+#                              the lane that was committed
+#
 #   BENCH_LIMA_ONLY       sandcastle: only the Sandcastle row; pool: only
 #                         the pool rows (create -> first output and its
-#                         breakdown, against limactl shell by hand)
+#                         breakdown, against limactl shell by hand);
+#                         commit: only the commit rows
 #   BENCH_LIMA_TRACE      1: the Sandcastle run's provider calls, each with
 #                         its time (AGENT_LANE_PROVIDER_TRACE), and single
 #                         calls timed on its lane after it, on stderr
@@ -311,7 +318,65 @@ JS
 	    "$(awk -v a="$sc_ms" -v b="$run_ms" 'BEGIN { printf "%.2fx", a / b }')" "-"
 }
 if [ "${BENCH_LIMA_SANDCASTLE:-1}" != 0 ] && [ "${BENCH_LIMA_ONLY:-}" != pool ] &&
+    [ "${BENCH_LIMA_ONLY:-}" != commit ] &&
     [ -f "$REPO/client/sandcastle/dist/index.js" ]; then
 	sandcastle_rows
+	stop_daemon
+fi
+
+# --- commit: ours against limactl stop + clone by hand ----------------------
+# The same lane both ways: agent-lanectl commit (stop, clone, restart the
+# lane, boot the copy once to scrub it, stop it), then `limactl stop` +
+# `limactl clone` of it by hand (what commit cannot do with less). Then a
+# warm pool of the committed image: create -> first output from it, against
+# the cold create -> first output of the lane that was committed.
+first_output() {	# create [ARGS] then exec echo x: ms to its first byte
+	python3 - "$LANECTL" "$SOCK" "$@" <<'PY'
+import subprocess, sys, time
+ctl, sock, args = sys.argv[1], sys.argv[2], sys.argv[3:]
+c = [ctl, "--socket", sock]
+t0 = time.perf_counter()
+name = subprocess.run(c + ["create", "-q", "--timeout", "2h"] + args, check=True,
+                      stdout=subprocess.PIPE).stdout.decode().strip()
+p = subprocess.Popen(c + ["exec", name, "--", "echo", "x"], stdout=subprocess.PIPE)
+p.stdout.read(1)
+print(name, "%.0f" % ((time.perf_counter() - t0) * 1000))
+p.wait()
+PY
+}
+commit_rows() {
+	local L cold t ours byhand P first
+	start_daemon --default-cpus 2 --default-memory 2G --default-disk 10G || return 1
+	say "commit: a cold lane, then agent-lanectl commit of it"
+	read -r L cold < <(first_output --name benchc) || return 1
+	ctl exec benchc -- sh -c 'head -c 8388608 /dev/urandom > prepared.bin' >/dev/null
+	t=$(ms)
+	ctl commit benchc benchc-img >/dev/null 2>"$T/commit.err" || { say "commit failed"; cat "$T/commit.err" >&2; return 1; }
+	ours=$(( $(ms) - t ))
+	say "commit: limactl stop + clone of the same lane by hand"
+	t=$(ms)
+	if ! lc stop "$L" >/dev/null 2>&1 || ! lc clone "$L" byhand-commit >/dev/null 2>&1; then
+		say "limactl stop + clone by hand failed"; return 1
+	fi
+	byhand=$(( $(ms) - t ))
+	lc delete --force byhand-commit >/dev/null 2>&1
+	ctl rm "$L" >/dev/null 2>&1
+	row "real Lima commit of a lane (stop, clone, restart, scrub boot)" \
+	    "$((byhand / 1000)).$(( byhand % 1000 / 100 )) s limactl stop + clone by hand" \
+	    "$((ours / 1000)).$(( ours % 1000 / 100 )) s" \
+	    "$(awk -v a="$ours" -v b="$byhand" 'BEGIN { printf "%.2fx", a / b }')" "-"
+	stop_daemon
+	say "commit: a warm pool of the committed image"
+	start_daemon --default-cpus 2 --default-memory 2G --default-disk 10G \
+	    --pool-shape "1 image=benchc-img" --pool-max-boots 1 || return 1
+	wait_for $((AL_BOOT_S * 3)) booted || { say "the pool of the committed image did not fill"; return 1; }
+	read -r P first < <(first_output --image benchc-img) || return 1
+	ctl rm "$P" >/dev/null 2>&1
+	row "real Lima create -> first output, pool of a committed image" \
+	    "$((cold / 1000)).$(( cold % 1000 / 100 )) s cold create -> first output" "$first ms" \
+	    "$(awk -v a="$cold" -v b="$first" 'BEGIN { printf "%.0fx faster", a / b }')" "-"
+}
+if [ "${BENCH_LIMA_ONLY:-}" = "" ] || [ "${BENCH_LIMA_ONLY:-}" = commit ]; then
+	commit_rows
 	stop_daemon
 fi

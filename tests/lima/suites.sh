@@ -4,4 +4,4 @@
 # suites that are not specific to the simulator, then the checks only real
 # Lima and a real guest can make.
 echo lifecycle exec copy service crash lifetimes run pool exec-channel tty \
-    images lane-secrets broker poolsecret vm netpolicy docker sandcastle
+    images commit lane-secrets broker poolsecret vm netpolicy docker sandcastle
