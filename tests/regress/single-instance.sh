@@ -47,7 +47,7 @@ check_match "with a clear message" 'at most [0-9]+' "$OUT"
 
 OUT=$("$LANED" --socket "$SOCK" --state-dir "$STATE" --limactl /nonexistent/limactl 2>&1); RC=$?
 check "a missing limactl is a clear start-up error" test "$RC" -ne 0
-check_match "naming limactl" 'limactl not found' "$OUT"
+check_match "naming limactl" 'limactl /nonexistent/limactl is not an executable file; install Lima' "$OUT"
 
 OUT=$("$LANED" --help); RC=$?
 check_eq "--help exits 0" 0 "$RC"
