@@ -376,7 +376,12 @@ PS=$(ANTHROPIC_API_KEY=$KEY ctl create --secret ANTHROPIC_API_KEY@api.anthropic.
 check_eq "a create with secrets takes it" "$POOLED" "$PS"
 check_match "its exec sees a placeholder" "$PH" "$(guest_var "$PS" ANTHROPIC_API_KEY)"
 check_eq "still no file holds the value" "" "$(files_with "$STATE" "$KEY")"
-ctl rm "$PS" >/dev/null
+check_match "its execs go through its proxy" "^HTTPS_PROXY=" "$(ctl exec "$PS" -- env)"
+wait_for "$(bw 20 1)" sh -c "\"$LANECTL\" --socket \"$SOCK\" ls --all --json | grep -q '\"state\":\"pooled\",.*\"workspace\":\"/'"
+PN=$(ctl create)
+check_match "a create without secrets takes the next one" "taken-from-pool" "$(ctl events "$PN")"
+check_nomatch "whose execs are not sent to its proxy (internet, no secret)" "HTTPS_PROXY|NODE_EXTRA_CA_CERTS" "$(ctl exec "$PN" -- env)"
+ctl rm "$PS" "$PN" >/dev/null
 stop_daemon
 
 # ---- Through the lane's proxy, driven from the host ----
