@@ -319,7 +319,6 @@ main(int argc, char **argv)
 	TAILQ_INIT(&d.lanes);
 	d.dispatch = dispatch_request;
 	d.lane_deliver = lane_deliver;
-	d.lane_release = lane_create_release;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
 	/*

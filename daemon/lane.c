@@ -7,6 +7,8 @@
 #include <event2/event.h>
 
 #include "conn.h"
+#include "gchan.h"
+#include "image.h"
 #include "laned.h"
 #include "lane.h"
 #include "lanelog.h"
@@ -28,6 +30,25 @@ struct lane_waiter {
 
 static void lane_begin_delete(struct lane *);
 static bool lane_commit(struct lane *);
+
+/*
+ * What a lane holds beyond its VM, let go when it ends or turns to
+ * destroying: its exec channel, its proxy, an image it still holds.
+ */
+static void
+lane_release(struct lane *l)
+{
+	/* A channel reopening for the pool (the setup step) stops first. */
+	if (l->step == LANE_STEP_SETUP && l->step_abort != NULL)
+		(void)l->step_abort(l);
+	gchan_close(&l->chan);
+	laneproxy_close(l);
+	/* A lane that ended before its clone (it waited, say) lets go. */
+	if (l->image_held) {
+		image_release(l->d, l->image);
+		l->image_held = false;
+	}
+}
 
 struct lane *
 lane_find(struct laned *d, const char *name)
@@ -110,8 +131,7 @@ lane_free(struct lane *l)
 		(void)l->step_abort(l);
 	if (l->retry_timer != NULL)
 		event_free(l->retry_timer);
-	if (l->d->lane_release != NULL)
-		l->d->lane_release(l);
+	lane_release(l);
 	if (l->owner != NULL) {
 		/* Its owner hears the end as the connection closing. */
 		conn_set_handler(l->owner, NULL, NULL);
@@ -738,8 +758,7 @@ lane_destroy(struct lane *l, int code, const char *reason)
 		while ((a = TAILQ_FIRST(&l->activities)) != NULL)
 			a->cancel(a, code, msg);
 		/* No exec is left: its channel and its proxy go now. */
-		if (l->d->lane_release != NULL)
-			l->d->lane_release(l);
+		lane_release(l);
 		/* The VM is deleted only once the row says destroying. */
 		memset(&ch, 0, sizeof ch);
 		ch.to = LANE_DESTROYING;

@@ -10,9 +10,10 @@
  * lanecall.c the client calls with their protobuf conversion. The VM itself
  * is vm.c's (limactl calls, delete retries, half-made directories).
  *
- * lane.c calls only down (registry, vm, conn): what must flow up goes
- * through hooks, the lane's step_abort and the daemon's lane_deliver and
- * lane_release (laned.h).
+ * lane.c calls only down (registry, vm, conn, the lane's exec channel,
+ * proxy and image hold, which it lets go when the lane ends): what must
+ * flow up goes through hooks, the lane's step_abort and the daemon's
+ * lane_deliver (laned.h).
  */
 #ifndef LANED_LANE_H
 #define LANED_LANE_H

@@ -561,21 +561,6 @@ lane_create_pooled(struct laned *d, const struct pool_shape *shape,
 	return 0;
 }
 
-void
-lane_create_release(struct lane *l)
-{
-	/* A channel reopening for the pool stops before the channel goes. */
-	if (l->step == LANE_STEP_SETUP)
-		(void)setup_abort(l);
-	gchan_close(&l->chan);
-	laneproxy_close(l);
-	/* A lane that ended before its clone (it waited, say) lets go. */
-	if (l->image_held) {
-		image_release(l->d, l->image);
-		l->image_held = false;
-	}
-}
-
 /* ---- Guest setup ---- */
 
 static void

@@ -95,10 +95,4 @@ int lane_create_net_plan(const struct config *,
     const Agentlane__V1__CreateLane *, struct lane_create_plan *, char *err,
     size_t errlen);
 
-/*
- * What a lane holds beyond its VM, let go when it ends (the daemon's
- * lane_release hook): its exec channel, its proxy, an image it still holds.
- */
-void lane_create_release(struct lane *);
-
 #endif

@@ -69,12 +69,9 @@ struct laned {
 	void (*pool_changed)(struct laned *);
 	/*
 	 * The lane state machine (lane.c) answers a waiting creator with the
-	 * lane's row (lanecall.c: lane_deliver), and lets go of what a lane
-	 * holds beyond its VM when it ends: exec channel, proxy, image hold
-	 * (lanecreate.c: lane_create_release). Set in main.
+	 * lane's row (lanecall.c: lane_deliver). Set in main.
 	 */
 	bool (*lane_deliver)(struct lane *, struct conn *);
-	void (*lane_release)(struct lane *);
 
 	struct pool *pool;	/* warm pool; NULL when not configured */
 	struct lanenet *net;	/* limactl facts (lanenet.c) */
