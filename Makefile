@@ -242,6 +242,14 @@ $(BUILD)/tests/test_context: $(BUILD)/obj/tests/unit/test_context.o \
 	$(call say,LD,$@)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
 
+# The create check is lanecheck.c's, pure: its object is linked first, so
+# the test runs that module's code.
+$(BUILD)/tests/test_createcheck: $(BUILD)/obj/tests/unit/test_createcheck.o \
+	$(call obj,daemon/lanecheck.c) $(LIBLANED_A) $(LIBAGENTLANE_A)
+	@mkdir -p $(dir $@)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(shell $(PKG_CONFIG) --libs cmocka)
+
 tests: all $(UNIT_BINS) $(BUILD)/tests/al-proxy-harness \
 	$(BUILD)/tests/al-netpolicy-print $(BUILD)/tests/agent-laned-test \
 	$(BUILD)/tests/agent-lanectl-proto2 $(BUILD)/tests/al-libremote

@@ -27,7 +27,6 @@
 #include "laned.h"
 #include "lane.h"
 #include "lanecall.h"
-#include "lanecreate.h"
 #include "lanenet.h"
 #include "laneproxy.h"
 #include "lima.h"

@@ -8,6 +8,7 @@
 #include "lane.h"
 #include "image.h"
 #include "lanecall.h"
+#include "lanecheck.h"
 #include "lanelog.h"
 #include "lanecreate.h"
 #include "lanenet.h"
@@ -225,20 +226,20 @@ create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 
 	if ((code = lanenet_lima_refusal(d, true, plan->sudo, err,
 	    sizeof err)) != 0) {
-		lane_create_plan_clear(plan);
+		lanecheck_plan_clear(plan);
 		conn_send_error(c, code, "%s", err);
 		return;
 	}
 	switch (pool_take(d, c, plan, &l)) {
 	case POOL_READY:
-		lane_create_plan_clear(plan);
+		lanecheck_plan_clear(plan);
 		if (!lane_deliver(l, c) && l->owned)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 			    "its owning client could not be answered");
 		return;
 	case POOL_BOOTING:
 	case POOL_ANSWERED:
-		lane_create_plan_clear(plan);
+		lanecheck_plan_clear(plan);
 		return;
 	default:
 		break;
@@ -260,7 +261,7 @@ create_wait_done(struct laned *d, void *arg)
 		else
 			create_go(d, w->c, &w->plan);
 	}
-	lane_create_plan_clear(&w->plan);
+	lanecheck_plan_clear(&w->plan);
 	free(w);
 }
 
@@ -278,7 +279,7 @@ lane_handle_create(struct laned *d, struct conn *c,
 		    "registry error: %s", registry_errmsg(d->reg));
 		return;
 	}
-	if ((code = lane_create_check(&d->cfg, req, live, &plan, err,
+	if ((code = lanecheck_create(&d->cfg, req, live, &plan, err,
 	    sizeof err)) != 0) {
 		conn_send_error(c, code, "%s", err);
 		return;
@@ -289,14 +290,14 @@ lane_handle_create(struct laned *d, struct conn *c,
 
 		if ((code = image_resolve(d, plan.image, &im, err,
 		    sizeof err)) != 0) {
-			lane_create_plan_clear(&plan);
+			lanecheck_plan_clear(&plan);
 			conn_send_error(c, code, "%s", err);
 			return;
 		}
 		str_copy(plan.image, im.name, sizeof plan.image);
 	}
 	if (lima_home_unsafe(d->lima, err, sizeof err)) {
-		lane_create_plan_clear(&plan);
+		lanecheck_plan_clear(&plan);
 		log_warnx("create refused: %s", err);
 		conn_send_error(c, AGENTLANE__V1__ERROR_CODE__FAILED_PRECONDITION,
 		    "%s", err);

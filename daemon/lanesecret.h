@@ -80,7 +80,7 @@ struct lanesecret_set {
  * configured ones, and one without headers the configured headers. Returns
  * 0 with *out set (NULL when there are no secrets; placeholders not made
  * yet), or the agentlane.v1.ErrorCode with err. No I/O: unit-tested like
- * lane_create_check.
+ * lanecheck_create.
  */
 int lanesecret_plan(const char *conf, Agentlane__V1__Secret *const *req,
     size_t nreq, struct lanesecret_set **out, char *err, size_t errlen);

@@ -9,6 +9,7 @@
 #include "image.h"
 #include "laned.h"
 #include "lane.h"
+#include "lanecheck.h"
 #include "lanecreate.h"
 #include "laneproxy.h"
 #include "lanesecret.h"

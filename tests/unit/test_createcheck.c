@@ -1,5 +1,5 @@
 /*
- * daemon/lanecreate.c: lane_create_check, the pure check of a CreateLane
+ * daemon/lanecheck.c: lanecheck_create, the pure check of a CreateLane
  * request against the configured caps and the number of live lanes.
  */
 #include <stdarg.h>
@@ -13,8 +13,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "lane.h"
-#include "lanecreate.h"
+#include "lanecheck.h"
 #include "names.h"
 #include "netpolicy.h"
 #include "units.h"
@@ -49,7 +48,7 @@ check(const Agentlane__V1__CreateLane *req, size_t live,
     struct lane_create_plan *plan, const char *want_in_err)
 {
 	char err[512] = "";
-	int code = lane_create_check(&cfg, req, live, plan, err, sizeof err);
+	int code = lanecheck_create(&cfg, req, live, plan, err, sizeof err);
 
 	if (code == OK && err[0] != '\0')
 		fail_msg("accepted with a message: %s", err);

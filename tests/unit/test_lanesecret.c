@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "lanecreate.h"
+#include "lanecheck.h"
 #include "lanesecret.h"
 #include "secret.h"
 #include "text.h"
@@ -352,7 +352,7 @@ test_text_checks(void **state)
 	assert_false(text_secret_value_valid(big, TEXT_SECRET_VALUE_MAX + 1));
 }
 
-/* lane_create_check carries them into the plan; clearing wipes them. */
+/* lanecheck_create carries them into the plan; clearing wipes them. */
 static void
 test_create_plan(void **state)
 {
@@ -366,13 +366,13 @@ test_create_plan(void **state)
 	config_defaults(&c);
 	req.secrets = v;
 	req.n_secrets = 1;
-	assert_int_equal(lane_create_check(&c, &req, 0, &p, err, sizeof err), 0);
+	assert_int_equal(lanecheck_create(&c, &req, 0, &p, err, sizeof err), 0);
 	assert_non_null(p.secrets);
 	assert_string_equal(p.secrets->s[0].name, "K");
-	lane_create_plan_clear(&p);
+	lanecheck_plan_clear(&p);
 	assert_null(p.secrets);
 	/* A refusal before the secrets leaves nothing to free. */
-	assert_int_equal(lane_create_check(&c, &req, c.max_lanes, &p, err,
+	assert_int_equal(lanecheck_create(&c, &req, c.max_lanes, &p, err,
 	    sizeof err), AGENTLANE__V1__ERROR_CODE__RESOURCE_EXHAUSTED);
 	assert_null(p.secrets);
 	config_free(&c);
