@@ -317,7 +317,7 @@ main(int argc, char **argv)
 	TAILQ_INIT(&d.conns);
 	TAILQ_INIT(&d.lanes);
 	d.dispatch = dispatch_request;
-	d.lane_deliver = lane_deliver;
+	d.lane_deliver = lanecall_deliver;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
 	/*

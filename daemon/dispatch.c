@@ -24,22 +24,22 @@ dispatch_request(struct laned *d, struct conn *c, const AlRequest *req)
 	}
 	switch (req->body_case) {
 	case AGENTLANE__V1__REQUEST__BODY_CREATE_LANE:
-		lane_handle_create(d, c, req->create_lane);
+		lanecall_handle_create(d, c, req->create_lane);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_GET_LANE:
-		lane_handle_get(d, c, req->get_lane->name);
+		lanecall_handle_get(d, c, req->get_lane->name);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_LIST_LANES:
-		lane_handle_list(d, c, req->list_lanes);
+		lanecall_handle_list(d, c, req->list_lanes);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_DESTROY_LANE:
-		lane_handle_destroy(d, c, req->destroy_lane->name);
+		lanecall_handle_destroy(d, c, req->destroy_lane->name);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_EXTEND_LANE:
-		lane_handle_extend(d, c, req->extend_lane);
+		lanecall_handle_extend(d, c, req->extend_lane);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_GET_EVENTS:
-		lane_handle_events(d, c, req->get_events);
+		lanecall_handle_events(d, c, req->get_events);
 		break;
 	case AGENTLANE__V1__REQUEST__BODY_EXEC:
 		exec_handle(d, c, req->exec);

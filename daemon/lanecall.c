@@ -28,7 +28,7 @@
 /* ---- Protobuf views of lanes ---- */
 
 void
-lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
+lanecall_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
     Agentlane__V1__Label **labelv, Agentlane__V1__Label *labels,
     const struct lane_label *src, size_t nlabels)
 {
@@ -59,7 +59,7 @@ lane_record_to_proto(const struct lane_record *rec, Agentlane__V1__Lane *pl,
 }
 
 void
-lane_record_net_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl,
+lanecall_record_net_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl,
     char **allowv)
 {
 	size_t n = 0;
@@ -83,7 +83,7 @@ lane_record_net_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl,
 	pl->allow = n > 0 ? allowv : NULL;
 }
 
-/* What a Lane's secrets point into (lane_record_secrets_to_proto). */
+/* What a Lane's secrets point into (lanecall_record_secrets_to_proto). */
 struct secrets_view {
 	struct lanesecret_info info[LANESECRET_MAX];
 	Agentlane__V1__LaneSecret msg[LANESECRET_MAX];
@@ -91,7 +91,8 @@ struct secrets_view {
 };
 
 void *
-lane_record_secrets_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl)
+lanecall_record_secrets_to_proto(struct lane_record *rec,
+    Agentlane__V1__Lane *pl)
 {
 	struct secrets_view *v;
 	size_t n;
@@ -115,16 +116,16 @@ lane_record_secrets_to_proto(struct lane_record *rec, Agentlane__V1__Lane *pl)
 }
 
 bool
-lane_send(struct laned *d, struct conn *c, const char *name)
+lanecall_send(struct laned *d, struct conn *c, const char *name)
 {
-	if (!lane_send_row(d, c, name))
+	if (!lanecall_send_row(d, c, name))
 		return false;
 	conn_finish(c);
 	return true;
 }
 
 bool
-lane_send_row(struct laned *d, struct conn *c, const char *name)
+lanecall_send_row(struct laned *d, struct conn *c, const char *name)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
 	Agentlane__V1__Lane pl;
@@ -146,9 +147,9 @@ lane_send_row(struct laned *d, struct conn *c, const char *name)
 		    "reading lane %s", name);
 		return false;
 	}
-	lane_record_to_proto(&rec, &pl, labelv, labels, src, n);
-	lane_record_net_to_proto(&rec, &pl, allowv);
-	secv = lane_record_secrets_to_proto(&rec, &pl);
+	lanecall_record_to_proto(&rec, &pl, labelv, labels, src, n);
+	lanecall_record_net_to_proto(&rec, &pl, allowv);
+	secv = lanecall_record_secrets_to_proto(&rec, &pl);
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_LANE;
 	resp.lane = &pl;
 	rc = conn_send(c, &resp);
@@ -180,11 +181,11 @@ static const struct conn_handler owner_handler = {
 };
 
 bool
-lane_deliver(struct lane *l, struct conn *c)
+lanecall_deliver(struct lane *l, struct conn *c)
 {
 	if (!l->owned || l->owner != NULL)
-		return lane_send(l->d, c, l->name);
-	if (!lane_send_row(l->d, c, l->name))
+		return lanecall_send(l->d, c, l->name);
+	if (!lanecall_send_row(l->d, c, l->name))
 		return false;
 	/* The call stays open: its end is the lane's. */
 	l->owner = c;
@@ -233,7 +234,7 @@ create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 	switch (pool_take(d, c, plan, &l)) {
 	case POOL_READY:
 		lanecheck_plan_clear(plan);
-		if (!lane_deliver(l, c) && l->owned)
+		if (!lanecall_deliver(l, c) && l->owned)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 			    "its owning client could not be answered");
 		return;
@@ -266,7 +267,7 @@ create_wait_done(struct laned *d, void *arg)
 }
 
 void
-lane_handle_create(struct laned *d, struct conn *c,
+lanecall_handle_create(struct laned *d, struct conn *c,
     const Agentlane__V1__CreateLane *req)
 {
 	struct lane_create_plan plan;
@@ -320,12 +321,12 @@ lane_handle_create(struct laned *d, struct conn *c,
 }
 
 void
-lane_handle_get(struct laned *d, struct conn *c, const char *ref)
+lanecall_handle_get(struct laned *d, struct conn *c, const char *ref)
 {
 	char name[LANE_NAME_SIZE];
 
 	if (lane_resolve(d, c, ref, name))
-		(void)lane_send(d, c, name);
+		(void)lanecall_send(d, c, name);
 }
 
 /* ---- Paged lists ---- */
@@ -411,7 +412,7 @@ page_limit(uint32_t asked, size_t max)
 }
 
 void
-lane_handle_list(struct laned *d, struct conn *c,
+lanecall_handle_list(struct laned *d, struct conn *c,
     const Agentlane__V1__ListLanes *req)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
@@ -459,12 +460,13 @@ lane_handle_list(struct laned *d, struct conn *c,
 		size_t off = i * LANE_LABELS_MAX, cost;
 
 		/* src is NULL when the page has no label at all. */
-		lane_record_to_proto(&rows[i].rec, &lanes[i], labelv + off,
+		lanecall_record_to_proto(&rows[i].rec, &lanes[i], labelv + off,
 		    labels + off, rows[i].nlabels > 0 ?
 		    src + rows[i].label_off : NULL, rows[i].nlabels);
-		lane_record_net_to_proto(&rows[i].rec, &lanes[i],
+		lanecall_record_net_to_proto(&rows[i].rec, &lanes[i],
 		    allowv + i * NETPOLICY_ALLOW_MAX);
-		secv[i] = lane_record_secrets_to_proto(&rows[i].rec, &lanes[i]);
+		secv[i] = lanecall_record_secrets_to_proto(&rows[i].rec,
+		    &lanes[i]);
 		cost = entry_cost(protobuf_c_message_get_packed_size(
 		    &lanes[i].base));
 		if (used + cost > budget)
@@ -505,7 +507,7 @@ out:
 }
 
 void
-lane_handle_destroy(struct laned *d, struct conn *c, const char *ref)
+lanecall_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 {
 	char name[LANE_NAME_SIZE];
 	struct lane *l;
@@ -520,7 +522,7 @@ lane_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 		 * that has it must find the logs gone.
 		 */
 		lanelog_discard(d, name);
-		(void)lane_send(d, c, name);
+		(void)lanecall_send(d, c, name);
 		return;
 	}
 	lane_waiter_add(l, c, LANE_WAIT_DESTROY);
@@ -529,7 +531,7 @@ lane_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 }
 
 void
-lane_handle_extend(struct laned *d, struct conn *c,
+lanecall_handle_extend(struct laned *d, struct conn *c,
     const Agentlane__V1__ExtendLane *req)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;
@@ -590,9 +592,9 @@ lane_handle_extend(struct laned *d, struct conn *c,
 	l->deadline_ms = deadline;
 	log_info("lane %s: deadline extended (%s)", l->name, detail);
 	lane_changed(d);
-	lane_record_to_proto(&rec, &pl, labelv, labels, src, nl);
-	lane_record_net_to_proto(&rec, &pl, allowv);
-	secv = lane_record_secrets_to_proto(&rec, &pl);
+	lanecall_record_to_proto(&rec, &pl, labelv, labels, src, nl);
+	lanecall_record_net_to_proto(&rec, &pl, allowv);
+	secv = lanecall_record_secrets_to_proto(&rec, &pl);
 	ext.lane = &pl;
 	ext.capped = capped;
 	resp.body_case = AGENTLANE__V1__RESPONSE__BODY_EXTENDED;
@@ -603,7 +605,7 @@ lane_handle_extend(struct laned *d, struct conn *c,
 }
 
 void
-lane_handle_events(struct laned *d, struct conn *c,
+lanecall_handle_events(struct laned *d, struct conn *c,
     const Agentlane__V1__GetEvents *req)
 {
 	AlResponse resp = AGENTLANE__V1__RESPONSE__INIT;

@@ -16,44 +16,45 @@ struct conn;
 struct lane;
 struct laned;
 
-void lane_handle_create(struct laned *, struct conn *,
+void lanecall_handle_create(struct laned *, struct conn *,
     const Agentlane__V1__CreateLane *);
-void lane_handle_get(struct laned *, struct conn *, const char *name);
-void lane_handle_list(struct laned *, struct conn *,
+void lanecall_handle_get(struct laned *, struct conn *, const char *name);
+void lanecall_handle_list(struct laned *, struct conn *,
     const Agentlane__V1__ListLanes *);
-void lane_handle_destroy(struct laned *, struct conn *, const char *name);
-void lane_handle_extend(struct laned *, struct conn *,
+void lanecall_handle_destroy(struct laned *, struct conn *, const char *name);
+void lanecall_handle_extend(struct laned *, struct conn *,
     const Agentlane__V1__ExtendLane *);
-void lane_handle_events(struct laned *, struct conn *,
+void lanecall_handle_events(struct laned *, struct conn *,
     const Agentlane__V1__GetEvents *);
 
 /* Sends the lane's row on c and finishes the call; false if it could not. */
-bool lane_send(struct laned *, struct conn *, const char *name);
+bool lanecall_send(struct laned *, struct conn *, const char *name);
 /* The same without finishing the call (false: an error was sent). */
-bool lane_send_row(struct laned *, struct conn *, const char *name);
+bool lanecall_send_row(struct laned *, struct conn *, const char *name);
 /*
  * Answers the creator of a lane that is ready with its row. An owned lane
  * keeps the connection as its owner (lane_resolve, run); false if the
  * answer could not be made (the owned lane is then being destroyed).
  * The daemon's lane_deliver hook (lane.c answers waiters through it).
  */
-bool lane_deliver(struct lane *, struct conn *);
+bool lanecall_deliver(struct lane *, struct conn *);
 
 /* Fills a protobuf Lane from a record; strings point into rec/labels. */
-void lane_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,
+void lanecall_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,
     Agentlane__V1__Label **labelv, Agentlane__V1__Label *labels,
     const struct lane_label *src, size_t nlabels);
 /*
  * Adds the network policy; the allow list is split in rec->allow itself,
  * allowv has room for NETPOLICY_ALLOW_MAX pointers into it.
  */
-void lane_record_net_to_proto(struct lane_record *, Agentlane__V1__Lane *,
+void lanecall_record_net_to_proto(struct lane_record *, Agentlane__V1__Lane *,
     char **allowv);
 /*
  * Adds the secrets' names, hosts and headers (split in rec->secrets
  * itself) from storage it allocates: NULL when the lane has none, else
  * what the caller frees once the answer is sent.
  */
-void *lane_record_secrets_to_proto(struct lane_record *, Agentlane__V1__Lane *);
+void *lanecall_record_secrets_to_proto(struct lane_record *,
+    Agentlane__V1__Lane *);
 
 #endif

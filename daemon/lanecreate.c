@@ -830,17 +830,17 @@ create_step_ok(struct lane *l, const struct vm_result *r, const char *verb)
  * and kills a start; the step's callback follows either way.
  */
 static bool
-vm_step_abort(struct lane *l)
+create_step_vm_abort(struct lane *l)
 {
 	return l->vm != NULL && vm_interrupt(l->vm);
 }
 
 /* The lane's step is now this limactl call. */
 static void
-vm_step(struct lane *l, enum lane_step step)
+create_step_vm(struct lane *l, enum lane_step step)
 {
 	l->step = step;
-	l->step_abort = vm_step_abort;
+	l->step_abort = create_step_vm_abort;
 }
 
 static void
@@ -942,7 +942,7 @@ lane_step_start(struct lane *l)
 		    "cannot run limactl start");
 		return;
 	}
-	vm_step(l, LANE_STEP_START);
+	create_step_vm(l, LANE_STEP_START);
 }
 
 static void lane_step_create_go(struct lane *);
@@ -1023,5 +1023,5 @@ lane_step_create_go(struct lane *l)
 			return;
 		}
 	}
-	vm_step(l, LANE_STEP_CREATE);
+	create_step_vm(l, LANE_STEP_CREATE);
 }

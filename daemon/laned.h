@@ -69,7 +69,7 @@ struct laned {
 	void (*pool_changed)(struct laned *);
 	/*
 	 * The lane state machine (lane.c) answers a waiting creator with the
-	 * lane's row (lanecall.c: lane_deliver). Set in main.
+	 * lane's row (lanecall.c: lanecall_deliver). Set in main.
 	 */
 	bool (*lane_deliver)(struct lane *, struct conn *);
 

@@ -49,7 +49,7 @@ void pool_stop(struct laned *);
 /*
  * A checked create and the warm pool. POOL_COLD: nothing fits, boot one
  * cold. POOL_READY: *taken, a booted pool lane of the plan's shape, is now
- * the caller's: answer c with it (lane_deliver). POOL_BOOTING: a pool lane
+ * the caller's: answer c with it (lanecall_deliver). POOL_BOOTING: a pool lane
  * of the shape still boots and will be ready sooner than a cold boot (by
  * a measured typical boot time), or reopens its exec channel: it is the
  * caller's, and c waits on it as on any creation. POOL_ANSWERED: c was
