@@ -26,7 +26,6 @@
 #include "lanecommit.h"
 #include "laned.h"
 #include "lane.h"
-#include "lanecall.h"
 #include "lanenet.h"
 #include "laneproxy.h"
 #include "lima.h"
@@ -317,7 +316,6 @@ main(int argc, char **argv)
 	TAILQ_INIT(&d.conns);
 	TAILQ_INIT(&d.lanes);
 	d.dispatch = dispatch_request;
-	d.lane_deliver = lanecall_deliver;
 	config_defaults(&d.cfg);
 	parse_args(&d.cfg, argc, argv, &check_only);
 	/*

@@ -25,6 +25,8 @@ struct lane_waiter {
 	struct conn *c;
 	struct lane *lane;
 	enum lane_waiter_kind kind;
+	lane_deliver_cb deliver;	/* the answer when the wait ends well */
+	void *arg;
 	TAILQ_ENTRY(lane_waiter) entry;
 };
 
@@ -333,13 +335,16 @@ static const struct conn_handler waiter_handler = {
 };
 
 void
-lane_waiter_add(struct lane *l, struct conn *c, enum lane_waiter_kind kind)
+lane_waiter_add(struct lane *l, struct conn *c, enum lane_waiter_kind kind,
+    lane_deliver_cb deliver, void *arg)
 {
 	struct lane_waiter *w = xcalloc(1, sizeof *w);
 
 	w->c = c;
 	w->lane = l;
 	w->kind = kind;
+	w->deliver = deliver;
+	w->arg = arg;
 	TAILQ_INSERT_TAIL(&l->waiters, w, entry);
 	conn_set_handler(c, &waiter_handler, w);
 }
@@ -373,7 +378,7 @@ lane_waiters_finish(struct lane *l, enum lane_waiter_kind kind, int code,
 		TAILQ_REMOVE(&l->waiters, w, entry);
 		conn_set_handler(w->c, NULL, NULL);
 		if (code == 0)
-			(void)l->d->lane_deliver(l, w->c);
+			(void)w->deliver(l, w->c, w->arg);
 		else
 			conn_send_error(w->c, code, "%s", msg);
 		free(w);

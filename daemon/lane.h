@@ -12,8 +12,8 @@
  *
  * lane.c calls only down (registry, vm, conn, the lane's exec channel,
  * proxy and image hold, which it lets go when the lane ends): what must
- * flow up goes through hooks, the lane's step_abort and the daemon's
- * lane_deliver (laned.h).
+ * flow up goes through callbacks, the lane's step_abort and each waiter's
+ * deliver (lane_waiter_add).
  */
 #ifndef LANED_LANE_H
 #define LANED_LANE_H
@@ -85,6 +85,14 @@ struct lane_change {
 };
 
 enum lane_waiter_kind { LANE_WAIT_CREATE, LANE_WAIT_DESTROY };
+
+/*
+ * How a waiter is answered when its wait ends well: with the lane's row
+ * on c (an owned lane may keep c as its owner). False if the answer could
+ * not be made. The waiter's own, given with it (lane_waiter_add): the
+ * calls that wait (lanecall.c) are above the lane module.
+ */
+typedef bool (*lane_deliver_cb)(struct lane *, struct conn *, void *arg);
 
 struct lane {
 	struct laned *d;
@@ -237,11 +245,18 @@ void lane_free_all(struct laned *);
 
 /* ---- Within the lane module ---- */
 
-/* Clients blocked on a lane's create or destroy. */
-void lane_waiter_add(struct lane *, struct conn *, enum lane_waiter_kind);
+/*
+ * Clients blocked on a lane's create or destroy; deliver(l, c, arg)
+ * answers c when the wait ends well (never NULL).
+ */
+void lane_waiter_add(struct lane *, struct conn *, enum lane_waiter_kind,
+    lane_deliver_cb deliver, void *arg);
 void lane_waiters_progress(struct lane *, const char *phase,
     const char *message);
-/* Answers every waiter of a kind with the lane (code 0), or an error. */
+/*
+ * Answers every waiter of a kind: through its deliver (code 0), or with
+ * the error.
+ */
 void lane_waiters_finish(struct lane *, enum lane_waiter_kind, int code,
     const char *msg);
 

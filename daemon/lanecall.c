@@ -180,8 +180,15 @@ static const struct conn_handler owner_handler = {
 	.closed = owner_closed,
 };
 
-bool
-lanecall_deliver(struct lane *l, struct conn *c)
+/*
+ * Answers a lane's creator (once it is ready) or destroyer with its row:
+ * the deliver this module's waiters give lane_waiter_add. An owned lane
+ * keeps its creator's connection as its owner (lane_resolve, run); false
+ * if the answer could not be made (the owned lane is then being
+ * destroyed).
+ */
+static bool
+deliver_row(struct lane *l, struct conn *c, void *arg)
 {
 	if (!l->owned || l->owner != NULL)
 		return lanecall_send(l->d, c, l->name);
@@ -231,10 +238,10 @@ create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 		conn_send_error(c, code, "%s", err);
 		return;
 	}
-	switch (pool_take(d, c, plan, &l)) {
+	switch (pool_take(d, c, deliver_row, NULL, plan, &l)) {
 	case POOL_READY:
 		lanecheck_plan_clear(plan);
-		if (!lanecall_deliver(l, c) && l->owned)
+		if (!deliver_row(l, c, NULL) && l->owned)
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 			    "its owning client could not be answered");
 		return;
@@ -245,7 +252,7 @@ create_go(struct laned *d, struct conn *c, struct lane_create_plan *plan)
 	default:
 		break;
 	}
-	lane_create_start(d, c, plan);
+	lane_create_start(d, c, deliver_row, NULL, plan);
 }
 
 static void
@@ -525,7 +532,7 @@ lanecall_handle_destroy(struct laned *d, struct conn *c, const char *ref)
 		(void)lanecall_send(d, c, name);
 		return;
 	}
-	lane_waiter_add(l, c, LANE_WAIT_DESTROY);
+	lane_waiter_add(l, c, LANE_WAIT_DESTROY, deliver_row, NULL);
 	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 	    "destroyed on request");
 }

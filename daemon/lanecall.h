@@ -31,13 +31,6 @@ void lanecall_handle_events(struct laned *, struct conn *,
 bool lanecall_send(struct laned *, struct conn *, const char *name);
 /* The same without finishing the call (false: an error was sent). */
 bool lanecall_send_row(struct laned *, struct conn *, const char *name);
-/*
- * Answers the creator of a lane that is ready with its row. An owned lane
- * keeps the connection as its owner (lane_resolve, run); false if the
- * answer could not be made (the owned lane is then being destroyed).
- * The daemon's lane_deliver hook (lane.c answers waiters through it).
- */
-bool lanecall_deliver(struct lane *, struct conn *);
 
 /* Fills a protobuf Lane from a record; strings point into rec/labels. */
 void lanecall_record_to_proto(const struct lane_record *, Agentlane__V1__Lane *,

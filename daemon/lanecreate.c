@@ -256,8 +256,8 @@ lane_create_secrets_event(struct lane *l)
 }
 
 void
-lane_create_start(struct laned *d, struct conn *c,
-    struct lane_create_plan *plan)
+lane_create_start(struct laned *d, struct conn *c, lane_deliver_cb deliver,
+    void *arg, struct lane_create_plan *plan)
 {
 	struct secret_set *sealed;
 	struct lane_new n;
@@ -292,7 +292,7 @@ lane_create_start(struct laned *d, struct conn *c,
 	if (plan->alias[0] != '\0')
 		lane_event(l, "alias", plan->alias);
 	lane_create_secrets_event(l);
-	lane_waiter_add(l, c, LANE_WAIT_CREATE);
+	lane_waiter_add(l, c, LANE_WAIT_CREATE, deliver, arg);
 	lane_waiters_progress(l, "registered", l->name);
 	lane_changed(d);
 	lane_step_create(l);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lane.h"
+
 struct conn;
 struct lane;
 struct lane_create_plan;
@@ -17,11 +19,12 @@ struct laned;
 
 /*
  * Registers the lane (a fresh name, committed in "creating") and starts
- * its creation with c as its first waiter. On failure c has been answered.
- * It takes plan->secrets in every case (the lane's, or wiped).
+ * its creation with c as its first waiter, answered through deliver once
+ * the lane is ready. On failure c has been answered. It takes
+ * plan->secrets in every case (the lane's, or wiped).
  */
-void lane_create_start(struct laned *, struct conn *,
-    struct lane_create_plan *);
+void lane_create_start(struct laned *, struct conn *, lane_deliver_cb deliver,
+    void *arg, struct lane_create_plan *);
 
 /*
  * Registers a warm-pool lane of that shape (pooled, recycled after

@@ -67,11 +67,6 @@ struct laned {
 	void (*lanes_changed)(struct laned *);
 	/* The same news for the warm pool (pool_refill); NULL when off. */
 	void (*pool_changed)(struct laned *);
-	/*
-	 * The lane state machine (lane.c) answers a waiting creator with the
-	 * lane's row (lanecall.c: lanecall_deliver). Set in main.
-	 */
-	bool (*lane_deliver)(struct lane *, struct conn *);
 
 	struct pool *pool;	/* warm pool; NULL when not configured */
 	struct lanenet *net;	/* limactl facts (lanenet.c) */

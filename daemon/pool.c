@@ -495,8 +495,9 @@ pool_taken(struct lane *l, const struct lane_create_plan *plan, int64_t now)
 
 /* Taken while it boots or reopens: c waits on it as on a creation. */
 static int
-pool_taken_waiting(struct lane *l, struct conn *c,
-    const struct lane_create_plan *plan, enum pool_pick kind, int64_t eta)
+pool_taken_waiting(struct lane *l, struct conn *c, lane_deliver_cb deliver,
+    void *arg, const struct lane_create_plan *plan, enum pool_pick kind,
+    int64_t eta)
 {
 	char msg[128];
 
@@ -516,7 +517,7 @@ pool_taken_waiting(struct lane *l, struct conn *c,
 		snprintf(msg, sizeof msg, "a warm lane that boots, ready in "
 		    "about %lld s", (long long)(eta + 999) / 1000);
 	}
-	lane_waiter_add(l, c, LANE_WAIT_CREATE);
+	lane_waiter_add(l, c, LANE_WAIT_CREATE, deliver, arg);
 	lane_waiters_progress(l, "registered", l->name);
 	lane_waiters_progress(l, "starting", msg);
 	lane_changed(l->d);
@@ -553,8 +554,8 @@ fail:
 }
 
 int
-pool_take(struct laned *d, struct conn *c, struct lane_create_plan *plan,
-    struct lane **taken)
+pool_take(struct laned *d, struct conn *c, lane_deliver_cb deliver, void *arg,
+    struct lane_create_plan *plan, struct lane **taken)
 {
 	struct lane *pick;
 	char holder[LANE_NAME_SIZE];
@@ -599,7 +600,8 @@ pool_take(struct laned *d, struct conn *c, struct lane_create_plan *plan,
 	if (!pool_hand_over(pick, c, plan))
 		return POOL_ANSWERED;
 	if (kind != PICK_WARM)
-		return pool_taken_waiting(pick, c, plan, kind, eta > 0 ? eta : 0);
+		return pool_taken_waiting(pick, c, deliver, arg, plan, kind,
+		    eta > 0 ? eta : 0);
 	pick->state = LANE_READY;
 	log_info("lane %s: taken from the warm pool (lifetime %llu s)",
 	    pick->name, (unsigned long long)(plan->lifetime_ms / 1000));

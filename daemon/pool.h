@@ -27,6 +27,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lane.h"
+
 struct laned;
 struct conn;
 struct lane_create_plan;
@@ -49,18 +51,17 @@ void pool_stop(struct laned *);
 /*
  * A checked create and the warm pool. POOL_COLD: nothing fits, boot one
  * cold. POOL_READY: *taken, a booted pool lane of the plan's shape, is now
- * the caller's: answer c with it (lanecall_deliver). POOL_BOOTING: a pool lane
- * of the shape still boots and will be ready sooner than a cold boot (by
- * a measured typical boot time), or reopens its exec channel: it is the
- * caller's, and c waits on it as on any creation. POOL_ANSWERED: c was
- * answered (the alias is taken). The plan's allow list and secrets go to
- * the lane's proxy (the secrets are taken from the plan) before anything
- * is answered.
+ * the caller's: answer c with it. POOL_BOOTING: a pool lane of the shape
+ * still boots and will be ready sooner than a cold boot (by a measured
+ * typical boot time), or reopens its exec channel: it is the caller's,
+ * and c waits on it as on any creation, answered through deliver.
+ * POOL_ANSWERED: c was answered (the alias is taken). The plan's allow
+ * list and secrets go to the lane's proxy (the secrets are taken from the
+ * plan) before anything is answered.
  */
 enum { POOL_COLD, POOL_READY, POOL_BOOTING, POOL_ANSWERED };
-struct lane;
-int pool_take(struct laned *, struct conn *, struct lane_create_plan *,
-    struct lane **taken);
+int pool_take(struct laned *, struct conn *, lane_deliver_cb deliver,
+    void *arg, struct lane_create_plan *, struct lane **taken);
 
 /* Boots pool lanes up to the configured counts, within the boot cap. */
 void pool_refill(struct laned *);
