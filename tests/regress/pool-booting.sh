@@ -46,6 +46,7 @@ TYPICAL=$(grep -o 'a cold boot takes about [0-9]* ms' "$LOG" | tail -1 | awk '{ 
 check "the daemon measured a typical cold boot from the registry ($TYPICAL ms)" \
     test "${TYPICAL:-0}" -ge 1000 -a "${TYPICAL:-0}" -lt 60000
 K=$(booted_pool)
+check "a booted pool lane was kept across the restart" test -n "$K"
 L=$(ctl create --timeout 10m)
 check_eq "a create takes the booted pool lane kept across the restart" "$K" "$L"
 check_match "its exec channel (gone with the old daemon) was reopened before the hand-over" \
