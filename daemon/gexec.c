@@ -106,14 +106,26 @@ gexec_fail(struct gexec *g, int code, const char *fmt, ...)
 	gexec_report(g, &r);
 }
 
+/*
+ * Input has nowhere to go any more: what is queued goes, and what was sent
+ * unacknowledged no longer holds the owner's input back. The helper's acks
+ * of it may still come (frames not parsed yet): they are no error.
+ */
+static void
+gexec_stdin_gone(struct gexec *g)
+{
+	g->unacked_gone += g->unacked;
+	g->unacked = 0;
+	if (evbuffer_drain(g->stdin_q, evbuffer_get_length(g->stdin_q)) != 0)
+		fatalx("evbuffer_drain");
+}
+
 void
 gexec_stream_over(struct gexec *g)
 {
 	g->out_done = true;
 	g->proc_exited = true;
-	g->unacked = 0;
-	if (evbuffer_drain(g->stdin_q, evbuffer_get_length(g->stdin_q)) != 0)
-		fatalx("evbuffer_drain");
+	gexec_stdin_gone(g);
 }
 
 static void
@@ -189,6 +201,7 @@ static void
 gexec_frame(struct gexec *g, const struct guest_frame *f)
 {
 	struct gexec_result r;
+	size_t gone = 0;
 
 	switch (f->type) {
 	case GUEST_STARTED:
@@ -208,12 +221,21 @@ gexec_frame(struct gexec *g, const struct guest_frame *f)
 			    f->data, f->len, g->arg);
 		break;
 	case GUEST_ACK:
-		if (!g->started || f->acked > g->unacked) {
+		if (!g->started ||
+		    f->acked > g->unacked + g->unacked_gone) {
 			gexec_fail(g, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 			    "guest helper acknowledged input it was not sent");
 			return;
 		}
-		g->unacked -= f->acked;
+		/* Input that ended has been let go of already. */
+		if (g->unacked_gone > 0) {
+			gone = f->acked < g->unacked_gone ? f->acked :
+			    g->unacked_gone;
+			g->unacked_gone -= gone;
+			if (gone == f->acked)
+				break;
+		}
+		g->unacked -= f->acked - gone;
 		gexec_stdin_push(g);
 		gexec_stdin_drained(g);
 		break;
@@ -385,9 +407,7 @@ gexec_in_event_cb(struct bufferevent *bev, short what, void *arg)
 	/* The helper stopped reading (it exited); input has nowhere to go. */
 	bufferevent_free(g->in);
 	g->in = NULL;
-	g->unacked = 0;
-	if (evbuffer_drain(g->stdin_q, evbuffer_get_length(g->stdin_q)) != 0)
-		fatalx("evbuffer_drain");
+	gexec_stdin_gone(g);
 	gexec_stdin_drained(g);
 }
 

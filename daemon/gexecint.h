@@ -70,6 +70,12 @@ struct gexec {
 	bool z_sent;
 	struct evbuffer *stdin_q;	/* framed input beyond the window */
 	size_t unacked;			/* I bytes the helper did not ack */
+	/*
+	 * Unacked I bytes of input that ended (the helper's stream is over,
+	 * or it stopped reading): its acks may still be in inbuf, unparsed
+	 * while the owner is paused, and are taken against this.
+	 */
+	size_t unacked_gone;
 
 	bool out_done;			/* EOF, or drained after exit */
 	struct evbuffer *inbuf;
