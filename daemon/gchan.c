@@ -13,7 +13,7 @@
 #include "agentlane.pb-c.h"
 #include "gchan.h"
 #include "gexec.h"
-#include "gexecint.h"
+#include "gexec_int.h"
 #include "guestproto.h"
 #include "iobuf.h"
 #include "lima.h"

@@ -14,7 +14,7 @@
 #include "agentlane.pb-c.h"
 #include "compat.h"
 #include "gexec.h"
-#include "gexecint.h"
+#include "gexec_int.h"
 #include "guestproto.h"
 #include "iobuf.h"
 #include "lima.h"

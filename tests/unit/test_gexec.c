@@ -19,7 +19,7 @@
 
 #include "agentlane.pb-c.h"
 #include "gexec.h"
-#include "gexecint.h"
+#include "gexec_int.h"
 #include "guestproto.h"
 
 struct fake {

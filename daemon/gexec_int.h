@@ -4,8 +4,8 @@
  * own (gexec.c) or the lane's exec channel (gchan.c). Not for other
  * modules: they use gexec.h and gchan.h.
  */
-#ifndef LANED_GEXECINT_H
-#define LANED_GEXECINT_H
+#ifndef LANED_GEXEC_INT_H
+#define LANED_GEXEC_INT_H
 
 #include <sys/queue.h>
 
