@@ -44,7 +44,7 @@ lane_release(struct lane *l)
 	if (l->step == LANE_STEP_SETUP && l->step_abort != NULL)
 		(void)l->step_abort(l);
 	gchan_close(&l->chan);
-	laneproxy_close(l);
+	laneproxy_close(&l->px);
 	/* A lane that ended before its clone (it waited, say) lets go. */
 	if (l->image_held) {
 		image_release(l->d, l->image);
@@ -92,7 +92,7 @@ lane_new(struct laned *d, const struct lane_record *rec)
 		    (uint32_t)m : (uint32_t)NETPOLICY_NONE;
 		l->sudo = rec->sudo;
 		str_copy(l->allow, rec->allow, sizeof l->allow);
-		l->proxy_port = rec->proxy_port;
+		l->px.port = rec->proxy_port;
 	}
 	l->vm = vm_new(d, l->name, l);
 	TAILQ_INIT(&l->waiters);
@@ -804,7 +804,7 @@ lane_recover(struct lane *l)
 			/* Its owner's connection did not survive the restart. */
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__CANCELLED,
 			    "its owner was lost to an agent-laned restart");
-		else if (l->has_secrets && l->secrets == NULL)
+		else if (l->has_secrets && l->px.secrets == NULL)
 			/*
 			 * The values were in the memory of the daemon that
 			 * stopped; its placeholders would now reach their hosts
@@ -827,7 +827,7 @@ lane_recover(struct lane *l)
 		if (!lane_pool_booted(l))
 			lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE,
 			    "pool boot interrupted by an agent-laned restart");
-		else if (laneproxy_pool_ca(l))
+		else if (laneproxy_pool_ca(l->net_policy, l->net_mode))
 			/*
 			 * Its guest trusts a lane CA whose key was only in the
 			 * memory of the daemon that stopped: no taker's secret

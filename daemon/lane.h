@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/queue.h>
 
+#include "laneproxy.h"
 #include "registry.h"
 #include "wire.h"
 
@@ -118,22 +119,17 @@ struct lane {
 	uint32_t net_mode;		/* enum netpolicy_mode */
 	bool sudo;			/* kept guest root: advisory */
 	char allow[LANE_ALLOW_TEXT_MAX + 1];
-	uint16_t proxy_port;		/* allow: persisted in the row */
-	struct proxy *proxy;		/* allow: open while the lane lives */
 	bool net_wait;			/* waits for the limactl facts */
 	/* The check's verdict, written with the ready change. */
 	char net_verdict[16];
 	char net_note[LANE_NET_NOTE_MAX];
 	/*
-	 * create --secret (lanesecret.h, secret.h): the values, in memory
-	 * only, and the lane's CA (tlsca.h, made with its proxy), both
-	 * borrowed by the proxy and wiped when it closes (lane_free).
-	 * has_secrets comes from the row: after a restart secrets is NULL,
-	 * and the lane is destroyed. A pool lane of an allow or internet
-	 * policy has its CA from its boot (laneproxy.h), for its taker.
+	 * Its proxy, port, create --secret values and lane CA (laneproxy.h),
+	 * closed and wiped with the lane (lane_free). has_secrets comes from
+	 * the row: after a restart px.secrets is NULL, and the lane is
+	 * destroyed.
 	 */
-	struct secret_set *secrets;
-	struct tlsca *ca;
+	struct laneproxy px;
 	bool has_secrets;
 
 	struct vm *vm;			/* its Lima instance */

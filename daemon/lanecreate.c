@@ -238,8 +238,8 @@ lane_create_secrets_event(struct lane *l)
 {
 	char detail[LANE_SECRETS_TEXT_MAX + 64];
 
-	for (size_t i = 0; l->secrets != NULL && i < l->secrets->n; i++) {
-		const struct secret *sc = &l->secrets->v[i];
+	for (size_t i = 0; l->px.secrets != NULL && i < l->px.secrets->n; i++) {
+		const struct secret *sc = &l->px.secrets->v[i];
 		size_t off;
 
 		off = (size_t)snprintf(detail, sizeof detail, "%s for ",
@@ -288,7 +288,7 @@ lane_create_start(struct laned *d, struct conn *c, lane_deliver_cb deliver,
 	    "%s)", n.rec.name, n.rec.cpus, mem, disk, life);
 	l = lane_registered(&n);
 	l->create_detached = plan->detach;
-	l->secrets = sealed;
+	l->px.secrets = sealed;
 	if (plan->alias[0] != '\0')
 		lane_event(l, "alias", plan->alias);
 	lane_create_secrets_event(l);
@@ -756,7 +756,7 @@ lane_step_netcheck(struct lane *l)
 		return;
 	}
 	if ((n = netpolicy_check_script((enum netpolicy_mode)l->net_mode,
-	    l->sudo, port, laneproxy_ca_pem(l), script, sizeof script)) < 0) {
+	    l->sudo, port, laneproxy_ca_pem(&l->px), script, sizeof script)) < 0) {
 		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "network policy check script too large");
 		return;
@@ -901,10 +901,10 @@ render_yaml(struct lane *l, char *yaml, size_t len, char *err, size_t errlen)
 	spec.disk_gib = rec.disk_gib;
 	spec.has_policy = l->net_policy;
 	spec.net_mode = (int)l->net_mode;
-	spec.proxy_port = l->proxy_port;
+	spec.proxy_port = l->px.port;
 	spec.sudo = l->sudo;
 	/* Its certificate only: the key never leaves the daemon's memory. */
-	spec.ca_pem = laneproxy_ca_pem(l);
+	spec.ca_pem = laneproxy_ca_pem(&l->px);
 	if ((n = lima_yaml_render(l->d->lima, &spec, yaml, len)) < 0) {
 		snprintf(err, errlen, "lane YAML too large");
 		return -1;
@@ -967,21 +967,23 @@ open_proxy(struct lane *l)
 {
 	char err[512];
 
-	if (!laneproxy_wanted(l) || l->proxy != NULL)
+	if (!laneproxy_wanted(l->net_policy, l->net_mode, l->has_secrets,
+	    l->state == LANE_POOLED) || l->px.proxy != NULL)
 		return 0;
-	if (laneproxy_open(l, 0, err, sizeof err) == -1) {
+	if (laneproxy_open(&l->px, l->d, l->name, l->allow, l->net_mode,
+	    l->state == LANE_POOLED, 0, err, sizeof err) == -1) {
 		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "the lane's proxy: %s", err);
 		return -1;
 	}
 	/* The rules name this port: the row keeps it for restarts. */
-	if (registry_lane_set_proxy_port(l->d->reg, l->name, l->proxy_port) !=
+	if (registry_lane_set_proxy_port(l->d->reg, l->name, l->px.port) !=
 	    REG_OK) {
 		create_fail(l, AGENTLANE__V1__ERROR_CODE__INTERNAL,
 		    "registry error: cannot record the proxy port");
 		return -1;
 	}
-	snprintf(err, sizeof err, "127.0.0.1:%u", (unsigned)l->proxy_port);
+	snprintf(err, sizeof err, "127.0.0.1:%u", (unsigned)l->px.port);
 	lane_event(l, "proxy", err);
 	return 0;
 }

@@ -359,7 +359,7 @@ lanenet_recover(struct lane *l)
 	 * secrets: its rules let the guest reach that port as well.
 	 */
 	if (!l->net_policy || l->net_mode == NETPOLICY_NONE ||
-	    l->proxy_port == 0 || l->proxy != NULL)
+	    l->px.port == 0 || l->px.proxy != NULL)
 		return true;
 	/*
 	 * Only a lane that lives on needs it: a ready one. A pool lane with
@@ -367,13 +367,14 @@ lanenet_recover(struct lane *l)
 	 */
 	if (l->state != LANE_READY || l->deadline_ms <= time_now_ms())
 		return true;
-	if (laneproxy_open(l, l->proxy_port, err, sizeof err) == 0) {
+	if (laneproxy_open(&l->px, l->d, l->name, l->allow, l->net_mode,
+	    l->state == LANE_POOLED, l->px.port, err, sizeof err) == 0) {
 		lane_event(l, "proxy", "bound again after an agent-laned "
 		    "restart");
 		return true;
 	}
 	snprintf(why, sizeof why, "its proxy port %u cannot be bound again "
-	    "(%s)", (unsigned)l->proxy_port, err);
+	    "(%s)", (unsigned)l->px.port, err);
 	log_warnx("lane %s: %s", l->name, why);
 	lane_destroy(l, AGENTLANE__V1__ERROR_CODE__UNAVAILABLE, why);
 	return false;
@@ -412,22 +413,23 @@ lanenet_exec_env(struct laned *d, const char *name, struct lanenet_env *env)
 	if (l == NULL || !l->net_policy)
 		return;
 	np = netpolicy_proxy_env((enum netpolicy_mode)l->net_mode,
-	    l->proxy != NULL && laneproxy_in_use(l) ? l->proxy_port : 0, pol);
+	    l->px.proxy != NULL && laneproxy_in_use(l->net_policy, l->net_mode,
+	    l->has_secrets) ? l->px.port : 0, pol);
 	for (size_t i = 0; i < np; i++) {
 		char *eq = strchr(pol[i], '=');
 
 		*eq = '\0';
 		env_add(env, false, pol[i], eq + 1);
 	}
-	if (l->ca != NULL && np > 0) {
+	if (l->px.ca != NULL && np > 0) {
 		env_add(env, false, "NODE_EXTRA_CA_CERTS", NETPOLICY_CA_FILE);
 		for (size_t i = 0; i < 4; i++)
 			env_add(env, false, bundle_vars[i],
 			    NETPOLICY_CA_BUNDLE);
 	}
-	for (size_t i = 0; l->secrets != NULL && i < l->secrets->n; i++)
-		env_add(env, true, l->secrets->v[i].name,
-		    l->secrets->v[i].placeholder);
+	for (size_t i = 0; l->px.secrets != NULL && i < l->px.secrets->n; i++)
+		env_add(env, true, l->px.secrets->v[i].name,
+		    l->px.secrets->v[i].placeholder);
 }
 
 bool

@@ -7,11 +7,11 @@
 
 #include "audit.h"
 #include "laned.h"
-#include "lane.h"
 #include "laneproxy.h"
 #include "log.h"
 #include "netpolicy.h"
 #include "proxy.h"
+#include "registry.h"
 #include "secret.h"
 #include "tlsca.h"
 #include "util.h"
@@ -30,39 +30,40 @@ laneproxy_free(struct laned *d)
 static void
 proxy_record(void *arg, const char *event, const char *detail)
 {
-	struct lane *l = arg;
+	struct laneproxy *px = arg;
 
-	audit_proxy(l->d, l->name, event, detail);
+	audit_proxy(px->d, px->name, event, detail);
 }
 
 bool
-laneproxy_pool_ca(const struct lane *l)
+laneproxy_pool_ca(bool net_policy, uint32_t net_mode)
 {
-	return l->net_policy && (l->net_mode == NETPOLICY_ALLOW ||
-	    l->net_mode == NETPOLICY_INTERNET);
+	return net_policy && (net_mode == NETPOLICY_ALLOW ||
+	    net_mode == NETPOLICY_INTERNET);
 }
 
 bool
-laneproxy_wanted(const struct lane *l)
+laneproxy_wanted(bool net_policy, uint32_t net_mode, bool has_secrets,
+    bool pooled)
 {
-	if (!l->net_policy)
+	if (!net_policy)
 		return false;
-	if (l->state == LANE_POOLED && laneproxy_pool_ca(l))
+	if (pooled && laneproxy_pool_ca(net_policy, net_mode))
 		return true;
-	return laneproxy_in_use(l);
+	return laneproxy_in_use(net_policy, net_mode, has_secrets);
 }
 
 bool
-laneproxy_in_use(const struct lane *l)
+laneproxy_in_use(bool net_policy, uint32_t net_mode, bool has_secrets)
 {
-	return l->net_policy && (l->net_mode == NETPOLICY_ALLOW ||
-	    (l->net_mode == NETPOLICY_INTERNET && l->has_secrets));
+	return net_policy && (net_mode == NETPOLICY_ALLOW ||
+	    (net_mode == NETPOLICY_INTERNET && has_secrets));
 }
 
 const char *
-laneproxy_ca_pem(const struct lane *l)
+laneproxy_ca_pem(const struct laneproxy *px)
 {
-	return l->ca != NULL ? tlsca_cert_pem(l->ca, NULL) : NULL;
+	return px->ca != NULL ? tlsca_cert_pem(px->ca, NULL) : NULL;
 }
 
 /*
@@ -71,21 +72,21 @@ laneproxy_ca_pem(const struct lane *l)
  * lane gets its CA at boot, for the secrets of whoever takes it.
  */
 static int
-proxy_secrets(struct lane *l, char *err, size_t errlen)
+proxy_secrets(struct laneproxy *px, bool pooled, char *err, size_t errlen)
 {
-	if (l->secrets == NULL && l->state != LANE_POOLED)
+	if (px->secrets == NULL && !pooled)
 		return 0;
 	/*
 	 * Its leaf cache is bounded by proxy_max_certs: one leaf a host of
 	 * a secret the guest connects to ("*.suffix" can name many); past
 	 * it the proxy refuses with a record (TLSCA_FULL).
 	 */
-	if (l->ca == NULL && (l->ca = tlsca_new(l->name,
-	    l->d->cfg.max_lifetime_ms + LANE_CA_MARGIN_MS,
-	    l->d->cfg.proxy_max_certs, err, errlen)) == NULL)
+	if (px->ca == NULL && (px->ca = tlsca_new(px->name,
+	    px->d->cfg.max_lifetime_ms + LANE_CA_MARGIN_MS,
+	    px->d->cfg.proxy_max_certs, err, errlen)) == NULL)
 		return -1;
-	if (l->secrets != NULL)
-		proxy_set_secrets(l->proxy, l->secrets, l->ca);
+	if (px->secrets != NULL)
+		proxy_set_secrets(px->proxy, px->secrets, px->ca);
 	return 0;
 }
 
@@ -119,9 +120,10 @@ proxy_resolver(struct laned *d)
 }
 
 int
-laneproxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
+laneproxy_open(struct laneproxy *px, struct laned *d, const char *name,
+    const char *allow, uint32_t net_mode, bool pooled, uint16_t port,
+    char *err, size_t errlen)
 {
-	struct laned *d = l->d;
 	struct proxy_policy pol;
 	struct proxy_limits lim = {
 		.max_conns = d->cfg.proxy_max_connections,
@@ -137,8 +139,11 @@ laneproxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
 	};
 	char *pats[NETPOLICY_ALLOW_MAX], list[LANE_ALLOW_TEXT_MAX + 1];
 
+	/* For the records (proxy_record) and the CA's name. */
+	px->d = d;
+	px->name = name;
 	memset(&pol, 0, sizeof pol);
-	str_copy(list, l->allow, sizeof list);
+	str_copy(list, allow, sizeof list);
 	pol.nallow = allow_split(list, pats);
 	pol.allow = pats;
 	/* HTTPS through CONNECT, plain HTTP as absolute URIs (checked keys). */
@@ -149,65 +154,63 @@ laneproxy_open(struct lane *l, uint16_t port, char *err, size_t errlen)
 		return -1;
 	}
 	/* Internet lanes have one for their secrets; others pass through. */
-	pol.internet = l->net_mode == NETPOLICY_INTERNET;
-	l->proxy = proxy_new(d->base, proxy_resolver(d), &pol, &lim, port,
-	    proxy_record, l, err, errlen);
-	if (l->proxy == NULL)
+	pol.internet = net_mode == NETPOLICY_INTERNET;
+	px->proxy = proxy_new(d->base, proxy_resolver(d), &pol, &lim, port,
+	    proxy_record, px, err, errlen);
+	if (px->proxy == NULL)
 		return -1;
 	/* Before the guest can connect: open connections keep their set. */
-	if (proxy_secrets(l, err, errlen) == -1) {
-		proxy_free(l->proxy);
-		l->proxy = NULL;
+	if (proxy_secrets(px, pooled, err, errlen) == -1) {
+		proxy_free(px->proxy);
+		px->proxy = NULL;
 		return -1;
 	}
-	l->proxy_port = proxy_port(l->proxy);
+	px->port = proxy_port(px->proxy);
 	if (d->proxy_hook != NULL)
-		d->proxy_hook(l->proxy);
+		d->proxy_hook(px->proxy);
 	log_info("lane %s: proxy on 127.0.0.1:%u (%s%zu allowed patterns, "
-	    "%zu secrets%s)", l->name, (unsigned)l->proxy_port, pol.internet ?
-	    "any public host, " : "", pol.nallow, l->secrets != NULL ?
-	    l->secrets->n : 0, l->state == LANE_POOLED ? ", warm lane CA" : "");
+	    "%zu secrets%s)", name, (unsigned)px->port, pol.internet ?
+	    "any public host, " : "", pol.nallow, px->secrets != NULL ?
+	    px->secrets->n : 0, pooled ? ", warm lane CA" : "");
 	return 0;
 }
 
 int
-laneproxy_take(struct lane *l, const char *allow, struct secret_set *set,
-    char *err, size_t errlen)
+laneproxy_take(struct laneproxy *px, const char *allow,
+    struct secret_set *set, char *err, size_t errlen)
 {
 	char *pats[NETPOLICY_ALLOW_MAX], list[LANE_ALLOW_TEXT_MAX + 1];
 
-	str_copy(l->allow, allow, sizeof l->allow);
-	l->secrets = set;
-	l->has_secrets = set != NULL;
-	if (l->proxy == NULL)
+	px->secrets = set;
+	if (px->proxy == NULL)
 		return 0;	/* laneproxy_open hands both over */
-	if (set != NULL && l->ca == NULL) {
+	if (set != NULL && px->ca == NULL) {
 		snprintf(err, errlen, "its lane CA is gone");
 		return -1;
 	}
-	str_copy(list, l->allow, sizeof list);
-	proxy_set_allow(l->proxy, pats, allow_split(list, pats));
+	str_copy(list, allow, sizeof list);
+	proxy_set_allow(px->proxy, pats, allow_split(list, pats));
 	if (set != NULL)
-		proxy_set_secrets(l->proxy, set, l->ca);
+		proxy_set_secrets(px->proxy, set, px->ca);
 	log_info("lane %s: its proxy took its taker's allow list and %zu "
-	    "secrets", l->name, set != NULL ? set->n : 0);
+	    "secrets", px->name, set != NULL ? set->n : 0);
 	return 0;
 }
 
 void
-laneproxy_close(struct lane *l)
+laneproxy_close(struct laneproxy *px)
 {
-	if (l->proxy != NULL) {
-		proxy_free(l->proxy);
-		l->proxy = NULL;
-		log_info("lane %s: proxy on 127.0.0.1:%u closed", l->name,
-		    (unsigned)l->proxy_port);
+	if (px->proxy != NULL) {
+		proxy_free(px->proxy);
+		px->proxy = NULL;
+		log_info("lane %s: proxy on 127.0.0.1:%u closed", px->name,
+		    (unsigned)px->port);
 	}
 	/* The proxy only borrowed them: the values and the CA key go now. */
-	secret_set_free(l->secrets);
-	l->secrets = NULL;
-	if (l->ca != NULL) {
-		tlsca_free(l->ca);
-		l->ca = NULL;
+	secret_set_free(px->secrets);
+	px->secrets = NULL;
+	if (px->ca != NULL) {
+		tlsca_free(px->ca);
+		px->ca = NULL;
 	}
 }

@@ -542,7 +542,10 @@ pool_hand_over(struct lane *l, struct conn *c, struct lane_create_plan *plan)
 		if (sealed == NULL)
 			goto fail;
 	}
-	if (laneproxy_take(l, plan->allow, sealed, err, sizeof err) == -1)
+	/* The lane owns its taker's allow list and secrets from here. */
+	str_copy(l->allow, plan->allow, sizeof l->allow);
+	l->has_secrets = sealed != NULL;
+	if (laneproxy_take(&l->px, l->allow, sealed, err, sizeof err) == -1)
 		goto fail;
 	lane_create_secrets_event(l);
 	return true;
