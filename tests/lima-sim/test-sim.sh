@@ -269,7 +269,12 @@ check "guest has ps, kill, perl, tar, git, sh, bash, awk" test "$RC" = 0
 lc shell $A sh -c 'echo persisted > /tmp/persist; echo home > ~/h' </dev/null
 run shell $A cat /tmp/persist
 check "a file written to the guest's /tmp is there in the next shell" test "$(cat "$T/out")" = persisted
-lc shell $A sh -c 'nohup sleep 100 >/dev/null 2>&1 &' </dev/null
+# The starting shell ends only once its child runs sleep (not while it is
+# still nohup, or the forked sh), so that a busy machine cannot make the
+# check below look before the exec rather than after the shell's end.
+lc shell $A sh -c 'nohup sleep 100 >/dev/null 2>&1 & p=$!; i=0
+    while [ "$(ps -o args= -p "$p")" != "sleep 100" ] && [ $i -lt 400 ]; do
+        sleep 0.05; i=$((i + 1)); done' </dev/null
 run shell $A ps -eo args
 check "a background process survives the shell that started it" grep -qx 'sleep 100' "$T/out"
 
