@@ -89,7 +89,7 @@ check_eq "the fake claude is installed in it" /usr/local/bin/claude \
 t=$(now_ms)
 check_eq "the prep lane is committed to an image" "$IMAGE" "$(ctl commit "$PREP" "$IMAGE" 2>"$T/commit.err")"
 echo "# commit: $(( $(now_ms) - t )) ms"
-[ -s "$T/commit.err" ] && sed 's/^/#   /' "$T/commit.err"
+[ "$(lane_state "$PREP")" = ready ] || sed 's/^/#   /' "$T/commit.err"
 ctl rm "$PREP" >/dev/null 2>&1
 stop_daemon
 
@@ -117,9 +117,11 @@ HOSTREPO=$T/repo
 mkdir -p "$HOSTREPO"
 git -C "$HOSTREPO" init -q -b main
 echo "# pooled test repo" >"$HOSTREPO/README.md"
+# Its own identity: Sandcastle applies the lane's commits with git am here.
+git -C "$HOSTREPO" config user.name "Lane Tester"
+git -C "$HOSTREPO" config user.email lane-tester@example.com
 git -C "$HOSTREPO" add README.md
-git -C "$HOSTREPO" -c user.name="Lane Tester" -c user.email=lane-tester@example.com \
-    commit -q -m init
+git -C "$HOSTREPO" commit -q -m init
 KEY="sk-ant-api03-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 t=$(now_ms)
 ANTHROPIC_API_KEY=$KEY node "$HERE/sandcastle-pool.mjs" "$SOCK" "$IMAGE" \
@@ -136,6 +138,10 @@ check "its create took under a quarter of the prep lane's cold boot ($COLD_MS ms
     test -n "$CREATE_MS" -a "$(( ${CREATE_MS:-999999999} * 4 ))" -lt "$COLD_MS"
 check_eq "the lane carries the secret" "[[{'name': 'ANTHROPIC_API_KEY', 'hosts': ['api.test'], 'headers': []}]]" "$(R secrets)"
 check_eq "the fake claude's commit reached the host branch" "1 claude: called the API|Fake Claude" "$(R commits) $(R subject)"
+if [ "$(R commits)" != 1 ]; then
+	echo "# the run's output and the agent's log:"
+	{ R stdout; cat "$T/run.out" "$HOSTREPO"/.sandcastle/logs/*.log; } 2>&1 | tail -n 40 | cut -c1-300 | sed 's/^/#   /'
+fi
 check_match "the guest saw the placeholder" '^AGENTLANE_SECRET_[0-9a-f]{48}$' "$(R keySeen)"
 check_match "its curl reached the upstream through the proxy over HTTPS" \
     "hello from the test upstream" "$(R reply)"
