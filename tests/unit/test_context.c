@@ -54,29 +54,54 @@ url_refused(const char *url)
 }
 
 /*
+ * The shared vector files (tests/vectors/, read by the provider's tests
+ * too): vectors_open finds NAME beside this source, vectors_next splits
+ * the next line that is not a comment into at most 8 tab-separated fields.
+ */
+static FILE *
+vectors_open(const char *name, char *path, size_t pathlen)
+{
+	const char *slash = strrchr(__FILE__, '/');
+	FILE *in;
+
+	snprintf(path, pathlen, "%.*s../vectors/%s",
+	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__, name);
+	if ((in = fopen(path, "r")) == NULL)
+		fail_msg("%s: cannot open (run from the repository root)", path);
+	return in;
+}
+
+static int
+vectors_next(FILE *in, char *line, int linelen, char *f[8])
+{
+	char *p;
+	int n;
+
+	do {
+		if (fgets(line, linelen, in) == NULL)
+			return -1;
+		line[strcspn(line, "\n")] = '\0';
+	} while (line[0] == '#' || line[0] == '\0');
+	for (n = 0, p = line; n < 8 && p != NULL; n++)
+		f[n] = strsep(&p, "\t");
+	return n;
+}
+
+/*
  * tests/vectors/hosts.tsv, which the provider's tests read too: one source
  * of truth for what both clients take as a host URL (tests/vectors/README.md).
  */
 static void
 test_url_vectors(void **state)
 {
-	char path[1024], line[1024], *f[8], *p;
-	const char *slash = strrchr(__FILE__, '/');
+	char path[1024], line[1024], *f[8];
 	unsigned ok = 0, refused = 0;
 	FILE *in;
 	int n;
 
 	(void)state;
-	snprintf(path, sizeof path, "%.*s../vectors/hosts.tsv",
-	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
-	if ((in = fopen(path, "r")) == NULL)
-		fail_msg("%s: cannot open (run from the repository root)", path);
-	while (fgets(line, sizeof line, in) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < 8 && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
+	in = vectors_open("hosts.tsv", path, sizeof path);
+	while ((n = vectors_next(in, line, sizeof line, f)) >= 0) {
 		for (int k = 0; k < n; k++)
 			if (strcmp(f[k], "-") == 0)
 				f[k] = "";
@@ -146,8 +171,6 @@ static void
 test_context_vectors(void **state)
 {
 	char path[1024], line[2048], text[1024], want[3][512], err[256], *f[8];
-	char *p;
-	const char *slash = strrchr(__FILE__, '/');
 	unsigned ok = 0, refused = 0;
 	struct ctx c;
 	size_t len;
@@ -155,16 +178,8 @@ test_context_vectors(void **state)
 	int n;
 
 	(void)state;
-	snprintf(path, sizeof path, "%.*s../vectors/contexts.tsv",
-	    slash != NULL ? (int)(slash - __FILE__ + 1) : 0, __FILE__);
-	if ((in = fopen(path, "r")) == NULL)
-		fail_msg("%s: cannot open (run from the repository root)", path);
-	while (fgets(line, sizeof line, in) != NULL) {
-		line[strcspn(line, "\n")] = '\0';
-		if (line[0] == '#' || line[0] == '\0')
-			continue;
-		for (n = 0, p = line; n < 8 && p != NULL; n++)
-			f[n] = strsep(&p, "\t");
+	in = vectors_open("contexts.tsv", path, sizeof path);
+	while ((n = vectors_next(in, line, sizeof line, f)) >= 0) {
 		assert_true(n >= 3);
 		len = unescape(f[1], text, sizeof text - 1);
 		if (strcmp(f[0], "refused") == 0) {
